@@ -1,0 +1,18 @@
+"""airflow-hoodie: Apache Hudi timeline actions as Apache Airflow tasks.
+
+The package is layered (see DESIGN.md): ``airflow_hoodie.table`` is the Hudi v6 table
+format in pure Python, ``airflow_hoodie.actions`` plans and executes timeline actions,
+``airflow_hoodie.spark`` holds everything that needs a SparkSession, and the hooks,
+operators, sensors and triggers form the Airflow provider.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def get_provider_info() -> dict:
+    """Entry point Airflow's ProvidersManager calls; kept import-light on purpose."""
+    from airflow_hoodie.provider_info import provider_info
+
+    return provider_info()

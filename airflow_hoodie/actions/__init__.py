@@ -1,0 +1,1 @@
+"""actions layer of airflow-hoodie; see DESIGN.md."""

@@ -1,0 +1,57 @@
+"""The one exception hierarchy of airflow-hoodie.
+
+Every error a user can trigger derives from :class:`HoodieError`, so an Airflow task, a
+job script or the CLI can catch one type and print a message that says what went wrong
+and what to do about it. Messages are written for the person running the pipeline, not
+for the person debugging the library.
+"""
+
+from __future__ import annotations
+
+
+class HoodieError(Exception):
+    """Base of every error raised on purpose by airflow-hoodie."""
+
+
+class HoodieConfigError(HoodieError):
+    """A ``hoodie.*`` setting is unknown, missing, or has a value we cannot use."""
+
+
+class HoodieTableNotFoundError(HoodieError):
+    """The path holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
+
+
+class HoodieTableExistsError(HoodieError):
+    """Creating a table where one already exists with incompatible settings."""
+
+
+class HoodieCorruptedDataError(HoodieError):
+    """A file of the table (log, plan, metadata, parquet) cannot be decoded."""
+
+
+class HoodieTimelineError(HoodieError):
+    """An instant is missing, already exists, or is moved through an illegal state."""
+
+
+class HoodieIOError(HoodieError):
+    """Storage refused an operation (missing file, permission, network)."""
+
+
+class HoodieSchemaError(HoodieError):
+    """An incoming batch's schema cannot be reconciled with the table's."""
+
+
+class HoodieKeyError(HoodieError):
+    """A record key or partition path could not be built (missing or null field)."""
+
+
+class HoodieWriteConflictError(HoodieError):
+    """A write targets file groups locked by a pending table service."""
+
+
+class HoodieNotSupportedError(HoodieError):
+    """A valid Hudi feature this implementation deliberately does not handle."""
+
+
+class HoodieJobError(HoodieError):
+    """A spark-submit job of ours failed; the message carries the job's own error."""

@@ -1,0 +1,1 @@
+"""operators layer of airflow-hoodie; see DESIGN.md."""

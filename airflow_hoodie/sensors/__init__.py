@@ -1,0 +1,1 @@
+"""sensors layer of airflow-hoodie; see DESIGN.md."""

@@ -1,0 +1,1 @@
+"""spark layer of airflow-hoodie; see DESIGN.md."""

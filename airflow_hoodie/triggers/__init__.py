@@ -1,0 +1,1 @@
+"""triggers layer of airflow-hoodie; see DESIGN.md."""

@@ -1,0 +1,37 @@
+"""Shared fixtures: the conformance corpus and one SparkSession per test session."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def conformance_dir() -> pathlib.Path:
+    return pathlib.Path(
+        os.environ.get("HOODIE_CONFORMANCE_DIR", REPO_ROOT.parent / "shared" / "conformance")
+    ).resolve()
+
+
+@pytest.fixture(scope="session")
+def conformance() -> pathlib.Path:
+    """Root of the tables real Hudi wrote; required under CI, never skipped there."""
+    root = conformance_dir()
+    if not root.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"conformance corpus missing at {root}; set HOODIE_CONFORMANCE_DIR")
+        pytest.skip(f"conformance corpus not found at {root}")
+    return root
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The single SparkSession every Spark test shares (starting one costs ~8 s)."""
+    from airflow_hoodie.spark.session import get_or_create_session
+
+    session = get_or_create_session("airflow-hoodie-tests", master="local[2]")
+    yield session
+    session.stop()
