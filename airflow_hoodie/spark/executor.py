@@ -1,0 +1,27 @@
+"""Executor that spreads plan operations over Spark tasks (one task per operation)."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class SparkExecutor:
+    def __init__(self, spark, max_parallelism: int | None = None) -> None:
+        self.spark = spark
+        self.max_parallelism = max_parallelism
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        items = list(items)
+        if not items:
+            return []
+        slices = len(items)
+        if self.max_parallelism:
+            slices = min(slices, self.max_parallelism)
+        indexed = list(enumerate(items))
+        rdd = self.spark.sparkContext.parallelize(indexed, slices)
+        results = rdd.map(lambda pair: (pair[0], fn(pair[1]))).collect()
+        results.sort(key=lambda pair: pair[0])
+        return [r for _, r in results]

@@ -1,0 +1,77 @@
+"""What every ``spark_jobs/*.py`` script shares: arguments, settings, result line, exit code.
+
+A job prints exactly one JSON object as its last stdout line (and writes it to
+``--result-file``), so the Airflow hook can hand it to XCom without parsing logs. Any
+failure exits non-zero with a one-line ``ERROR: ...`` on stderr that says what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from typing import Any, Callable, Mapping
+
+from airflow_hoodie.config import HoodieConfig, parse_key_values, parse_properties
+from airflow_hoodie.errors import HoodieError
+
+EXIT_FAILURE = 1
+
+
+def base_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--base-path", required=True, help="Table base path or URI")
+    parser.add_argument(
+        "--hoodie-conf", action="append", default=[], metavar="KEY=VALUE",
+        help="A hoodie.* setting; repeatable",
+    )
+    parser.add_argument("--props", help="A .properties file of hoodie.* settings")
+    parser.add_argument("--result-file", help="Also write the JSON result here")
+    parser.add_argument(
+        "--storage-option", action="append", default=[], metavar="KEY=VALUE",
+        help="pyarrow filesystem option (credentials, region, endpoint); repeatable",
+    )
+    parser.add_argument("--spark-master", help="Spark master when run as plain python")
+    return parser
+
+
+def load_config(args: argparse.Namespace) -> HoodieConfig:
+    """``--props`` first, then ``--hoodie-conf`` overriding it."""
+    values: dict[str, str] = {}
+    if args.props:
+        try:
+            with open(args.props, encoding="utf-8") as f:
+                values.update(parse_properties(f.read()))
+        except OSError as exc:
+            raise HoodieError(f"Cannot read --props file {args.props!r}: {exc}") from exc
+    values.update(parse_key_values(args.hoodie_conf))
+    return HoodieConfig(values)
+
+
+def storage_options(args: argparse.Namespace) -> dict[str, str]:
+    return parse_key_values(args.storage_option) if args.storage_option else {}
+
+
+def emit_result(result: Mapping[str, Any], result_file: str | None) -> None:
+    line = json.dumps(result, sort_keys=True, default=str)
+    if result_file:
+        with open(result_file, "w", encoding="utf-8") as f:
+            f.write(line + "\n")
+    sys.stdout.flush()
+    print(line, flush=True)
+
+
+def run_job(main: Callable[[], Mapping[str, Any]], result_file: str | None) -> int:
+    """Run ``main``; print its result last, or a clear error and return non-zero."""
+    try:
+        result = main()
+    except HoodieError as exc:
+        print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return EXIT_FAILURE
+    except Exception as exc:  # noqa: BLE001 - the job must always exit with a message
+        traceback.print_exc()
+        print(f"ERROR: unexpected {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return EXIT_FAILURE
+    emit_result(result, result_file)
+    return 0
