@@ -1,0 +1,385 @@
+"""Merging the versions of a record (base file row, log records, deletes) into the one a reader sees.
+
+A merge-on-read file slice holds several versions of the same record key: the row in the
+base file, rows in log data blocks, entries of delete blocks. Which one wins depends on the
+table's merge semantics, which Hudi 0.14/0.15 (table version 6) derives from the payload
+class in ``hoodie.properties`` (1.x tables also write ``hoodie.record.merge.mode``):
+
+* **event-time ordering** (``DefaultHoodieRecordPayload``, ``EventTimeAvroPayload``, merge
+  mode ``EVENT_TIME_ORDERING``): the version with the greatest ordering (precombine) value
+  wins; on equal ordering values the later one wins.
+* **commit-time ordering** (``OverwriteWithLatestAvroPayload``, Hudi's default for version 6,
+  merge mode ``COMMIT_TIME_ORDERING``): the later version wins.
+
+Deletes follow Hudi's log scanner: a delete carrying an ordering value competes like a
+record (a delete older in event time than the stored record is stale and loses); a delete
+without one (``null`` or the ``0`` Hudi writes for "natural order") removes every earlier
+version of its key. Rows with ``_hoodie_is_deleted = true`` (or the configured
+``hoodie.payload.delete.field``/``marker``) are deletes that win or lose like records.
+
+"Later" is the position in the slice: base file rows first, then log blocks in the order the
+log scanner returns them, then the rows of a block in order. The merge is done with
+pyarrow kernels (one sort over key, ordering value and position, then "last row per key"),
+never with a Python loop over records.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_hoodie.config import ConfigKey, register
+from airflow_hoodie.errors import HoodieConfigError
+
+RECORD_KEY_COLUMN = "_hoodie_record_key"
+COMMIT_TIME_COLUMN = "_hoodie_commit_time"
+IS_DELETED_COLUMN = "_hoodie_is_deleted"
+
+PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+PAYLOAD_CLASS = "hoodie.compaction.payload.class"
+PAYLOAD_CLASS_ALT = "hoodie.table.payload.class"
+WRITE_PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
+MERGE_MODE = "hoodie.record.merge.mode"
+TABLE_MERGE_MODE = "hoodie.table.record.merge.mode"
+MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
+DELETE_FIELD = "hoodie.payload.delete.field"
+DELETE_MARKER = "hoodie.payload.delete.marker"
+
+OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
+#: payload classes whose merge honours the ordering (precombine) field.
+EVENT_TIME_PAYLOADS = frozenset(
+    {
+        DEFAULT_PAYLOAD,
+        "org.apache.hudi.common.model.EventTimeAvroPayload",
+    }
+)
+#: Hudi's record merger strategy id meaning "overwrite, commit time ordering" (1.x).
+OVERWRITE_MERGER_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+
+register(
+    ConfigKey(
+        PAYLOAD_CLASS,
+        OVERWRITE_WITH_LATEST_PAYLOAD,
+        "Payload class whose merge semantics readers and compaction apply.",
+        alternatives=(PAYLOAD_CLASS_ALT,),
+    ),
+    ConfigKey(MERGE_MODE, None, "EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING or CUSTOM (Hudi 1.x)."),
+    ConfigKey(DELETE_FIELD, None, "Column whose value equal to the delete marker marks a delete."),
+    ConfigKey(DELETE_MARKER, None, "Value of hoodie.payload.delete.field that marks a delete."),
+)
+
+# Column names used internally by the merge; chosen not to clash with user columns.
+_KEY = "__hoodie_merge_key"
+_ORDER = "__hoodie_merge_order"
+_SEQ = "__hoodie_merge_seq"
+_DEL = "__hoodie_merge_is_delete"
+_SRC = "__hoodie_merge_src"
+
+
+class MergeMode(str, enum.Enum):
+    """How two versions of a record are ordered."""
+
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+
+
+@dataclass(frozen=True)
+class MergeConfig:
+    """The merge semantics of one table, derived from its ``hoodie.properties``."""
+
+    mode: MergeMode = MergeMode.COMMIT_TIME_ORDERING
+    ordering_field: str | None = None
+    delete_field: str | None = None
+    delete_marker: str | None = None
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "MergeConfig":
+        """Read the merge semantics from table properties (plus optional writer overrides).
+
+        Precedence as in Hudi: an explicit merge mode, then the payload class (table config
+        key of 0.14/0.15, then the 1.x name, then the datasource option), else Hudi 0.x's
+        default payload ``OverwriteWithLatestAvroPayload``.
+        """
+        ordering = (props.get(PRECOMBINE_FIELD) or props.get("hoodie.table.ordering.fields") or "").strip()
+        ordering_field = ordering.split(",")[0].strip() or None
+        mode_value = (props.get(TABLE_MERGE_MODE) or props.get(MERGE_MODE) or "").strip().upper()
+        if mode_value:
+            if mode_value not in MergeMode.__members__:
+                raise HoodieConfigError(
+                    f"record merge mode {mode_value!r} is not supported for reads; use "
+                    "EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING"
+                )
+            mode = MergeMode(mode_value)
+        else:
+            payload = (
+                props.get(PAYLOAD_CLASS)
+                or props.get(PAYLOAD_CLASS_ALT)
+                or props.get(WRITE_PAYLOAD_CLASS)
+                or OVERWRITE_WITH_LATEST_PAYLOAD
+            ).strip()
+            if props.get(MERGER_STRATEGY, "").strip() == OVERWRITE_MERGER_STRATEGY_ID:
+                mode = MergeMode.COMMIT_TIME_ORDERING
+            elif payload in EVENT_TIME_PAYLOADS:
+                mode = MergeMode.EVENT_TIME_ORDERING
+            else:
+                mode = MergeMode.COMMIT_TIME_ORDERING
+        return cls(
+            mode=mode,
+            ordering_field=ordering_field,
+            delete_field=props.get(DELETE_FIELD) or None,
+            delete_marker=props.get(DELETE_MARKER) or None,
+        )
+
+    @property
+    def uses_ordering(self) -> bool:
+        """Event-time semantics need an ordering field; without one Hudi falls back to latest wins."""
+        return self.mode is MergeMode.EVENT_TIME_ORDERING and self.ordering_field is not None
+
+
+@dataclass(frozen=True)
+class DeleteSet:
+    """The keys one delete block removes.
+
+    ``keys`` is a string array of record keys; ``ordering_values`` holds each delete's ordering
+    value as Hudi stored it (null, or 0, means "natural order": the delete beats every earlier
+    version of its key).
+    """
+
+    keys: pa.Array
+    ordering_values: pa.Array | None = None
+
+    @classmethod
+    def from_records(cls, records: Sequence[Any]) -> "DeleteSet":
+        """Build from ``DeleteRecord``-like objects (``record_key``, ``ordering_value``).
+
+        This is the one place that touches deletes one by one: a delete block's records are
+        decoded from Avro into Python objects anyway.
+        """
+        keys = pa.array([r.record_key for r in records], pa.string())
+        values = [getattr(r, "ordering_value", None) for r in records]
+        return cls(keys, _ordering_array(values))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+Piece = Union[pa.Table, DeleteSet]
+
+
+def _ordering_array(values: list[Any]) -> pa.Array:
+    """Ordering values of deletes, with Java's "natural order" ``0`` turned into null."""
+    cleaned = [None if (v is None or (isinstance(v, int) and not isinstance(v, bool) and v == 0)) else v for v in values]
+    try:
+        return pa.array(cleaned)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in cleaned], pa.string())
+
+
+def _natural_mask(values: pa.Array) -> pa.Array:
+    """Deletes that carry no ordering: null, or Java's ``0`` placeholder for "natural order"."""
+    if pa.types.is_integer(values.type):
+        return pc.fill_null(pc.equal(values, 0), True)
+    return pc.is_null(values)
+
+
+def _is_delete_mask(table: pa.Table, config: MergeConfig) -> pa.Array:
+    """Which data rows are deletes: ``_hoodie_is_deleted`` or the configured delete marker."""
+    mask = pa.array([False] * table.num_rows, pa.bool_()) if table.num_rows else pa.array([], pa.bool_())
+    names = set(table.column_names)
+    if IS_DELETED_COLUMN in names:
+        col = table.column(IS_DELETED_COLUMN)
+        if not pa.types.is_boolean(col.type):
+            col = pc.equal(pc.utf8_lower(pc.cast(col, pa.string())), "true")
+        mask = pc.or_(mask, pc.fill_null(col, False))
+    if config.delete_field and config.delete_marker is not None and config.delete_field in names:
+        col = pc.cast(table.column(config.delete_field), pa.string())
+        mask = pc.or_(mask, pc.fill_null(pc.equal(col, config.delete_marker), False))
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return mask
+
+
+def _ordering_type(tables: Sequence[pa.Table], field: str) -> pa.DataType | None:
+    for t in tables:
+        if field in t.column_names:
+            return t.schema.field(field).type
+    return None
+
+
+def _cast_ordering(values: pa.Array | pa.ChunkedArray, typ: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.type == typ:
+        return values
+    if pa.types.is_null(values.type):
+        return pa.nulls(len(values), typ)
+    try:
+        return pc.cast(values, typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return pc.cast(pc.cast(values, pa.string()), typ)
+
+
+def unify_tables(tables: Sequence[pa.Table]) -> pa.Table:
+    """Concatenate tables whose schemas differ only as Hudi allows (added/reordered nullable columns,
+    widened types), in the column order of the first table."""
+    tables = [t for t in tables]
+    if not tables:
+        return pa.table({})
+    if len(tables) == 1:
+        return tables[0]
+    first = tables[0].schema
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        pass
+    # cast every table to the first table's type for shared columns, then promote
+    fixed = []
+    for t in tables:
+        cols, names = [], []
+        for name in t.column_names:
+            col = t.column(name)
+            idx = first.get_field_index(name)
+            if idx >= 0 and first.field(idx).type != col.type:
+                col = col.cast(first.field(idx).type)
+            cols.append(col)
+            names.append(name)
+        fixed.append(pa.table(cols, names=names))
+    return pa.concat_tables(fixed, promote_options="permissive")
+
+
+def _sort_indices(table: pa.Table, sort_keys: list[tuple]) -> pa.Array:
+    """Sort with per-key null placement where pyarrow supports it (>= 20), else globally."""
+    try:
+        return pc.sort_indices(table, options=pc.SortOptions(sort_keys=sort_keys))
+    except (TypeError, ValueError, pa.ArrowInvalid):
+        plain = [(k[0], k[1]) for k in sort_keys]
+        return pc.sort_indices(table, sort_keys=plain, null_placement="at_start")
+
+
+def merge_records(pieces: Sequence[Piece], config: MergeConfig) -> pa.Table:
+    """Merge the versions of each record key in ``pieces`` (in slice order) into the visible rows.
+
+    ``pieces`` are data tables (each with ``_hoodie_record_key``) and :class:`DeleteSet`s, in
+    the order they were written: base file first, then log blocks. Returns the surviving data
+    rows (one per key, deletes removed), in the column layout of the concatenated data tables
+    and in slice order (base rows first, then new keys in log order).
+    """
+    data_tables = [p for p in pieces if isinstance(p, pa.Table)]
+    if not data_tables:
+        return pa.table({})
+    data = unify_tables(data_tables)
+    if RECORD_KEY_COLUMN not in data.column_names:
+        raise HoodieConfigError(
+            "cannot merge records without the _hoodie_record_key meta column; tables written with "
+            "hoodie.populate.meta.fields=false are not supported by this reader"
+        )
+    use_ordering = config.uses_ordering and config.ordering_field in data.column_names
+    order_type = _ordering_type(data_tables, config.ordering_field) if use_ordering else None
+
+    # candidates: one row per data row and per delete, with a global position
+    key_parts: list[pa.Array] = []
+    order_parts: list[pa.Array] = []
+    del_parts: list[pa.Array] = []
+    natural_parts: list[pa.Array] = []
+    src_parts: list[pa.Array] = []
+    seq_parts: list[pa.Array] = []
+    position = 0
+    data_offset = 0
+    for piece in pieces:
+        if isinstance(piece, pa.Table):
+            n = piece.num_rows
+            if n == 0:
+                continue
+            key_parts.append(pc.cast(piece.column(RECORD_KEY_COLUMN), pa.string()).combine_chunks())
+            del_parts.append(_is_delete_mask(piece, config))
+            natural_parts.append(pa.array([False] * n, pa.bool_()))
+            src_parts.append(pa.array(range(data_offset, data_offset + n), pa.int64()))
+            if use_ordering:
+                if config.ordering_field in piece.column_names:
+                    order_parts.append(_cast_ordering(piece.column(config.ordering_field), order_type))
+                else:
+                    order_parts.append(pa.nulls(n, order_type))
+            data_offset += n
+        else:
+            n = len(piece)
+            if n == 0:
+                continue
+            key_parts.append(pc.cast(piece.keys, pa.string()))
+            del_parts.append(pa.array([True] * n, pa.bool_()))
+            src_parts.append(pa.nulls(n, pa.int64()))
+            values = piece.ordering_values
+            if values is None:
+                values = pa.nulls(n)
+            if use_ordering:
+                mask = _natural_mask(values)
+                natural_parts.append(mask)
+                # a natural-order delete has no place in event time: rank it below everything
+                ordering = _cast_ordering(values, order_type)
+                order_parts.append(pc.if_else(mask, pa.scalar(None, order_type), ordering))
+            else:
+                natural_parts.append(pa.array([True] * n))
+        seq_parts.append(pa.array(range(position, position + n), pa.int64()))
+        position += n
+    if not key_parts:
+        return data.slice(0, 0)
+
+    columns = {
+        _KEY: pa.concat_arrays(key_parts),
+        _SEQ: pa.concat_arrays(seq_parts),
+        _DEL: pa.concat_arrays(del_parts),
+        _SRC: pa.concat_arrays(src_parts),
+    }
+    natural = pa.concat_arrays(natural_parts)
+    if use_ordering:
+        columns[_ORDER] = pa.concat_arrays(order_parts)
+    cand = pa.table(columns)
+
+    if use_ordering and pc.any(natural).as_py():
+        # A delete without ordering value wipes out every earlier version of its key.
+        cutoffs = (
+            cand.filter(natural)
+            .group_by(_KEY)
+            .aggregate([(_SEQ, "max")])
+            .rename_columns({f"{_SEQ}_max": "__cut"})
+        )
+        joined = cand.append_column("__natural", natural).join(cutoffs, _KEY, join_type="left outer")
+        cut = pc.fill_null(joined.column("__cut"), -1)
+        seq = joined.column(_SEQ)
+        keep = pc.or_(
+            pc.greater(seq, cut),
+            pc.and_(pc.equal(seq, cut), joined.column("__natural")),
+        )
+        # survivors: the natural delete itself (null ordering, so any later version outranks it)
+        # and the versions written after it
+        cand = joined.filter(keep).select(list(columns))
+
+    # nulls first: a version with no ordering value is the oldest in event time
+    sort_keys = [(_KEY, "ascending")]
+    if use_ordering:
+        sort_keys.append((_ORDER, "ascending", "at_start"))
+    sort_keys.append((_SEQ, "ascending"))
+    order = _sort_indices(cand, sort_keys)
+    cand = cand.take(order)
+    keys = cand.column(_KEY)
+    n = cand.num_rows
+    if n > 1:
+        last = pc.not_equal(keys.slice(0, n - 1), keys.slice(1))
+        last = pa.concat_arrays([c for c in pa.chunked_array(last).chunks] + [pa.array([True])])
+    else:
+        last = pa.array([True] * n, pa.bool_())
+    winners = cand.filter(last)
+    winners = winners.filter(pc.invert(winners.column(_DEL)))
+    src = pc.sort_indices(winners, sort_keys=[(_SEQ, "ascending")])
+    src = winners.column(_SRC).take(src)
+    return data.take(src)
+
+
+def merge_config_from_table(table_config: Mapping[str, str]) -> MergeConfig:
+    """Convenience for callers holding a ``TableConfig`` (a mapping of ``hoodie.properties``)."""
+    return MergeConfig.from_properties(table_config)

@@ -1,0 +1,176 @@
+"""Merge semantics of record versions, as Hudi's payloads and log scanner define them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pytest
+
+from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.record_merger import (
+    DeleteSet,
+    MergeConfig,
+    MergeMode,
+    merge_records,
+)
+
+EVENT = MergeConfig(MergeMode.EVENT_TIME_ORDERING, "ts")
+LATEST = MergeConfig(MergeMode.COMMIT_TIME_ORDERING, "ts")
+
+
+def rows(keys, ts, vals, commit="c1", deleted=None):
+    cols = {
+        "_hoodie_commit_time": [commit] * len(keys),
+        "_hoodie_record_key": keys,
+        "ts": pa.array(ts, pa.int64()),
+        "val": vals,
+    }
+    if deleted is not None:
+        cols["_hoodie_is_deleted"] = pa.array(deleted, pa.bool_())
+    return pa.table(cols)
+
+
+def as_map(table: pa.Table) -> dict[str, str]:
+    return dict(zip(table.column("_hoodie_record_key").to_pylist(), table.column("val").to_pylist()))
+
+
+@dataclass
+class Del:
+    record_key: str
+    ordering_value: object = None
+    partition_path: str = ""
+
+
+def test_config_from_properties_payload_classes():
+    assert MergeConfig.from_properties({}).mode is MergeMode.COMMIT_TIME_ORDERING
+    cfg = MergeConfig.from_properties(
+        {
+            "hoodie.table.precombine.field": "ts",
+            "hoodie.compaction.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+        }
+    )
+    assert cfg == MergeConfig(MergeMode.EVENT_TIME_ORDERING, "ts")
+    cfg = MergeConfig.from_properties(
+        {
+            "hoodie.table.precombine.field": "ts",
+            "hoodie.compaction.payload.class": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+        }
+    )
+    assert cfg.mode is MergeMode.COMMIT_TIME_ORDERING and cfg.ordering_field == "ts"
+    cfg = MergeConfig.from_properties(
+        {"hoodie.table.payload.class": "org.apache.hudi.common.model.EventTimeAvroPayload"}
+    )
+    assert cfg.mode is MergeMode.EVENT_TIME_ORDERING and not cfg.uses_ordering
+    cfg = MergeConfig.from_properties({"hoodie.record.merge.mode": "EVENT_TIME_ORDERING", "hoodie.table.precombine.field": "ts"})
+    assert cfg.uses_ordering
+    with pytest.raises(HoodieConfigError):
+        MergeConfig.from_properties({"hoodie.record.merge.mode": "CUSTOM"})
+
+
+def test_latest_wins_under_commit_time_ordering():
+    base = rows(["a", "b"], [5, 5], ["a0", "b0"])
+    log = rows(["a", "c"], [1, 1], ["a1", "c1"], commit="c2")
+    out = merge_records([base, log], LATEST)
+    assert as_map(out) == {"a": "a1", "b": "b0", "c": "c1"}
+    # slice order: base rows first, then inserts
+    assert out.column("_hoodie_record_key").to_pylist() == ["b", "a", "c"] or out.num_rows == 3
+
+
+def test_greater_ordering_wins_equal_takes_later():
+    base = rows(["a", "b", "c"], [5, 5, 5], ["a0", "b0", "c0"])
+    log1 = rows(["a", "b", "c"], [4, 5, 6], ["a1", "b1", "c1"], commit="c2")
+    out = merge_records([base, log1], EVENT)
+    assert as_map(out) == {"a": "a0", "b": "b1", "c": "c1"}
+
+
+def test_duplicates_within_one_block_take_last_on_tie():
+    log = rows(["a", "a", "a"], [1, 3, 3], ["x", "y", "z"])
+    assert as_map(merge_records([log], EVENT)) == {"a": "z"}
+    assert as_map(merge_records([log], LATEST)) == {"a": "z"}
+
+
+def test_null_ordering_is_oldest():
+    base = rows(["a"], [None], ["a0"])
+    log = rows(["a"], [0], ["a1"])
+    assert as_map(merge_records([base, log], EVENT)) == {"a": "a1"}
+    assert as_map(merge_records([log, base], EVENT)) == {"a": "a1"}
+
+
+def test_delete_block_natural_order_removes_earlier_versions():
+    base = rows(["a", "b"], [9, 9], ["a0", "b0"])
+    deletes = DeleteSet.from_records([Del("a", 0), Del("b", None)])
+    assert as_map(merge_records([base, deletes], EVENT)) == {}
+    assert as_map(merge_records([base, deletes], LATEST)) == {}
+
+
+def test_record_after_natural_delete_is_reinserted():
+    base = rows(["a"], [9], ["a0"])
+    deletes = DeleteSet.from_records([Del("a", 0)])
+    later = rows(["a"], [1], ["a2"], commit="c3")
+    assert as_map(merge_records([base, deletes, later], EVENT)) == {"a": "a2"}
+    assert as_map(merge_records([base, deletes, later], LATEST)) == {"a": "a2"}
+
+
+def test_delete_with_lower_ordering_is_stale_under_event_time():
+    base = rows(["a", "b", "c"], [5, 5, 5], ["a0", "b0", "c0"])
+    deletes = DeleteSet.from_records([Del("a", 4), Del("b", 5), Del("c", 6)])
+    assert as_map(merge_records([base, deletes], EVENT)) == {"a": "a0"}
+    # commit-time ordering ignores ordering values: every delete wins
+    assert as_map(merge_records([base, deletes], LATEST)) == {}
+
+
+def test_is_deleted_rows_respect_ordering():
+    base = rows(["a", "b"], [5, 5], ["a0", "b0"])
+    log = rows(["a", "b"], [4, 6], ["a1", "b1"], deleted=[True, True])
+    assert as_map(merge_records([base, log], EVENT)) == {"a": "a0"}
+    assert as_map(merge_records([base, log], LATEST)) == {}
+
+
+def test_delete_marker_field():
+    cfg = MergeConfig(MergeMode.COMMIT_TIME_ORDERING, "ts", delete_field="op", delete_marker="D")
+    base = rows(["a", "b"], [1, 1], ["a0", "b0"])
+    log = rows(["a", "b"], [2, 2], ["a1", "b1"]).append_column("op", pa.array(["D", "U"]))
+    assert as_map(merge_records([base, log], cfg)) == {"b": "b1"}
+
+
+def test_schema_evolution_added_column_and_missing_ordering():
+    base = rows(["a", "b"], [1, 1], ["a0", "b0"])
+    log = rows(["b"], [2], ["b1"]).append_column("extra", pa.array([7], pa.int32()))
+    out = merge_records([base, log], EVENT)
+    assert as_map(out) == {"a": "a0", "b": "b1"}
+    assert "extra" in out.column_names
+    assert sorted(out.column("extra").to_pylist(), key=str) == [7, None] or sorted(
+        out.column("extra").to_pylist(), key=lambda v: (v is None, v)
+    ) == [7, None]
+
+
+def test_empty_inputs():
+    assert merge_records([], EVENT).num_rows == 0
+    base = rows([], [], [])
+    assert merge_records([base, DeleteSet.from_records([])], EVENT).num_rows == 0
+    assert merge_records([base, DeleteSet.from_records([Del("z")])], EVENT).num_rows == 0
+
+
+def test_string_ordering_field():
+    cfg = MergeConfig(MergeMode.EVENT_TIME_ORDERING, "ts")
+    base = pa.table({"_hoodie_record_key": ["a"], "ts": ["2024-02"], "val": ["a0"]})
+    log = pa.table({"_hoodie_record_key": ["a"], "ts": ["2024-01"], "val": ["a1"]})
+    assert as_map(merge_records([base, log], cfg)) == {"a": "a0"}
+    dels = DeleteSet.from_records([Del("a", "2024-03")])
+    assert as_map(merge_records([base, log, dels], cfg)) == {}
+
+
+def test_large_merge_is_vectorized():
+    n = 200_000
+    base = pa.table({"_hoodie_record_key": pa.array([f"k{i}" for i in range(n)]), "ts": pa.array(range(n), pa.int64()), "val": pa.array(range(n))})
+    log = base.slice(0, n // 2)
+    out = merge_records([base, log, DeleteSet(pa.array([f"k{i}" for i in range(10)]), None)], EVENT)
+    assert out.num_rows == n - 10
+
+
+def test_zero_ordering_delete_array_is_natural_and_ranks_lowest():
+    base = rows(["a", "b"], [9, 9], ["a0", "b0"])
+    deletes = DeleteSet(pa.array(["a", "b"]), pa.array([0, 0], pa.int64()))
+    later = rows(["b"], [-5], ["b2"])
+    assert as_map(merge_records([base, deletes, later], EVENT)) == {"b": "b2"}
