@@ -64,4 +64,4 @@ def serialize_plan(schema_name: str, record: dict[str, Any]) -> bytes:
 def deserialize_plan(schema_name: str | None, data: bytes) -> dict[str, Any]:
     from airflow_hoodie.table import avro_codec
 
-    return avro_codec.deserialize(schema_name, data)
+    return avro_codec.deserialize(data, schema_name)

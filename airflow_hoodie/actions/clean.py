@@ -1,0 +1,212 @@
+"""Cleaning: delete file slices no reader needs any more, under Hudi's three policies.
+
+Planning picks the *earliest commit to retain* (KEEP_LATEST_COMMITS: the N-th newest
+completed commit, never past the oldest pending write; KEEP_LATEST_BY_HOURS: the first
+commit within N hours of the latest instant) and then, per file group, the slices to
+delete. KEEP_LATEST_FILE_VERSIONS keeps the newest N slices of each group instead. A
+slice is never deleted when a savepoint holds its base file or a pending compaction
+still needs it; replaced (clustered) file groups go once their replace commit is older
+than the retention bound. The plan is Hudi's Avro ``HoodieCleanerPlan`` in
+``T.clean.requested``; deletes run as executor tasks; ``T.clean`` carries the Avro
+``HoodieCleanMetadata`` with ``earliestCommitToRetain``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from airflow_hoodie.actions.service_common import (
+    action_instant, completed_commits, instant_minus_hours, is_completed, is_pending,
+)
+from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.instant import Action, Instant, State
+
+POLICY = "hoodie.cleaner.policy"
+COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
+FILE_VERSIONS_RETAINED = "hoodie.cleaner.fileversions.retained"
+HOURS_RETAINED = "hoodie.cleaner.hours.retained"
+
+register(
+    ConfigKey(POLICY, "KEEP_LATEST_COMMITS", "KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS or KEEP_LATEST_BY_HOURS"),
+    ConfigKey(COMMITS_RETAINED, "10", "Commits whose file slices stay readable (time travel, incremental)"),
+    ConfigKey(FILE_VERSIONS_RETAINED, "3", "File slices kept per file group"),
+    ConfigKey(HOURS_RETAINED, "24", "Hours of commits whose file slices stay readable"),
+    ConfigKey("hoodie.clean.automatic", "true"),
+    ConfigKey("hoodie.clean.async", "false"),
+)
+
+KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, KEEP_LATEST_BY_HOURS)
+CLEAN_PLAN_VERSION = 2
+CLEAN_METADATA_VERSION = 2
+
+
+def policy_of(config: HoodieConfig) -> str:
+    policy = (config.get(POLICY) or KEEP_LATEST_COMMITS).upper()
+    if policy not in POLICIES:
+        raise HoodieConfigError(f"{POLICY}={policy!r} is not supported; use one of {', '.join(POLICIES)}.")
+    return policy
+
+
+def earliest_commit_to_retain(
+    instants: Sequence[Instant], policy: str, commits_retained: int, hours_retained: int,
+    latest_instant: str | None,
+) -> Instant | None:
+    """Hudi's CleanerUtils.getEarliestCommitToRetain over the commits+compaction timeline.
+
+    KEEP_LATEST_COMMITS: with more than N completed commits, the N-th newest; if a write
+    or compaction is still pending and older than that, the last completed commit before
+    it instead (its files must survive until it finishes). KEEP_LATEST_BY_HOURS: the
+    first completed commit at or after ``latest_instant - N hours``.
+    """
+    commits_and_compaction = sorted(
+        (i for i in instants if i.action in Action.WRITE),
+        key=lambda i: i.sort_key,
+    )
+    completed = [i for i in commits_and_compaction if is_completed(i)]
+    if policy == KEEP_LATEST_COMMITS:
+        if len(completed) <= commits_retained:
+            return None
+        nth = completed[len(completed) - commits_retained]
+        pending = [i for i in commits_and_compaction if is_pending(i)]
+        if pending and nth.timestamp > pending[0].timestamp:
+            before = [c for c in completed if c.timestamp < pending[0].timestamp]
+            return before[-1] if before else None
+        return nth
+    if policy == KEEP_LATEST_BY_HOURS:
+        if latest_instant is None:
+            return None
+        bound = instant_minus_hours(latest_instant, hours_retained)
+        return next((c for c in completed if c.timestamp >= bound), None)
+    return None
+
+
+@dataclass
+class CleanInputs:
+    """What the per-file-group decision needs besides the file groups themselves."""
+
+    policy: str
+    earliest_to_retain: Instant | None
+    file_versions_retained: int
+    savepointed_files: set[str] = field(default_factory=set)
+    #: (partition, file_id) -> base instant of the slice the pending compaction reads
+    pending_compaction_base: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (partition, file_id) -> the replacecommit that replaced the group
+    replaced: dict[tuple[str, str], str] = field(default_factory=dict)
+    latest_instant: str | None = None
+
+
+def _slice_files(slice_: Any) -> list[Any]:
+    files = [slice_.base_file] if slice_.base_file is not None else []
+    return files + list(slice_.log_files)
+
+
+def _needed_by_compaction(slice_: Any, inputs: CleanInputs) -> bool:
+    return inputs.pending_compaction_base.get((slice_.partition_path, slice_.file_id)) == slice_.base_instant
+
+
+def _savepointed(slice_: Any, inputs: CleanInputs) -> bool:
+    return slice_.base_file is not None and slice_.base_file.file_name in inputs.savepointed_files
+
+
+def files_to_clean(file_groups: Iterable[Any], inputs: CleanInputs) -> list[Any]:
+    """Base and log files (objects with .path/.file_name/.partition_path) to delete."""
+    out: list[Any] = []
+    earliest = inputs.earliest_to_retain
+    for fg in file_groups:
+        slices = sorted(fg.slices, key=lambda s: s.base_instant, reverse=True)
+        if not slices:
+            continue
+        key = (fg.partition_path, fg.file_id)
+        if key in inputs.replaced:
+            # A replaced group leaves once its replace commit falls out of retention.
+            replace_ts = inputs.replaced[key]
+            if inputs.policy == KEEP_LATEST_FILE_VERSIONS:
+                eligible = inputs.latest_instant is None or replace_ts <= inputs.latest_instant
+            else:
+                eligible = earliest is not None and replace_ts < earliest.timestamp
+            if eligible:
+                for s in slices:
+                    if not _savepointed(s, inputs):
+                        out.extend(_slice_files(s))
+            continue
+        if inputs.policy == KEEP_LATEST_FILE_VERSIONS:
+            keep = inputs.file_versions_retained
+            candidates = [s for s in slices if not _needed_by_compaction(s, inputs)]
+            if key in inputs.pending_compaction_base:
+                keep -= 1
+            idx = 0
+            while idx < len(candidates) and keep > 0:
+                if not _savepointed(candidates[idx], inputs):
+                    keep -= 1
+                idx += 1
+            for s in candidates[idx:]:
+                if not _savepointed(s, inputs):
+                    out.extend(_slice_files(s))
+            continue
+        if earliest is None:
+            continue
+        last_version = slices[0].base_instant
+        before_retain = next((s.base_instant for s in slices if s.base_instant < earliest.timestamp), None)
+        for s in slices:
+            if _savepointed(s, inputs):
+                continue
+            if s.base_instant in (last_version, before_retain):
+                continue
+            if not _needed_by_compaction(s, inputs) and s.base_instant < earliest.timestamp:
+                out.extend(_slice_files(s))
+    return out
+
+
+def build_cleaner_plan(
+    files: Sequence[Any], earliest: Instant | None, last_completed_commit: str | None, policy: str,
+    uri_of: Any = lambda p: p,
+) -> dict[str, Any]:
+    """Hudi's ``HoodieCleanerPlan`` (version 2: full paths per partition)."""
+    per_partition: dict[str, list[dict[str, Any]]] = {}
+    for f in files:
+        per_partition.setdefault(f.partition_path, []).append(
+            {"filePath": uri_of(f.path), "isBootstrapBaseFile": False}
+        )
+    return {
+        "earliestInstantToRetain": action_instant(earliest) if earliest else None,
+        "lastCompletedCommitTimestamp": last_completed_commit or "",
+        "policy": policy,
+        "filesToBeDeletedPerPartition": {},
+        "version": CLEAN_PLAN_VERSION,
+        "filePathsToBeDeletedPerPartition": per_partition,
+        "partitionsToBeDeleted": [],
+        "extraMetadata": None,
+    }
+
+
+def build_clean_metadata(
+    plan: Mapping[str, Any], start_ts: str, results: Sequence[tuple[str, str, bool]], took_ms: int
+) -> dict[str, Any]:
+    """Hudi's ``HoodieCleanMetadata`` from the plan and per-file (partition, path, ok) results."""
+    parts: dict[str, dict[str, Any]] = {}
+    for partition in plan["filePathsToBeDeletedPerPartition"]:
+        parts[partition] = {"partitionPath": partition, "policy": plan["policy"], "deletePathPatterns": [],
+                            "successDeleteFiles": [], "failedDeleteFiles": [], "isPartitionDeleted": False}
+    for partition, path, ok in results:
+        name = path.rsplit("/", 1)[-1]
+        entry = parts[partition]
+        entry["deletePathPatterns"].append(name)
+        entry["successDeleteFiles" if ok else "failedDeleteFiles"].append(name)
+    earliest = plan.get("earliestInstantToRetain")
+    return {
+        "startCleanTime": start_ts,
+        "timeTakenInMillis": took_ms,
+        "totalFilesDeleted": sum(1 for _, _, ok in results if ok),
+        "earliestCommitToRetain": earliest["timestamp"] if earliest else "",
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
+        "partitionMetadata": parts,
+        "version": CLEAN_METADATA_VERSION,
+        "bootstrapPartitionMetadata": {},
+        "extraMetadata": None,
+    }
