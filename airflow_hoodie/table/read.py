@@ -1,0 +1,437 @@
+"""Reading a Hudi table into a pyarrow table: snapshot, read-optimized, time travel, incremental.
+
+The plan is always the same: pick the completed instants the query may see, ask the file
+system view for the file slices visible at that point, prune partitions with the filters
+on partition columns, then read the slices in a thread pool (parquet decoding releases the
+GIL) and concatenate. What differs per query type:
+
+* ``snapshot``: latest file slices; merge-on-read slices merge base and log records.
+* ``read_optimized``: latest base files only (for copy-on-write the same as snapshot).
+* time travel (``as_of``): the timeline cut at ``as_of``; slices and log blocks after it
+  are invisible.
+* ``incremental``: rows whose ``_hoodie_commit_time`` is in ``(start, end]``, read from the
+  file groups those commits wrote, as of ``end``.
+
+Filters are ``(column, op, value)`` tuples joined by AND, as in pyarrow and hudi-rs
+(``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``). Values may be given as
+strings (hudi-rs style); they are converted to the column's type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from airflow_hoodie.errors import HoodieConfigError, HoodieError
+from airflow_hoodie.table.file_slice_reader import META_COLUMNS, SliceReadOptions, read_file_slice
+from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
+
+QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
+COMMIT_TIME_COLUMN = "_hoodie_commit_time"
+PARTITION_PATH_COLUMN = "_hoodie_partition_path"
+
+Filter = tuple[str, str, Any]
+
+_OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
+
+
+# ----------------------------------------------------------------------------- filters
+def _normalize_filters(filters: Iterable[Sequence[Any]] | None) -> list[Filter]:
+    if not filters:
+        return []
+    out: list[Filter] = []
+    for f in filters:
+        if not isinstance(f, (tuple, list)) or len(f) != 3:
+            raise HoodieConfigError(
+                f"filter {f!r} is not a (column, op, value) tuple; write e.g. ('city', '=', 'sf')"
+            )
+        col, op, value = f
+        op = str(op).strip().lower()
+        if op not in _OPS:
+            raise HoodieConfigError(f"filter operator {op!r} is not supported; use one of {sorted(_OPS)}")
+        if op in ("in", "not in"):
+            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+                raise HoodieConfigError(f"filter {f!r}: {op!r} needs a list of values")
+            value = list(value)
+            if not value:
+                raise HoodieConfigError(f"filter {f!r}: {op!r} needs at least one value")
+        out.append((str(col), op, value))
+    return out
+
+
+def _coerce(value: Any, typ: pa.DataType | None) -> pa.Scalar | Any:
+    """A filter value as a scalar of the column's type (strings are parsed, as hudi-rs does)."""
+    if typ is None:
+        return value
+    if isinstance(value, pa.Scalar):
+        value = value.as_py()
+    try:
+        if isinstance(value, str) and not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
+            if pa.types.is_boolean(typ):
+                return pa.scalar(value.strip().lower() == "true", typ)
+            return pa.scalar(value, pa.string()).cast(typ)
+        return pa.scalar(value, typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
+        try:
+            return pa.scalar(value).cast(typ)
+        except Exception as exc:  # noqa: BLE001 - any conversion failure is the user's value
+            raise HoodieConfigError(f"filter value {value!r} cannot be compared with a {typ} column") from exc
+
+
+def filters_to_expression(filters: Sequence[Filter], schema: pa.Schema | None) -> ds.Expression | None:
+    """AND of the filters as a pyarrow dataset expression, values typed after ``schema``."""
+    expr: ds.Expression | None = None
+    for col, op, value in filters:
+        typ = None
+        if schema is not None:
+            idx = schema.get_field_index(col)
+            if idx < 0:
+                raise HoodieConfigError(
+                    f"filter column {col!r} is not in the table schema; columns: {', '.join(schema.names)}"
+                )
+            typ = schema.field(idx).type
+        field = ds.field(col)
+        if op in ("in", "not in"):
+            values = [_coerce(v, typ) for v in value]
+            arr = pa.array([v.as_py() if isinstance(v, pa.Scalar) else v for v in values], typ)
+            e = field.isin(arr)
+            if op == "not in":
+                e = ~e
+        else:
+            v = _coerce(value, typ)
+            e = {
+                "=": field == v,
+                "==": field == v,
+                "!=": field != v,
+                "<": field < v,
+                "<=": field <= v,
+                ">": field > v,
+                ">=": field >= v,
+            }[op]
+        expr = e if expr is None else (expr & e)
+    return expr
+
+
+# --------------------------------------------------------------------- partition pruning
+@dataclass(frozen=True)
+class PartitionSpec:
+    """How partition paths map back to partition column values."""
+
+    fields: tuple[str, ...]
+    hive_style: bool
+    url_encoded: bool
+    value_mappable: bool
+
+    @classmethod
+    def from_config(cls, props: Mapping[str, str]) -> "PartitionSpec":
+        raw = props.get("hoodie.table.partition.fields") or ""
+        fields = tuple(f.split(":")[0].strip() for f in raw.split(",") if f.strip())
+        keygen = (props.get("hoodie.table.keygenerator.class") or props.get("hoodie.table.keygenerator.type") or "")
+        # a timestamp-based key generator writes formatted dates, not column values
+        mappable = "Timestamp" not in keygen and "TIMESTAMP" not in keygen and "Custom" not in keygen
+        return cls(
+            fields,
+            _truthy(props.get("hoodie.datasource.write.hive_style_partitioning")),
+            _truthy(props.get("hoodie.datasource.write.partitionpath.urlencode")),
+            mappable and bool(fields),
+        )
+
+    def values(self, partition_path: str) -> dict[str, str] | None:
+        """Column values of one partition path, or None when the path does not parse."""
+        if not self.value_mappable:
+            return None
+        parts = partition_path.split("/") if partition_path else []
+        if len(parts) != len(self.fields):
+            return None
+        out: dict[str, str] = {}
+        for name, part in zip(self.fields, parts):
+            if self.hive_style:
+                key, sep, value = part.partition("=")
+                if not sep or key != name:
+                    return None
+            else:
+                value = part
+            out[name] = urllib.parse.unquote(value) if self.url_encoded else value
+        return out
+
+
+def _truthy(v: str | None) -> bool:
+    return str(v).strip().lower() == "true"
+
+
+def prune_partitions(
+    partitions: Sequence[str],
+    spec: PartitionSpec,
+    filters: Sequence[Filter],
+    schema: pa.Schema | None,
+) -> list[str]:
+    """Partitions that may hold rows matching the filters on partition columns.
+
+    Conservative: a partition whose path cannot be mapped to values, or a value that
+    cannot be typed, is kept; the filters are applied to the rows again anyway.
+    """
+    part_filters = [f for f in filters if f[0] in spec.fields]
+    if not part_filters or not spec.value_mappable or schema is None:
+        return list(partitions)
+    keep: list[str] = []
+    cols = sorted({f[0] for f in part_filters})
+    typed_rows: list[str] = []
+    values: dict[str, list[Any]] = {c: [] for c in cols}
+    for p in partitions:
+        vals = spec.values(p)
+        if vals is None:
+            keep.append(p)
+            continue
+        try:
+            row = {}
+            for c in cols:
+                idx = schema.get_field_index(c)
+                if idx < 0:
+                    raise ValueError(c)
+                row[c] = _coerce(vals[c], schema.field(idx).type).as_py()
+        except (HoodieError, ValueError, AttributeError, KeyError):
+            keep.append(p)
+            continue
+        typed_rows.append(p)
+        for c in cols:
+            values[c].append(row[c])
+    if typed_rows:
+        table = pa.table(
+            {c: pa.array(values[c], schema.field(schema.get_field_index(c)).type) for c in cols}
+        ).append_column("__partition", pa.array(typed_rows, pa.string()))
+        expr = filters_to_expression(part_filters, table.schema)
+        keep.extend(table.filter(expr).column("__partition").to_pylist())
+    order = {p: i for i, p in enumerate(partitions)}
+    return sorted(set(keep), key=order.__getitem__)
+
+
+# ----------------------------------------------------------------------------- schema
+def _meta_fields() -> list[pa.Field]:
+    return [pa.field(c, pa.string()) for c in META_COLUMNS]
+
+
+def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
+    """The table's Arrow schema with meta columns, from the latest commit or the create schema.
+
+    Used for typing filter values and for the (empty) result of a query that sees no data.
+    """
+    avro_schema = None
+    if timeline is not None:
+        for instant in reversed(list(timeline)):
+            try:
+                meta = json.loads(timeline.read_details(instant) or b"{}")
+            except (ValueError, HoodieError):
+                continue
+            avro_schema = (meta.get("extraMetadata") or {}).get("schema")
+            if avro_schema:
+                break
+    if not avro_schema:
+        avro_schema = table.config.get("hoodie.table.create.schema")
+    if not avro_schema:
+        return None
+    try:
+        from airflow_hoodie.table.avro_convert import avro_to_arrow_schema
+
+        schema = avro_to_arrow_schema(json.loads(avro_schema) if isinstance(avro_schema, str) else avro_schema)
+    except Exception:  # noqa: BLE001 - schema is a convenience here; the data decides
+        return None
+    fields = [f for f in schema if f.name not in META_COLUMNS]
+    return pa.schema(_meta_fields() + fields)
+
+
+# ------------------------------------------------------------------------------ reading
+def _load_table(base_path: str, storage_options: Mapping[str, str] | None) -> Any:
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    return HoodieTable.load(base_path, storage_options=storage_options)
+
+
+def _normalize_ts(ts: str | None) -> str | None:
+    """Accept Hudi's instant format and the common date-time spellings for ``as_of``/``start``/``end``."""
+    if ts is None:
+        return None
+    text = str(ts).strip()
+    digits = "".join(ch for ch in text if ch.isdigit())
+    if text.isdigit():
+        return text
+    if len(digits) >= 14:
+        return (digits + "000")[:17]
+    if len(digits) == 8:
+        return digits + "000000000"
+    raise HoodieConfigError(
+        f"instant time {ts!r} is not understood; use yyyyMMddHHmmssSSS or 'yyyy-MM-dd HH:mm:ss[.SSS]'"
+    )
+
+
+def _completed_write_instants(timeline: Any) -> Any:
+    """Completed commit/deltacommit/replacecommit (a completed compaction is a commit)."""
+    return timeline.completed_commits()
+
+
+def _touched_file_groups(timeline: Any, instants: Iterable[Any]) -> set[tuple[str, str]] | None:
+    """(partition, file id) written by the given commits, from their commit metadata.
+
+    None when some metadata cannot be read: the caller then reads every file group (correct,
+    only slower).
+    """
+    touched: set[tuple[str, str]] = set()
+    for instant in instants:
+        try:
+            meta = json.loads(timeline.read_details(instant) or b"{}")
+        except (ValueError, HoodieError):
+            return None
+        for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
+            for stat in stats or []:
+                file_id = stat.get("fileId")
+                if file_id:
+                    touched.add((stat.get("partitionPath", partition) or "", file_id))
+    return touched
+
+
+def _max_workers(n: int) -> int:
+    return max(1, min(n, int(os.environ.get("HOODIE_READ_THREADS", "0")) or min(32, (os.cpu_count() or 4) * 2)))
+
+
+def _read_slices(storage: Any, slices: Sequence[Any], opts: SliceReadOptions) -> list[pa.Table]:
+    if not slices:
+        return []
+    if len(slices) == 1:
+        return [read_file_slice(storage, slices[0], opts)]
+    with ThreadPoolExecutor(max_workers=_max_workers(len(slices)), thread_name_prefix="hoodie-read") as pool:
+        return list(pool.map(lambda s: read_file_slice(storage, s, opts), slices))
+
+
+def _empty(schema: pa.Schema | None, columns: Sequence[str] | None) -> pa.Table:
+    if schema is None:
+        return pa.table({c: pa.array([], pa.null()) for c in (columns or [])})
+    table = schema.empty_table()
+    if columns is not None:
+        table = table.select([c for c in columns if c in schema.names])
+    return table
+
+
+def read_table(
+    base_path: str,
+    query_type: str = "snapshot",
+    as_of: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    columns: Sequence[str] | None = None,
+    filters: Iterable[Sequence[Any]] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> pa.Table:
+    """Read a Hudi table (local path or ``s3://``, ``gs://``, ``hdfs://`` URI) into a pyarrow table.
+
+    ``query_type``: ``snapshot`` (default), ``read_optimized`` or ``incremental``.
+    ``as_of``: time travel to this instant (snapshot and read-optimized).
+    ``start``/``end``: the incremental window ``(start, end]``; ``end`` defaults to the latest
+    completed instant, ``start`` to the beginning of the timeline.
+    ``columns``: projection (meta columns included only if named); None returns every column,
+    ``_hoodie_*`` meta columns first. ``filters``: AND-ed ``(column, op, value)`` tuples, used
+    to prune partitions and pushed into parquet reads.
+    """
+    query_type = (query_type or "snapshot").strip().lower().replace("-", "_")
+    if query_type not in QUERY_TYPES:
+        raise HoodieConfigError(f"query_type {query_type!r} is not one of {', '.join(QUERY_TYPES)}")
+    if query_type == "incremental" and as_of is not None:
+        raise HoodieConfigError("as_of applies to snapshot and read_optimized queries; use end= for incremental")
+    if query_type != "incremental" and (start is not None or end is not None):
+        raise HoodieConfigError("start/end apply to incremental queries; pass query_type='incremental'")
+    as_of, start, end = _normalize_ts(as_of), _normalize_ts(start), _normalize_ts(end)
+    flt = _normalize_filters(filters)
+    columns = list(columns) if columns is not None else None
+
+    table = _load_table(base_path, storage_options)
+    timeline = table.timeline
+    commits = _completed_write_instants(timeline)
+    cut = as_of if query_type != "incremental" else end
+    visible = commits.as_of(cut) if cut else commits
+    schema = table_schema(table, visible if len(visible) else commits)
+    if columns is not None and schema is not None:
+        missing = [c for c in columns if c not in schema.names]
+        if missing:
+            raise HoodieConfigError(
+                f"columns {missing} are not in the table schema; columns: {', '.join(schema.names)}"
+            )
+    if not len(visible):
+        return _empty(schema, columns)
+    latest = visible.last().timestamp
+
+    filter_expr = filters_to_expression(flt, schema) if flt else None
+    filter_columns = sorted({f[0] for f in flt})
+
+    window = None
+    if query_type == "incremental":
+        in_window = visible.between(start, None) if start else visible
+        if not len(in_window):
+            return _empty(schema, columns)
+        window = (start, latest)
+        commit_expr = ds.field(COMMIT_TIME_COLUMN) <= latest
+        if start:
+            commit_expr = commit_expr & (ds.field(COMMIT_TIME_COLUMN) > start)
+        filter_expr = commit_expr if filter_expr is None else (filter_expr & commit_expr)
+        filter_columns = sorted(set(filter_columns) | {COMMIT_TIME_COLUMN})
+
+    from airflow_hoodie.table.file_system_view import FileSystemView
+
+    view = FileSystemView(table, timeline=timeline)
+    spec = PartitionSpec.from_config(table.config)
+    all_partitions = list(view.partitions())
+    partitions = set(prune_partitions(all_partitions, spec, flt, schema))
+    if query_type == "read_optimized":
+        slices = [
+            _BaseOnlySlice(b.partition_path, b.file_id, b)
+            for b in view.latest_base_files(None, as_of=latest)
+            if b.partition_path in partitions
+        ]
+    else:
+        slices = [s for s in view.latest_merged_file_slices(None, as_of=latest) if s.partition_path in partitions]
+    if window is not None:
+        touched = _touched_file_groups(timeline, visible.between(start, None) if start else visible)
+        if touched is not None:
+            slices = [s for s in slices if (s.partition_path, s.file_id) in touched]
+
+    valid = frozenset(i.timestamp for i in visible)
+    opts = SliceReadOptions(
+        merge_config=MergeConfig.from_properties(table.config),
+        columns=columns,
+        filter=filter_expr,
+        filter_columns=filter_columns,
+        as_of=latest,
+        valid_instants=valid,
+        timeline_start=timeline.first().timestamp if timeline.first() else None,
+        inflight_instants=frozenset(i.timestamp for i in timeline.pending()),
+        base_only=query_type == "read_optimized" or not table.is_mor,
+        schema=schema,
+    )
+    parts = [t for t in _read_slices(table.storage, slices, opts) if t.num_columns]
+    if not parts:
+        return _empty(schema, columns)
+    result = unify_tables(parts)
+    if columns is not None:
+        result = result.select([c for c in columns if c in result.column_names])
+    elif schema is not None:
+        order = [c for c in schema.names if c in result.column_names]
+        order += [c for c in result.column_names if c not in order]
+        result = result.select(order)
+    # parquet footers (bloom filters of several hundred KB, Spark row metadata) are file-level
+    # facts, not part of the table a reader gets back
+    return result.replace_schema_metadata(None)
+
+
+@dataclass(frozen=True)
+class _BaseOnlySlice:
+    partition_path: str
+    file_id: str
+    base_file: Any
+    log_files: tuple = ()
+
+
+__all__ = ["read_table", "filters_to_expression", "prune_partitions", "PartitionSpec", "QUERY_TYPES"]
