@@ -1,0 +1,166 @@
+"""The meta client: one object to reach a table's storage, config and timelines.
+
+Everything above the format layer (actions, readers, operators, sensors) starts from
+``HoodieTable.load(uri)`` and asks it for the timeline and the file system view, so
+how a table is located and validated lives in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from airflow_hoodie.errors import HoodieTableExistsError, HoodieTableNotFoundError
+from airflow_hoodie.table import properties as P
+from airflow_hoodie.table.properties import TableConfig
+from airflow_hoodie.table.storage import Storage
+from airflow_hoodie.table.timeline import METAFOLDER, Timeline
+
+TEMP_FOLDER = ".temp"
+AUX_FOLDER = ".aux"
+
+#: What Hudi 0.14 puts in hoodie.properties when a writer creates a table without them.
+CREATE_DEFAULTS: dict[str, str] = {
+    P.TYPE: P.COPY_ON_WRITE,
+    P.VERSION: "6",
+    P.TIMELINE_LAYOUT_VERSION: "1",
+    P.ARCHIVELOG_FOLDER: "archived",
+    P.DROP_PARTITION_COLUMNS: "false",
+}
+
+
+class HoodieTable:
+    """A Hudi table at ``base_uri``: storage, config, active and archived timeline."""
+
+    def __init__(self, storage: Storage, base_path: str, config: TableConfig, base_uri: str | None = None) -> None:
+        self.storage = storage
+        self.base_path = base_path
+        self.base_uri = base_uri or storage.uri(base_path)
+        self.meta_path = Storage.join(base_path, METAFOLDER)
+        self.config = config
+        self._timeline: Timeline | None = None
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def load(cls, base_uri: str, storage_options: Mapping[str, Any] | None = None) -> "HoodieTable":
+        """Open an existing table; :class:`HoodieTableNotFoundError` if there is none."""
+        storage, path = Storage.for_uri(base_uri, storage_options)
+        if not (
+            storage.exists(Storage.join(path, METAFOLDER, P.PROPERTIES_FILE))
+            or storage.exists(Storage.join(path, METAFOLDER, P.PROPERTIES_BACKUP_FILE))
+        ):
+            raise HoodieTableNotFoundError(
+                f"no Hudi table at {base_uri} (missing .hoodie/hoodie.properties); "
+                "create one by running an upsert, or check the base path."
+            )
+        return cls(storage, path, TableConfig.load(storage, path), base_uri)
+
+    @classmethod
+    def exists(cls, base_uri: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+        storage, path = Storage.for_uri(base_uri, storage_options)
+        return storage.exists(Storage.join(path, METAFOLDER, P.PROPERTIES_FILE))
+
+    @classmethod
+    def create(
+        cls,
+        base_uri: str,
+        config: Mapping[str, str],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> "HoodieTable":
+        """Initialise ``.hoodie`` and ``hoodie.properties`` (Hudi's defaults filled in).
+
+        If a table already exists with the same name and type it is returned as is;
+        with different ones, :class:`HoodieTableExistsError`.
+        """
+        storage, path = Storage.for_uri(base_uri, storage_options)
+        props = dict(CREATE_DEFAULTS)
+        props.update({str(k): str(v) for k, v in config.items()})
+        new_cfg = TableConfig(props)
+        new_cfg.validate_for_write()
+        new_cfg.validate()
+        if storage.exists(Storage.join(path, METAFOLDER, P.PROPERTIES_FILE)):
+            existing = cls.load(base_uri, storage_options)
+            cls._check_compatible(existing, new_cfg)
+            return existing
+        meta = Storage.join(path, METAFOLDER)
+        for sub in (TEMP_FOLDER, AUX_FOLDER, new_cfg.archivelog_folder):
+            storage.mkdirs(Storage.join(meta, sub))
+        try:
+            saved = new_cfg.save(storage, path, create=True)
+        except HoodieTableExistsError:
+            existing = cls.load(base_uri, storage_options)
+            cls._check_compatible(existing, new_cfg)
+            return existing
+        return cls(storage, path, saved, base_uri)
+
+    @staticmethod
+    def _check_compatible(existing: "HoodieTable", wanted: TableConfig) -> None:
+        clashes = []
+        for key in (P.NAME, P.TYPE, P.RECORDKEY_FIELDS, P.PARTITION_FIELDS):
+            if key in wanted and existing.config.get(key, P.DEFAULTS.get(key)) != wanted[key]:
+                clashes.append(f"{key}: table has {existing.config.get(key)!r}, requested {wanted[key]!r}")
+        if clashes:
+            raise HoodieTableExistsError(
+                f"A Hudi table already exists at {existing.base_uri} with different settings ("
+                + "; ".join(clashes)
+                + "). Use another path or match the existing table's settings."
+            )
+
+    # --------------------------------------------------------------- accessors
+    @property
+    def table_type(self) -> str:
+        return self.config.table_type
+
+    @property
+    def is_mor(self) -> bool:
+        return self.config.is_mor
+
+    @property
+    def table_name(self) -> str:
+        return self.config.table_name
+
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            self._timeline = Timeline.load(self.storage, self.base_path)
+        return self._timeline
+
+    def reload_timeline(self) -> Timeline:
+        self._timeline = Timeline.load(self.storage, self.base_path)
+        return self._timeline
+
+    def reload_config(self) -> TableConfig:
+        self.config = TableConfig.load(self.storage, self.base_path)
+        return self.config
+
+    def archived_timeline(self):  # -> ArchivedTimeline (imported lazily: needs the log reader)
+        from airflow_hoodie.table.archived_timeline import ArchivedTimeline
+
+        return ArchivedTimeline.load(self.storage, self.base_path, self.config.archivelog_folder)
+
+    def file_system_view(self, timeline: Timeline | None = None):  # -> FileSystemView
+        from airflow_hoodie.table.file_system_view import FileSystemView
+
+        return FileSystemView(self, timeline)
+
+    def partition_dir(self, partition_path: str) -> str:
+        return Storage.join(self.base_path, partition_path) if partition_path else self.base_path
+
+    def relative_path(self, path: str) -> str:
+        """``path`` relative to the base path (as commit metadata records file paths)."""
+        prefix = self.base_path.rstrip("/") + "/"
+        return path[len(prefix):] if path.startswith(prefix) else path
+
+    @property
+    def temp_path(self) -> str:
+        return Storage.join(self.meta_path, TEMP_FOLDER)
+
+    @property
+    def aux_path(self) -> str:
+        return Storage.join(self.meta_path, AUX_FOLDER)
+
+    @property
+    def archive_path(self) -> str:
+        return Storage.join(self.meta_path, self.config.archivelog_folder)
+
+    def __repr__(self) -> str:
+        return f"HoodieTable({self.base_uri!r}, {self.table_name!r}, {self.table_type})"

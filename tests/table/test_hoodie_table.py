@@ -1,0 +1,43 @@
+"""HoodieTable: loading, creating, helpful errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_hoodie.errors import HoodieConfigError, HoodieTableExistsError, HoodieTableNotFoundError
+from airflow_hoodie.table.hoodie_table import HoodieTable
+
+
+def test_load_conformance(conformance):
+    t = HoodieTable.load(str(conformance / "tables/mor/v6_trips_8i1u"))
+    assert t.is_mor and t.table_type == "MERGE_ON_READ" and t.table_name == "v6_trips_8i1u"
+    assert t.timeline.completed().timestamps == ["20250331030642808", "20250331030645735"]
+    assert t.partition_dir("city=chennai").endswith("/v6_trips_8i1u/city=chennai")
+    assert t.partition_dir("") == t.base_path
+    assert t.meta_path.endswith("/.hoodie")
+    assert t.relative_path(t.base_path + "/a/b.parquet") == "a/b.parquet"
+    assert t.reload_timeline().timestamps == t.timeline.timestamps
+
+
+def test_not_found(tmp_path):
+    with pytest.raises(HoodieTableNotFoundError, match="no Hudi table at .*create one by running an upsert"):
+        HoodieTable.load(str(tmp_path))
+    assert not HoodieTable.exists(str(tmp_path))
+
+
+def test_create(tmp_path):
+    uri = "file://" + str(tmp_path / "t")
+    t = HoodieTable.create(uri, {"hoodie.table.name": "t", "hoodie.table.recordkey.fields": "id"})
+    assert t.table_type == "COPY_ON_WRITE" and t.config.table_version == 6
+    assert (tmp_path / "t/.hoodie/.temp").is_dir() and (tmp_path / "t/.hoodie/archived").is_dir()
+    text = (tmp_path / "t/.hoodie/hoodie.properties").read_text()
+    assert text.startswith("#Properties saved on ") and "hoodie.table.checksum=" in text
+    again = HoodieTable.create(uri, {"hoodie.table.name": "t"})
+    assert again.config.checksum == t.config.checksum
+    with pytest.raises(HoodieTableExistsError, match="different settings"):
+        HoodieTable.create(uri, {"hoodie.table.name": "other"})
+    with pytest.raises(HoodieConfigError):
+        HoodieTable.create(str(tmp_path / "u"), {"hoodie.table.type": "MERGE_ON_READ"})
+    loaded = HoodieTable.load(uri)
+    assert loaded.config.record_key_fields == ["id"] and len(loaded.timeline) == 0
+    assert loaded.file_system_view().latest_file_slices() == []
