@@ -1,0 +1,210 @@
+"""Rollback of a write instant: plan (Avro HoodieRollbackPlan) -> inflight -> ``.rollback``.
+
+A failed write leaves a pending instant plus whatever files its tasks managed to create.
+The markers under ``.hoodie/.temp/<instant>/`` name every such file (created before the
+file), so the plan deletes created/merged base files and, for log files the write
+appended to, appends a rollback command block (readers then skip the failed blocks).
+Without markers we fall back to listing files whose name carries the instant. The
+plan lives in ``.rollback.requested``, so a rollback killed half way is finished by
+running it again. Also used by the services (e.g. a failed compaction or clustering).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieError, HoodieTimelineError
+from airflow_hoodie.table import markers as mk
+from airflow_hoodie.table.storage import Storage
+
+WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction")
+
+
+def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
+    """Pending commit/deltacommit, or a replacecommit that is not a clustering plan.
+
+    Pending compactions and clustering are plans that must be *re-executed*, never
+    rolled back by a writer (Hudi leaves them to the table services).
+    """
+    if instant.action in ("commit", "deltacommit"):
+        return True
+    if instant.action == "replacecommit":
+        try:
+            data = table.timeline.read_details(instant.requested()) if hasattr(instant, "requested") else b""
+        except Exception:  # noqa: BLE001
+            data = b""
+        if not data:
+            return True
+        try:
+            from airflow_hoodie.table import avro_codec
+            md = avro_codec.deserialize(data, "HoodieRequestedReplaceMetadata")
+            return str(md.get("operationType") or "").upper() != "CLUSTER"
+        except Exception:  # noqa: BLE001
+            return False
+    return False
+
+
+def _files_from_listing(storage: Storage, base_path: str, instant_time: str) -> list[tuple[str, str, str]]:
+    """(partition, name, io_type) of files carrying ``instant_time`` (no markers)."""
+    out = []
+    for st in storage.walk_files(base_path):
+        rel = st.path[len(base_path.rstrip("/")) + 1:]
+        if rel.startswith(".hoodie/") or rel.startswith(".hoodie"):
+            continue
+        part, _, name = rel.rpartition("/")
+        if name.endswith(".parquet") and name[:-len(".parquet")].endswith("_" + instant_time):
+            out.append((part, name, mk.IO_CREATE))
+    return out
+
+
+def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, Any]:
+    """HoodieRollbackPlan record for the instant (as a dict ready for the Avro codec)."""
+    storage, base_path = table.storage, table.base_path
+    markers = mk.list_markers(storage, base_path, instant_time)
+    entries = ([(m.partition_path, m.file_name, m.io_type) for m in markers] if markers
+               else _files_from_listing(storage, base_path, instant_time))
+    if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
+        # completed instants (markers gone): the commit metadata names the files
+        try:
+            import json
+            md = json.loads(table.timeline.read_details(instant_time) or b"{}")
+            for part, stats in (md.get("partitionToWriteStats") or {}).items():
+                for st in stats:
+                    p = st.get("path")
+                    if p:
+                        name = p.rsplit("/", 1)[-1]
+                        io = mk.IO_APPEND if ".log." in name else mk.IO_CREATE
+                        if (part, name, io) not in entries:
+                            entries.append((part, name, io))
+        except Exception:  # noqa: BLE001
+            pass
+    requests: dict[tuple[str, str], dict[str, Any]] = {}
+    for part, name, io in entries:
+        full = storage.join(base_path, part, name) if part else storage.join(base_path, name)
+        if io == mk.IO_APPEND:
+            st = storage.info(full)
+            if st is None:
+                continue
+            fid = name[1:].split("_", 1)[0] if name.startswith(".") else name
+            base_instant = name[1:].split("_", 1)[1].split(".log.")[0] if name.startswith(".") else None
+            req = requests.setdefault((part, "log:" + fid), {
+                "partitionPath": part, "fileId": fid, "latestBaseInstant": base_instant,
+                "filesToBeDeleted": [], "logBlocksToBeDeleted": {}})
+            req["logBlocksToBeDeleted"][full] = st.size
+        else:
+            req = requests.setdefault((part, "files"), {
+                "partitionPath": part, "fileId": None, "latestBaseInstant": None,
+                "filesToBeDeleted": [], "logBlocksToBeDeleted": None})
+            if full not in req["filesToBeDeleted"]:
+                req["filesToBeDeleted"].append(full)
+    return {"instantToRollback": {"commitTime": instant_time, "action": action},
+            "RollbackRequests": list(requests.values()), "version": 1}
+
+
+def _encode(name: str, record: Mapping[str, Any]) -> bytes:
+    from airflow_hoodie.table import avro_codec
+    return avro_codec.serialize(name, dict(record))
+
+
+def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None,
+                     rollback_time: str | None = None) -> str:
+    """Roll back instant ``target`` (pending, or the latest completed write); returns the rollback instant.
+
+    A pending rollback of the same target (killed earlier) is resumed from its plan.
+    """
+    from airflow_hoodie.table.instant import Instant, State, new_instant_time
+    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table import avro_codec
+
+    tl = table.timeline.reload() if hasattr(table.timeline, "reload") else table.timeline
+    inst = tl.get(target)
+    writer = TimelineWriter(table.storage, table.base_path)
+    # resume a pending rollback of this target
+    plan = None
+    rb_instant = None
+    for r in tl.filter(actions="rollback").pending().instants:
+        try:
+            p = avro_codec.deserialize(tl.read_details(r.requested()), "HoodieRollbackPlan")
+        except Exception:  # noqa: BLE001
+            continue
+        if (p.get("instantToRollback") or {}).get("commitTime") == target:
+            plan, rb_instant = p, r
+            break
+    if inst is None and plan is None:
+        raise HoodieTimelineError(f"Instant {target} is not on the timeline of {table.base_uri}; nothing to roll back.")
+    if inst is not None and inst.is_completed:
+        later = [i for i in tl.completed_commits().instants if i.timestamp > target]
+        if later:
+            raise HoodieError(f"Instant {target} is not the latest completed write (later: {later[-1].timestamp}); "
+                              "only the latest write can be rolled back — use restore for older ones.")
+    action = inst.action if inst is not None else plan["instantToRollback"]["action"]
+    if plan is None:
+        plan = make_rollback_plan(table, target, action)
+        ts = rollback_time or new_instant_time(after=tl.last().timestamp if tl.last() else None)
+        rb_instant = Instant(ts, "rollback", State.REQUESTED)
+        writer.create_requested(rb_instant, _encode("HoodieRollbackPlan", plan))
+    ts = rb_instant.timestamp
+    if rb_instant.state == State.REQUESTED:
+        writer.transition_to_inflight(Instant(ts, "rollback", State.REQUESTED), b"")
+    started = time.time()
+    storage = table.storage
+    part_meta: dict[str, dict[str, Any]] = {}
+    deleted_total = 0
+    for req in plan.get("RollbackRequests") or []:
+        part = req["partitionPath"]
+        pm = part_meta.setdefault(part, {"partitionPath": part, "successDeleteFiles": [], "failedDeleteFiles": [],
+                                         "rollbackLogFiles": None, "logFilesFromFailedCommit": None})
+        for f in req.get("filesToBeDeleted") or []:
+            try:
+                storage.delete(f)
+                pm["successDeleteFiles"].append(storage.uri(f))
+                deleted_total += 1
+            except HoodieError:
+                pm["failedDeleteFiles"].append(storage.uri(f))
+        logs = req.get("logBlocksToBeDeleted") or {}
+        if logs:
+            _append_rollback_block(table, req, ts, target, pm, logs)
+    md = {"startRollbackTime": ts, "timeTakenInMillis": int((time.time() - started) * 1000),
+          "totalFilesDeleted": deleted_total, "commitsRollback": [target], "partitionMetadata": part_meta,
+          "version": 1, "instantsRollback": [{"commitTime": target, "action": action}]}
+    # the target's instant files go before the rollback completes: a crash in between re-runs this plan
+    writer.delete_instant_files(target, action, completed_first=True)
+    mk.delete_marker_dir(storage, table.base_path, target)
+    writer.complete(Instant(ts, "rollback", State.INFLIGHT), _encode("HoodieRollbackMetadata", md))
+    if hasattr(table, "reload_timeline"):
+        table.reload_timeline()
+    return ts
+
+
+def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: str,
+                           pm: dict[str, Any], logs: Mapping[str, int]) -> None:
+    """A rollback command block at the end of each log file the failed write appended to."""
+    from airflow_hoodie.table import log_block as lb
+    from airflow_hoodie.table.log_block import serialize_block
+    storage = table.storage
+    pm["rollbackLogFiles"] = pm["rollbackLogFiles"] or {}
+    pm["logFilesFromFailedCommit"] = pm["logFilesFromFailedCommit"] or {}
+    for path, size in logs.items():
+        blk = lb.rollback_command_block(ts, target)
+        data = serialize_block(blk)
+        if storage.supports_append:
+            with storage.open_append(path) as out:
+                out.write(data)
+        else:
+            storage.write_bytes(path, storage.read_bytes(path) + data)
+        pm["rollbackLogFiles"][storage.uri(path)] = storage.size(path)
+        pm["logFilesFromFailedCommit"][storage.uri(path)] = int(size)
+
+
+def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfig | None = None) -> dict[str, Any]:
+    """Entry for the rollback job: the given instant, or the latest write instant."""
+    tl = table.timeline
+    if instant_time is None:
+        writes = tl.filter(actions=("commit", "deltacommit", "replacecommit")).instants
+        if not writes:
+            raise HoodieError(f"The table at {table.base_uri} has no write instant to roll back.")
+        instant_time = writes[-1].timestamp
+    ts = rollback_instant(table, instant_time, config)
+    return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
