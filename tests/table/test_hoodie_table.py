@@ -17,6 +17,7 @@ def test_load_conformance(conformance):
     assert t.meta_path.endswith("/.hoodie")
     assert t.relative_path(t.base_path + "/a/b.parquet") == "a/b.parquet"
     assert t.reload_timeline().timestamps == t.timeline.timestamps
+    assert len(t.archived_timeline()) == 0
 
 
 def test_not_found(tmp_path):
