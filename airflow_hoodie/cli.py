@@ -1,0 +1,415 @@
+"""``airflow-hoodie``: look inside a Hudi table from a shell.
+
+Subcommands::
+
+    airflow-hoodie timeline PATH                 active and archived instants with their states
+    airflow-hoodie slices PATH [--as-of T] [--partition P]
+                                                 the file slices a reader would use
+    airflow-hoodie log FILE [--records]          the blocks of one log file
+    airflow-hoodie show PATH INSTANT             an instant's plan or commit metadata as JSON
+    airflow-hoodie read PATH [--query-type ...]  rows of the table
+
+Output is a human-readable table by default and JSON with ``--json`` (one document per
+command, ``read`` prints JSON lines with ``--format jsonl``). Every error the library
+raises on purpose (:class:`~airflow_hoodie.errors.HoodieError`) is printed as one line on
+stderr with exit code 2, without a traceback: the message already says what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as _dt
+import decimal
+import json
+import sys
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+
+from airflow_hoodie.errors import HoodieError
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+
+# ----------------------------------------------------------------------------- output
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON data for values from Arrow rows, Avro records and dataclasses."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            text = raw.decode("utf-8")
+            if text.isprintable():
+                return text
+        except UnicodeDecodeError:
+            pass
+        return {"base64": base64.b64encode(raw).decode("ascii")}
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if hasattr(value, "value") and hasattr(value, "name") and not isinstance(value, type):
+        return getattr(value, "name")  # enums
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    return str(value)
+
+
+def dump_json(obj: Any, out: TextIO, indent: int | None = 2) -> None:
+    out.write(json.dumps(to_jsonable(obj), indent=indent, ensure_ascii=False))
+    out.write("\n")
+
+
+def _cell(value: Any, width: int = 60) -> str:
+    if value is None:
+        text = ""
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(to_jsonable(value), ensure_ascii=False)
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], out: TextIO, width: int = 60) -> None:
+    """Column-aligned text table; an empty result prints the header and ``(0 rows)``."""
+    cells = [[_cell(r.get(c), width) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip() + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for row in cells:
+        out.write("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() + "\n")
+    if not rows:
+        out.write("(0 rows)\n")
+
+
+# ---------------------------------------------------------------------------- helpers
+def _storage_options(pairs: Sequence[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise HoodieError(f"--storage-option {pair!r} is not KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _load_table(path: str, args: argparse.Namespace) -> Any:
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    return HoodieTable.load(path, storage_options=_storage_options(getattr(args, "storage_option", None)) or None)
+
+
+# ---------------------------------------------------------------------------- timeline
+def timeline_rows(table: Any) -> list[dict[str, Any]]:
+    """Archived instants (oldest) then active ones, each with action and state."""
+    rows: list[dict[str, Any]] = []
+    archived_error = None
+    try:
+        archived = table.archived_timeline()
+        for inst in getattr(archived, "instants", None) or []:
+            rows.append(_instant_row(inst, "archived"))
+    except ImportError:
+        archived_error = "archived timeline reader not available"
+    except HoodieError as exc:
+        archived_error = str(exc)
+    for inst in table.timeline.instants:
+        rows.append(_instant_row(inst, "active"))
+    if archived_error:
+        rows.append({"timestamp": "", "action": "", "state": "", "timeline": f"archived: {archived_error}"})
+    return rows
+
+
+def _instant_row(inst: Any, where: str) -> dict[str, Any]:
+    state = getattr(inst, "state", "")
+    return {
+        "timestamp": inst.timestamp,
+        "action": inst.action,
+        "state": getattr(state, "name", str(state)),
+        "timeline": where,
+    }
+
+
+def cmd_timeline(args: argparse.Namespace, out: TextIO) -> int:
+    table = _load_table(args.path, args)
+    rows = timeline_rows(table)
+    if args.json:
+        dump_json({"table": table.table_name, "table_type": table.table_type, "instants": rows}, out)
+    else:
+        out.write(f"{table.table_name} ({table.table_type}) at {args.path}\n")
+        print_table(rows, ["timestamp", "action", "state", "timeline"], out)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ slices
+def slice_rows(table: Any, as_of: str | None = None, partition: str | None = None) -> list[dict[str, Any]]:
+    view = table.file_system_view()
+    slices = view.latest_merged_file_slices(partition, as_of=as_of)
+    rows = []
+    for s in slices:
+        base = s.base_file
+        rows.append(
+            {
+                "partition": s.partition_path,
+                "file_id": s.file_id,
+                "base_instant": s.base_instant,
+                "base_file": base.file_name if base else None,
+                "base_size": base.size if base else None,
+                "log_files": [lf.file_name for lf in s.log_files],
+                "log_size": sum(lf.size for lf in s.log_files),
+            }
+        )
+    return rows
+
+
+def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
+    table = _load_table(args.path, args)
+    rows = slice_rows(table, args.as_of, args.partition)
+    if args.json:
+        dump_json(rows, out)
+    else:
+        flat = [dict(r, log_files=", ".join(r["log_files"]) or "-") for r in rows]
+        print_table(flat, ["partition", "file_id", "base_instant", "base_file", "base_size", "log_files", "log_size"], out, width=80)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------- log
+def cmd_log(args: argparse.Namespace, out: TextIO) -> int:
+    from airflow_hoodie.table.log_reader import describe_log_file
+    from airflow_hoodie.table.storage import Storage
+
+    storage, path = Storage.for_uri(args.file, _storage_options(args.storage_option) or None)
+    if not storage.exists(path):
+        raise HoodieError(f"log file {args.file} does not exist")
+    blocks = describe_log_file(storage, path, with_records=args.records)
+    if args.json:
+        dump_json({"file": args.file, "blocks": blocks}, out)
+        return EXIT_OK
+    out.write(f"{args.file}: {len(blocks)} block(s)\n")
+    rows = []
+    for b in blocks:
+        headers = {k: v for k, v in (b.get("headers") or {}).items() if k != "SCHEMA"}
+        rows.append(
+            {
+                "offset": b.get("offset"),
+                "size": b.get("size"),
+                "type": b.get("type"),
+                "version": b.get("version"),
+                "records": b.get("record_count"),
+                "corrupt": "CORRUPT" if b.get("corrupt") else "",
+                "headers": ", ".join(f"{k}={v}" for k, v in headers.items()),
+            }
+        )
+    print_table(rows, ["offset", "size", "type", "version", "records", "corrupt", "headers"], out, width=100)
+    for b in blocks:
+        if b.get("error"):
+            out.write(f"block at {b.get('offset')}: {b['error']}\n")
+        if args.records and b.get("records") is not None:
+            out.write(f"\n-- records of block at offset {b.get('offset')} ({b.get('type')})\n")
+            for rec in b["records"]:
+                out.write(json.dumps(to_jsonable(rec), ensure_ascii=False, sort_keys=False) + "\n")
+    return EXIT_OK
+
+
+# -------------------------------------------------------------------------------- show
+_STATE_NAMES = {"requested": "REQUESTED", "inflight": "INFLIGHT", "completed": "COMPLETED"}
+
+
+def instant_details(table: Any, instant: str, state: str | None = None) -> dict[str, Any]:
+    """The content of an instant file as JSON data: commit metadata (JSON) or an Avro plan/metadata.
+
+    ``instant`` is an instant time or an instant file name. Without ``state`` the latest
+    state's file is shown, falling back to the requested file (where plans live) when the
+    latest one is empty.
+    """
+    from airflow_hoodie.table.instant import Instant, State
+
+    timeline = table.timeline
+    parsed = Instant.parse(instant) if not instant.isdigit() else None
+    ts = parsed.timestamp if parsed else instant
+    current = timeline.get(ts)
+    if current is None:
+        raise HoodieError(
+            f"instant {ts} is not on the active timeline of {table.base_uri}; "
+            "run `airflow-hoodie timeline PATH` to list instants"
+        )
+    wanted = State[_STATE_NAMES[state]] if state else (parsed.state if parsed else None)
+    candidates = [wanted] if wanted else [current.state] + [s for s in (State.INFLIGHT, State.REQUESTED) if s != current.state]
+    data, used = b"", current.state
+    for st in candidates:
+        try:
+            data = timeline.read_details(ts, st)
+        except HoodieError:
+            if wanted:
+                raise
+            continue
+        used = st
+        if data:
+            break
+    action = current.action
+    result: dict[str, Any] = {
+        "instant": ts,
+        "action": action,
+        "state": current.state.name,
+        "file_state": used.name,
+        "content_bytes": len(data),
+    }
+    result["content"] = decode_instant_content(data, action)
+    return result
+
+
+def decode_instant_content(data: bytes, action: str) -> Any:
+    if not data:
+        return None
+    if data[:4] == b"Obj\x01":
+        from airflow_hoodie.table import avro_codec
+
+        return avro_codec.deserialize(data)
+    text = data.decode("utf-8", errors="replace").strip()
+    if text.startswith("{"):
+        try:
+            from airflow_hoodie.table.commit_metadata import parse_commit_metadata
+
+            return parse_commit_metadata(data, action).to_dict()
+        except (ImportError, HoodieError, ValueError, KeyError, TypeError):
+            return json.loads(text)
+    return {"raw": text}
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    table = _load_table(args.path, args)
+    details = instant_details(table, args.instant, args.state)
+    dump_json(details, out)
+    return EXIT_OK
+
+
+# -------------------------------------------------------------------------------- read
+def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
+    from airflow_hoodie.table.read import read_table
+
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    filters = [_parse_filter(f) for f in args.filter or []]
+    table = read_table(
+        args.path,
+        query_type=args.query_type,
+        as_of=args.as_of,
+        start=args.start,
+        end=args.end,
+        columns=columns,
+        filters=filters or None,
+        storage_options=_storage_options(args.storage_option) or None,
+    )
+    total = table.num_rows
+    if args.limit is not None:
+        table = table.slice(0, max(0, args.limit))
+    rows = table.to_pylist()
+    fmt = "jsonl" if args.json else args.format
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(json.dumps(to_jsonable(row), ensure_ascii=False) + "\n")
+    else:
+        print_table(rows, table.column_names, out, width=40)
+        shown = f"{len(rows)} of {total}" if len(rows) != total else str(total)
+        out.write(f"({shown} rows)\n" if rows else "")
+    return EXIT_OK
+
+
+_FILTER_OPS = ("not in", ">=", "<=", "!=", "==", "=", ">", "<", " in ")
+
+
+def _parse_filter(text: str) -> tuple[str, str, Any]:
+    """``col=value``, ``col>=value``, ``col in a|b|c``, ``col not in a|b`` -> a filter tuple."""
+    for op in _FILTER_OPS:
+        idx = text.find(op)
+        if idx > 0:
+            col, value = text[:idx].strip(), text[idx + len(op):].strip()
+            op = op.strip()
+            if op in ("in", "not in"):
+                return (col, op, [v.strip() for v in value.split("|")])
+            return (col, op, value)
+    raise HoodieError(f"--filter {text!r} is not COLUMN OP VALUE (ops: =, !=, <, <=, >, >=, in, not in)")
+
+
+# -------------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="airflow-hoodie",
+        description="Inspect Apache Hudi tables (timeline, file slices, log files, instants, rows).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true", help="machine-readable JSON output")
+        p.add_argument(
+            "--storage-option",
+            action="append",
+            metavar="KEY=VALUE",
+            help="pyarrow filesystem option for remote storage (repeatable)",
+        )
+
+    p = sub.add_parser("timeline", help="list active and archived instants with their states")
+    p.add_argument("path", help="table base path or URI")
+    common(p)
+    p.set_defaults(func=cmd_timeline)
+
+    p = sub.add_parser("slices", help="list the latest file slices (base file + log files)")
+    p.add_argument("path")
+    p.add_argument("--as-of", help="instant time to travel to")
+    p.add_argument("--partition", help="only this partition path")
+    common(p)
+    p.set_defaults(func=cmd_slices)
+
+    p = sub.add_parser("log", help="list the blocks of a log file")
+    p.add_argument("file", help="path or URI of a .log file")
+    p.add_argument("--records", action="store_true", help="also print each block's records")
+    common(p)
+    p.set_defaults(func=cmd_log)
+
+    p = sub.add_parser("show", help="print an instant's plan or metadata as JSON")
+    p.add_argument("path")
+    p.add_argument("instant", help="instant time (or instant file name)")
+    p.add_argument("--state", choices=sorted(_STATE_NAMES), help="which state's file to show")
+    common(p)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("read", help="print rows of the table")
+    p.add_argument("path")
+    p.add_argument("--query-type", default="snapshot", choices=["snapshot", "read_optimized", "incremental"])
+    p.add_argument("--as-of", help="time travel: instant time")
+    p.add_argument("--start", help="incremental: exclusive start instant")
+    p.add_argument("--end", help="incremental: inclusive end instant")
+    p.add_argument("--columns", help="comma-separated columns")
+    p.add_argument("--filter", action="append", metavar="EXPR", help="e.g. 'city=sf', 'fare>=10', 'id in 1|2' (repeatable, AND)")
+    p.add_argument("--format", default="table", choices=["table", "jsonl"])
+    p.add_argument("--limit", type=int, help="print at most N rows")
+    common(p)
+    p.set_defaults(func=cmd_read)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = build_parser()
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    func: Callable[[argparse.Namespace, TextIO], int] = args.func
+    try:
+        return func(args, out)
+    except HoodieError as exc:
+        err.write(f"airflow-hoodie {args.command}: {exc}\n")
+        return EXIT_ERROR
+    except BrokenPipeError:  # `airflow-hoodie read ... | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+
+__all__: Iterable[str] = ["main", "build_parser", "instant_details", "slice_rows", "timeline_rows"]
