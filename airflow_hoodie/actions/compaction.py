@@ -199,7 +199,7 @@ def schedule_compaction(
     Returns ``instant=None`` with the reason when the trigger is not met or no slice has
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
-    from airflow_hoodie.table.file_system_view import FileSystemView
+    from airflow_hoodie.actions import table_state
     from airflow_hoodie.table.instant import new_instant_time, is_utc_timeline
     from airflow_hoodie.table.timeline import TimelineWriter
     from airflow_hoodie.actions.service_common import serialize_plan
@@ -210,6 +210,8 @@ def schedule_compaction(
     instants = list(timeline.instants)
     last = max((i.timestamp for i in instants), default=None)
     ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
+    if instant_time and timeline.get(instant_time) is not None:
+        raise HoodieConfigError(f"Instant {instant_time} already exists on the timeline; pick a new instant time.")
     if last is not None and ts <= last:
         raise HoodieConfigError(
             f"Compaction instant {ts} must be later than every instant on the timeline (latest {last})."
@@ -218,8 +220,11 @@ def schedule_compaction(
         decision = compaction_due(instants, config, ts)
         if not decision.due:
             return CompactionSchedule(None, None, decision.reason)
-    view = FileSystemView(table, timeline)
-    ops = select_operations(view.latest_file_slices(), pending_excluded_groups(view), config)
+    groups = table_state.list_file_groups(table, timeline)
+    excluded = set(table_state.pending_compaction_operations(timeline)) | set(
+        table_state.pending_clustering_file_groups(timeline))
+    slices = table_state.latest_slices(groups, table_state.replaced_file_groups(timeline))
+    ops = select_operations(slices, excluded, config)
     if not ops:
         return CompactionSchedule(None, None, "no file slice with log files qualifies for compaction")
     plan = build_plan(ops)
@@ -230,3 +235,179 @@ def schedule_compaction(
     return CompactionSchedule(instant, plan, f"scheduled {len(ops)} operations",
                               {"operations": len(ops),
                                "log_bytes": int(sum(o["metrics"][TOTAL_LOG_FILES_SIZE] for o in ops))})
+
+
+# ======================================================================== execution
+@dataclass(frozen=True)
+class CompactionTaskContext:
+    """Everything one compaction task needs (picklable, shipped to executors)."""
+
+    base_uri: str
+    storage_options: dict[str, str]
+    base_path: str
+    instant_time: str
+    avro_schema: dict[str, Any]
+    props: dict[str, str]
+    valid_instants: frozenset[str]
+
+
+def _file_name(value: str | None) -> str | None:
+    """Plans written by older Hudi versions hold full paths; newer ones file names."""
+    if not value:
+        return None
+    return value.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _op_slice(storage: Any, base_path: str, op: Mapping[str, Any]) -> Any:
+    from airflow_hoodie.table.file_group import BaseFile, FileSlice, LogFile
+
+    part = op.get("partitionPath") or ""
+    pdir = storage.join(base_path, part) if part else base_path
+    base = None
+    name = _file_name(op.get("dataFilePath"))
+    if name:
+        path = storage.join(pdir, name)
+        base = BaseFile.from_path(path, storage.size(path), part)
+    logs = []
+    for ln in op.get("deltaFilePaths") or []:
+        path = storage.join(pdir, _file_name(ln))
+        info = storage.info(path)
+        if info is None:
+            raise HoodieConfigError(
+                f"Log file {path} of compaction operation for file group {op['fileId']} is missing; "
+                "was it cleaned or rolled back? Roll back this compaction instant and reschedule."
+            )
+        logs.append(LogFile.from_path(path, info.size, part))
+    logs.sort(key=lambda lf: lf.sort_key)
+    return FileSlice(part, op["fileId"], op["baseInstantTime"], base, logs)
+
+
+def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping[str, Any]]) -> dict[str, Any]:
+    """One executor task: merge base + logs of one file slice into a new base file.
+
+    Records keep their ``_hoodie_commit_time``/``_hoodie_commit_seqno`` (as Hudi's
+    compaction does); ``_hoodie_file_name`` names the new file. Returns the write stat.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from airflow_hoodie.actions.write import _task_attempt, write_stat
+    from airflow_hoodie.table import markers as mk
+    from airflow_hoodie.table.avro_convert import avro_to_arrow_schema, conform_table
+    from airflow_hoodie.table.base_file_writer import FILE_NAME, RECORD_KEY, with_meta_fields, write_base_file
+    from airflow_hoodie.table.file_naming import base_file_name, make_write_token
+    from airflow_hoodie.table.file_slice_reader import SliceReadOptions, read_file_slice
+    from airflow_hoodie.table.record_merger import merge_config_from_table
+    from airflow_hoodie.table.storage import Storage
+
+    index, op = indexed_op
+    storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
+    slice_ = _op_slice(storage, ctx.base_path, op)
+    opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
+                            valid_instants=ctx.valid_instants)
+    merged = read_file_slice(storage, slice_, opts)
+    schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
+    merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
+    stage, attempt = _task_attempt()
+    name = base_file_name(op["fileId"], make_write_token(index, stage, attempt), ctx.instant_time)
+    part = slice_.partition_path
+    merged = merged.set_column(merged.schema.get_field_index(FILE_NAME), FILE_NAME,
+                               pa.array([name] * merged.num_rows, pa.string()))
+    base_rows = 0
+    updated = merged.num_rows
+    if slice_.base_file is not None:
+        from airflow_hoodie.table.file_slice_reader import read_base_file
+
+        base_keys = read_base_file(storage, slice_.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
+        base_rows = len(base_keys)
+        in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys.combine_chunks())
+        updated = pc.sum(in_base).as_py() or 0
+    inserts = merged.num_rows - updated
+    mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name,
+                     mk.IO_MERGE if slice_.base_file is not None else mk.IO_CREATE)
+    stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.props)
+    return write_stat(
+        fileId=op["fileId"], path=stats.path, prevCommit=op["baseInstantTime"], numWrites=stats.num_records,
+        numDeletes=max(base_rows - updated, 0), numUpdateWrites=updated if slice_.base_file else 0,
+        numInserts=inserts, totalWriteBytes=stats.file_size, partitionPath=part,
+        totalLogFilesCompacted=len(slice_.log_files),
+        totalLogSizeCompacted=sum(lf.size for lf in slice_.log_files), fileSizeInBytes=stats.file_size,
+    )
+
+
+def pending_compaction_instants(table: Any) -> list[Instant]:
+    return [i for i in table.timeline.instants if i.action == Action.COMPACTION and i.state != State.COMPLETED]
+
+
+def execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None = None,
+                       storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run the pending compaction ``instant_time`` to completion (idempotent).
+
+    Completed already: reported, nothing done. Inflight (a crashed attempt): its files
+    are deleted and it goes back to requested, then runs again from the plan.
+    """
+    import json
+    import time
+
+    from airflow_hoodie.actions import service_common as sc
+    from airflow_hoodie.actions.write import commit_metadata_json
+    from airflow_hoodie.table import markers as mk
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    started = time.time()
+    timeline = table.reload_timeline()
+    inst = timeline.get(instant_time)
+    if inst is None:
+        raise HoodieConfigError(
+            f"No compaction {instant_time} on the timeline of {table.base_uri}; schedule one with compaction_plan.py."
+        )
+    if inst.state == State.COMPLETED:
+        if timeline.original_action(instant_time) in (Action.COMPACTION, None) or inst.action == Action.COMMIT:
+            return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
+                    "reason": "already completed", "operations": 0}
+    if inst.action != Action.COMPACTION:
+        raise HoodieConfigError(f"Instant {instant_time} is a {inst.action}, not a compaction.")
+    plan = sc.deserialize_plan("HoodieCompactionPlan", timeline.read_plan(inst))
+    ops = list(plan.get("operations") or [])
+    writer = TimelineWriter(table.storage, table.base_path)
+    rolled_back: list[str] = []
+    if inst.state == State.INFLIGHT:
+        rolled_back = sc.rollback_pending_service(table, instant_time, [o.get("partitionPath") or "" for o in ops])
+        writer.revert_to_requested(inst)
+    writer.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
+    schema = sc.table_avro_schema(table)
+    valid = frozenset(i.timestamp for i in timeline.instants if i.state == State.COMPLETED
+                      and i.timestamp < instant_time)
+    ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
+                                schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid)
+    from functools import partial
+
+    stats = executor.map(partial(compact_operation, ctx), list(enumerate(ops)))
+    sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
+    body = json.loads(commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":"))))
+    body["compacted"] = True
+    writer.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), json.dumps(body, indent=2).encode())
+    mk.delete_marker_dir(table.storage, table.base_path, instant_time)
+    table.reload_timeline()
+    return {
+        "instant": instant_time, "action": Action.COMPACTION, "state": "completed",
+        "operations": len(ops), "records_written": sum(s["numWrites"] for s in stats),
+        "bytes_written": sum(s["totalWriteBytes"] for s in stats),
+        "log_files_compacted": sum(s["totalLogFilesCompacted"] for s in stats),
+        "rolled_back_files": len(rolled_back), "seconds": round(time.time() - started, 3),
+    }
+
+
+def execute_pending_compactions(table: Any, executor: Any, config: HoodieConfig | None = None,
+                                instant_time: str | None = None,
+                                storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Execute ``instant_time`` or every pending compaction, oldest first."""
+    if instant_time:
+        return execute_compaction(table, instant_time, executor, config, storage_options)
+    pending = pending_compaction_instants(table)
+    if not pending:
+        return {"instant": None, "action": Action.COMPACTION, "reason": "no pending compaction"}
+    results = [execute_compaction(table, p.timestamp, executor, config, storage_options) for p in pending]
+    last = results[-1]
+    return {**last, "instants": [r["instant"] for r in results],
+            "operations": sum(r.get("operations", 0) for r in results)}

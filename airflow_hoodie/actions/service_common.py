@@ -65,3 +65,77 @@ def deserialize_plan(schema_name: str | None, data: bytes) -> dict[str, Any]:
     from airflow_hoodie.table import avro_codec
 
     return avro_codec.deserialize(data, schema_name)
+
+
+# ------------------------------------------------------------------ execution helpers
+def table_avro_schema(table: Any) -> dict[str, Any]:
+    """The table's data schema: latest completed write's ``extraMetadata.schema``, else
+    ``hoodie.table.create.schema``."""
+    import json
+
+    from airflow_hoodie.errors import HoodieSchemaError
+
+    tl = table.timeline
+    for inst in reversed(tl.completed_commits().instants):
+        try:
+            meta = json.loads(tl.read_details(inst) or b"{}")
+        except ValueError:
+            continue
+        raw = (meta.get("extraMetadata") or {}).get("schema")
+        if raw:
+            return json.loads(raw)
+    raw = table.config.get("hoodie.table.create.schema")
+    if raw:
+        return json.loads(raw)
+    raise HoodieSchemaError(
+        f"Cannot find the schema of {table.base_uri}: no completed commit carries one and "
+        "hoodie.table.create.schema is unset. Write data to the table first."
+    )
+
+
+def table_props(table: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in dict(table.config).items()}
+
+
+def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable[str]) -> list[str]:
+    """Undo a crashed compaction/clustering attempt so it can re-run from its plan.
+
+    Only that action writes files named with its instant time, so every data file in the
+    plan's partitions carrying ``instant_time`` (plus what its markers name) is removed;
+    then the marker directory goes and the instant is back to requested. Returns the
+    relative paths deleted.
+    """
+    from airflow_hoodie.table import markers as mk
+    from airflow_hoodie.table.file_naming import parse_base_file_name, parse_log_file_name
+
+    storage, base = table.storage, table.base_path
+    deleted: list[str] = []
+    for m in mk.list_markers(storage, base, instant_time):
+        if storage.delete(storage.join(base, m.data_path)):
+            deleted.append(m.data_path)
+    for part in sorted(set(partitions)):
+        pdir = table.partition_dir(part)
+        if not storage.exists(pdir):
+            continue
+        for st in storage.list_dir(pdir):
+            if st.is_dir:
+                continue
+            parsed = parse_base_file_name(st.name)
+            if parsed is not None and parsed.instant == instant_time:
+                if storage.delete(st.path):
+                    deleted.append(table.relative_path(st.path))
+    mk.delete_marker_dir(storage, base, instant_time)
+    _ = parse_log_file_name
+    return deleted
+
+
+def reconcile_with_markers(table: Any, instant_time: str, written: set[str]) -> list[str]:
+    """Delete files a retried/speculative task left behind (marked but not in the stats)."""
+    from airflow_hoodie.table import markers as mk
+
+    gone = []
+    for m in mk.list_markers(table.storage, table.base_path, instant_time):
+        if m.data_path not in written:
+            if table.storage.delete(table.storage.join(table.base_path, m.data_path)):
+                gone.append(m.data_path)
+    return gone
