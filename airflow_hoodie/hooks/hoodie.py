@@ -1,0 +1,515 @@
+"""HoodieHook: one Hudi table action = one spark-submit of one ``spark_jobs/*.py`` script.
+
+The hook owns everything between an operator's intent ("compact this table") and the
+job's JSON result: resolving the ``hoodie`` connection (table location, storage options,
+default ``hoodie.*`` settings, which Spark connection to use), building the job's
+arguments, shipping our package to a cluster, and reading the result back. The actual
+process is started by the apache-spark provider's :class:`SparkSubmitHook`, so Spark
+connections, Kerberos, YARN/Kubernetes tracking and ``on_kill`` behave exactly as with
+``SparkSubmitOperator``.
+
+Connection ``hoodie`` (all optional; a fresh install needs no connection at all):
+
+- extra ``base_path``: default table path or URI (operators may override it);
+- login / password: storage access key and secret, added to the storage options as
+  ``access_key`` / ``secret_key`` (what ``pyarrow.fs.S3FileSystem`` expects);
+- extra ``storage_options``: JSON object of pyarrow filesystem options;
+- extra ``spark_conn_id``: Spark connection used for spark-submit (default ``spark_default``;
+  when that connection does not exist the job runs on ``local[*]``);
+- extra ``hoodie_conf``: JSON object (or ``key=value`` lines) of default ``hoodie.*`` settings;
+- extra ``spark_conf``: JSON object of ``spark.*`` settings for every job;
+- extra ``python``: interpreter Spark's Python workers run (default: this interpreter);
+- extra ``jobs_dir``: directory holding the ``spark_jobs/*.py`` scripts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
+
+import airflow_hoodie
+from airflow_hoodie.errors import HoodieConfigError, HoodieJobError
+from airflow_hoodie.provider_info import CONNECTION_FIELDS, DEFAULT_SPARK_CONN_ID, UI_FIELD_BEHAVIOUR
+
+LOCAL_FALLBACK_MASTER = "local[*]"
+JOBS_DIR_ENV = "AIRFLOW_HOODIE_JOBS_DIR"
+
+
+def _parse_mapping(value: Any, what: str) -> dict[str, str]:
+    """A JSON object, a dict, or ``key=value`` lines -> dict of strings."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): _to_str(v) for k, v in value.items()}
+    text = str(value).strip()
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise HoodieConfigError(f"The connection's {what} is not valid JSON: {exc}") from exc
+        return {str(k): _to_str(v) for k, v in parsed.items()}
+    out: dict[str, str] = {}
+    for line in text.replace(",", "\n").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise HoodieConfigError(f"The connection's {what} entry {line!r} is not key=value or JSON.")
+        key, _, val = line.partition("=")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _to_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def is_local_master(master: str) -> bool:
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
+
+
+@dataclass
+class HoodieConnectionConfig:
+    """The resolved ``hoodie`` connection: what every job of a table has in common."""
+
+    base_path: str | None = None
+    storage_options: dict[str, str] = field(default_factory=dict)
+    spark_conn_id: str = DEFAULT_SPARK_CONN_ID
+    hoodie_conf: dict[str, str] = field(default_factory=dict)
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    python: str | None = None
+    jobs_dir: str | None = None
+
+
+@dataclass
+class JobRun:
+    """What one spark-submit produced: the job's JSON result and where it ran."""
+
+    job: str
+    result: dict[str, Any]
+    master: str
+
+
+class _CapturingSparkSubmitHook(SparkSubmitHook):
+    """SparkSubmitHook that also keeps the output, and runs locally without a connection.
+
+    The provider's hook logs every output line but keeps only a 20-line tail, which Spark's
+    shutdown chatter can push our ``ERROR: ...`` line out of; we keep what we need to
+    report the job's own error and to find its JSON result line.
+    """
+
+    def __init__(self, *, local_fallback_master: str | None = None, **kwargs: Any) -> None:
+        self._local_fallback_master = local_fallback_master
+        self.output_tail: deque[str] = deque(maxlen=400)
+        self.error_lines: list[str] = []
+        self.json_lines: deque[str] = deque(maxlen=5)
+        super().__init__(**kwargs)
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        data = super()._resolve_connection()
+        if self._local_fallback_master:
+            data["master"] = self._local_fallback_master
+            self.log.info(
+                "Spark connection %r does not exist; running on %s. Create it to use a cluster.",
+                self._conn_id, self._local_fallback_master,
+            )
+        return data
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        def tee() -> Iterator[Any]:
+            for raw in itr:
+                line = raw.rstrip("\n")
+                self.output_tail.append(line)
+                stripped = line.strip()
+                if stripped.startswith("ERROR:"):
+                    self.error_lines.append(stripped)
+                elif stripped.startswith("{") and stripped.endswith("}"):
+                    self.json_lines.append(stripped)
+                yield raw
+
+        super()._process_spark_submit_log(tee())
+
+    @property
+    def master(self) -> str:
+        return self._connection["master"]
+
+    @property
+    def deploy_mode(self) -> str | None:
+        return self._connection.get("deploy_mode")
+
+
+def find_jobs_dir(explicit: str | None = None) -> Path:
+    """Where the ``spark_jobs/*.py`` scripts are: explicit, env, or next to the package."""
+    candidates: list[Path] = []
+    if explicit:
+        candidates.append(Path(explicit))
+    if os.environ.get(JOBS_DIR_ENV):
+        candidates.append(Path(os.environ[JOBS_DIR_ENV]))
+    package_dir = Path(airflow_hoodie.__file__).resolve().parent
+    candidates += [package_dir / "spark_jobs", package_dir.parent / "spark_jobs"]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise HoodieConfigError(
+        "Cannot find the airflow-hoodie job scripts (spark_jobs/*.py); looked in "
+        + ", ".join(str(c) for c in candidates)
+        + f". Set the {JOBS_DIR_ENV} environment variable or the connection's jobs_dir extra."
+    )
+
+
+def _package_fingerprint(package_dir: Path) -> tuple[str, list[Path]]:
+    files = sorted(
+        p for p in package_dir.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+    )
+    digest = hashlib.sha256()
+    for p in files:
+        stat = p.stat()
+        digest.update(f"{p.relative_to(package_dir)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16], files
+
+
+def build_package_zip(target_dir: str | None = None) -> str:
+    """Zip ``airflow_hoodie`` for ``--py-files``; rebuilt only when the sources change.
+
+    Executors on a cluster cannot import the package from the Airflow worker's
+    site-packages, so it travels with every job (Spark puts the zip on the executors'
+    ``sys.path``). The zip is content-addressed, so concurrent tasks share it safely.
+    """
+    package_dir = Path(airflow_hoodie.__file__).resolve().parent
+    fingerprint, files = _package_fingerprint(package_dir)
+    out_dir = Path(target_dir or tempfile.gettempdir())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"airflow_hoodie-{airflow_hoodie.__version__}-{fingerprint}.zip"
+    if target.exists():
+        return str(target)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for p in files:
+            zf.write(p, arcname=str(Path("airflow_hoodie") / p.relative_to(package_dir)))
+    os.replace(tmp, target)
+    return str(target)
+
+
+class HoodieHook(BaseHook):
+    """Runs Hudi timeline actions as spark-submit jobs and reads their JSON results.
+
+    :param hoodie_conn_id: ``hoodie`` connection; a missing ``hoodie_default`` is fine.
+    :param base_path: table path or URI; overrides the connection's ``base_path``.
+    :param spark_conn_id: Spark connection; overrides the connection's ``spark_conn_id``.
+    :param storage_options: pyarrow filesystem options, merged over the connection's.
+    :param hoodie_conf: ``hoodie.*`` settings, merged over the connection's defaults.
+    :param spark_conf: ``spark.*`` settings, merged over the connection's.
+    :param ship_package: ``"auto"`` ships a zip of ``airflow_hoodie`` via ``--py-files``
+        when the master is not local; ``True``/``False`` force it.
+    :param spark_submit_kwargs: passed to :class:`SparkSubmitHook` (``executor_memory``,
+        ``num_executors``, ``deploy_mode``, ``verbose``, ...).
+    """
+
+    conn_name_attr = "hoodie_conn_id"
+    default_conn_name = "hoodie_default"
+    conn_type = "hoodie"
+    hook_name = "Apache Hudi (airflow-hoodie)"
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Connection form: hide host/schema/port; login/password are storage credentials."""
+        return {k: (dict(v) if isinstance(v, dict) else list(v)) for k, v in UI_FIELD_BEHAVIOUR.items()}
+
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """WTForms widgets for UIs that predate declarative ``conn-fields``."""
+        from flask_appbuilder.fieldwidgets import BS3TextFieldWidget  # only in the legacy UI
+        from flask_babel import lazy_gettext
+        from wtforms import StringField
+        from wtforms.validators import Optional
+
+        return {
+            name: StringField(
+                lazy_gettext(spec["label"]),
+                widget=BS3TextFieldWidget(),
+                description=spec.get("description", ""),
+                validators=[Optional()],
+                default=spec["schema"].get("default"),
+            )
+            for name, spec in CONNECTION_FIELDS.items()
+        }
+
+    def __init__(
+        self,
+        hoodie_conn_id: str | None = default_conn_name,
+        *,
+        base_path: str | None = None,
+        spark_conn_id: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        hoodie_conf: Mapping[str, Any] | None = None,
+        spark_conf: Mapping[str, Any] | None = None,
+        ship_package: bool | str = "auto",
+        spark_submit_kwargs: Mapping[str, Any] | None = None,
+        python: str | None = None,
+        jobs_dir: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.hoodie_conn_id = hoodie_conn_id
+        self._base_path = base_path
+        self._spark_conn_id = spark_conn_id
+        self._storage_options = dict(storage_options or {})
+        self._hoodie_conf = {str(k): _to_str(v) for k, v in (hoodie_conf or {}).items()}
+        self._spark_conf = {str(k): _to_str(v) for k, v in (spark_conf or {}).items()}
+        self._ship_package = ship_package
+        self._spark_submit_kwargs = dict(spark_submit_kwargs or {})
+        self._python = python
+        self._jobs_dir = jobs_dir
+        self._config: HoodieConnectionConfig | None = None
+        self._submit_hook: _CapturingSparkSubmitHook | None = None
+
+    # ---------------------------------------------------------------- connection
+    def get_conn(self) -> HoodieConnectionConfig:
+        """The connection resolved and merged with the hook's own arguments."""
+        if self._config is None:
+            self._config = self._resolve_config()
+        return self._config
+
+    def _load_connection(self) -> Any | None:
+        if not self.hoodie_conn_id:
+            return None
+        try:
+            return self.get_connection(self.hoodie_conn_id)
+        except AirflowNotFoundException:
+            if self.hoodie_conn_id == self.default_conn_name:
+                return None  # a fresh install has no hoodie_default; defaults are fine
+            raise
+
+    def _resolve_config(self) -> HoodieConnectionConfig:
+        conn = self._load_connection()
+        extra: dict[str, Any] = {}
+        if conn is not None:
+            raw = conn.extra_dejson or {}
+            for key, value in raw.items():
+                extra[key.removeprefix(f"extra__{self.conn_type}__")] = value
+        storage = _parse_mapping(extra.get("storage_options"), "storage_options")
+        if conn is not None and conn.login:
+            storage.setdefault("access_key", conn.login)
+        if conn is not None and conn.password:
+            storage.setdefault("secret_key", conn.password)
+        storage.update({str(k): _to_str(v) for k, v in self._storage_options.items()})
+        hoodie_conf = _parse_mapping(extra.get("hoodie_conf"), "hoodie_conf")
+        hoodie_conf.update(self._hoodie_conf)
+        spark_conf = _parse_mapping(extra.get("spark_conf"), "spark_conf")
+        spark_conf.update(self._spark_conf)
+        return HoodieConnectionConfig(
+            base_path=self._base_path or extra.get("base_path") or None,
+            storage_options=storage,
+            spark_conn_id=self._spark_conn_id or extra.get("spark_conn_id") or DEFAULT_SPARK_CONN_ID,
+            hoodie_conf=hoodie_conf,
+            spark_conf=spark_conf,
+            python=self._python or extra.get("python") or None,
+            jobs_dir=self._jobs_dir or extra.get("jobs_dir") or None,
+        )
+
+    def require_base_path(self) -> str:
+        base_path = self.get_conn().base_path
+        if not base_path:
+            raise HoodieConfigError(
+                f"No table path: pass base_path= to the task or set the base_path extra of "
+                f"connection {self.hoodie_conn_id!r}."
+            )
+        return str(base_path)
+
+    def get_table(self) -> Any:
+        """The table as our format layer sees it (for sensors, checks and tests)."""
+        from airflow_hoodie.table.hoodie_table import HoodieTable
+
+        cfg = self.get_conn()
+        return HoodieTable.load(self.require_base_path(), storage_options=cfg.storage_options or None)
+
+    def test_connection(self) -> tuple[bool, str]:
+        """UI "Test" button: the table loads and its timeline reads."""
+        try:
+            table = self.get_table()
+            instants = list(table.timeline.instants)
+            return True, f"Hudi table {table.config.table_name!r} ({table.table_type}), {len(instants)} instants"
+        except Exception as exc:  # noqa: BLE001 - reported to the UI as text
+            return False, f"{type(exc).__name__}: {exc}"
+
+    # ---------------------------------------------------------------- submit
+    def _spark_connection_exists(self, conn_id: str) -> bool:
+        try:
+            self.get_connection(conn_id)
+            return True
+        except AirflowNotFoundException:
+            return False
+
+    def job_arguments(
+        self,
+        job_args: Sequence[str] = (),
+        *,
+        result_file: str | None = None,
+        props_file: str | None = None,
+        hoodie_conf: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Arguments every job script takes (``spark/job.py``'s base parser), then the job's own."""
+        cfg = self.get_conn()
+        args = ["--base-path", self.require_base_path()]
+        merged = dict(cfg.hoodie_conf)
+        merged.update({str(k): _to_str(v) for k, v in (hoodie_conf or {}).items()})
+        for key, value in merged.items():
+            args += ["--hoodie-conf", f"{key}={value}"]
+        for key, value in cfg.storage_options.items():
+            args += ["--storage-option", f"{key}={value}"]
+        if props_file:
+            args += ["--props", props_file]
+        if result_file:
+            args += ["--result-file", result_file]
+        args += [str(a) for a in job_args]
+        return args
+
+    def build_submit_hook(
+        self,
+        job: str,
+        application_args: list[str],
+        *,
+        extra_spark_conf: Mapping[str, Any] | None = None,
+    ) -> _CapturingSparkSubmitHook:
+        """The SparkSubmitHook for one job: master, Python, package shipping, env."""
+        cfg = self.get_conn()
+        spark_conn_id = cfg.spark_conn_id
+        fallback = None
+        if spark_conn_id == DEFAULT_SPARK_CONN_ID and not self._spark_connection_exists(spark_conn_id):
+            fallback = LOCAL_FALLBACK_MASTER
+        kwargs = dict(self._spark_submit_kwargs)
+        conf = dict(cfg.spark_conf)
+        conf.update({str(k): _to_str(v) for k, v in (extra_spark_conf or {}).items()})
+        conf.update({str(k): _to_str(v) for k, v in (kwargs.pop("conf", None) or {}).items()})
+        python = cfg.python or sys.executable
+        hook = _CapturingSparkSubmitHook(
+            local_fallback_master=fallback,
+            conn_id=spark_conn_id,
+            conf=conf,
+            name=kwargs.pop("name", f"airflow-hoodie-{job}"),
+            application_args=application_args,
+            **kwargs,
+        )
+        master = hook.master
+        conf.setdefault("spark.pyspark.python", python)
+        if hook.deploy_mode != "cluster":
+            conf.setdefault("spark.pyspark.driver.python", python)
+        ship = self._ship_package
+        if ship == "auto":
+            ship = not is_local_master(master)
+        if ship:
+            zip_path = build_package_zip()
+            existing = hook._py_files
+            hook._py_files = f"{existing},{zip_path}" if existing else zip_path
+        hook._conf = conf
+        if hook.deploy_mode != "cluster" and not hook._is_yarn and not hook._is_kubernetes:
+            # spark-submit ships with pyspark inside the venv; find it and pin Python workers.
+            env = dict(hook._env_vars or {})
+            bin_dir = os.path.dirname(sys.executable)
+            env.setdefault("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
+            env.setdefault("PYSPARK_PYTHON", python)
+            env.setdefault("PYSPARK_DRIVER_PYTHON", python)
+            hook._env_vars = env
+            hook._env = env
+        return hook
+
+    def run_job(
+        self,
+        job: str,
+        job_args: Sequence[str] = (),
+        *,
+        hoodie_conf: Mapping[str, Any] | None = None,
+        props_file: str | None = None,
+        spark_conf: Mapping[str, Any] | None = None,
+    ) -> JobRun:
+        """spark-submit ``spark_jobs/<job>.py`` and return its JSON result.
+
+        Raises :class:`HoodieJobError` carrying the job's own ``ERROR: ...`` line when the
+        job fails, so the task log and the exception say what went wrong.
+        """
+        script = find_jobs_dir(self.get_conn().jobs_dir) / f"{job}.py"
+        if not script.is_file():
+            raise HoodieJobError(
+                f"Job script {script} does not exist; this airflow-hoodie install is missing "
+                f"spark_jobs/{job}.py."
+            )
+        with tempfile.TemporaryDirectory(prefix=f"hoodie-{job}-") as tmp:
+            result_file = os.path.join(tmp, "result.json")
+            app_args = self.job_arguments(
+                job_args, result_file=result_file, props_file=props_file, hoodie_conf=hoodie_conf
+            )
+            hook = self.build_submit_hook(job, app_args, extra_spark_conf=spark_conf)
+            self._submit_hook = hook
+            cluster_mode = hook.deploy_mode == "cluster"
+            if cluster_mode:
+                # The driver runs on the cluster: a local result file would never be written.
+                idx = app_args.index("--result-file")
+                del app_args[idx : idx + 2]
+            try:
+                hook.submit(str(script))
+                if cluster_mode and hook._should_track_driver_status:
+                    hook._start_driver_status_tracking()
+                    if hook._driver_status != "FINISHED":
+                        raise HoodieJobError(
+                            f"Hudi job {job} failed: driver {hook._driver_id} ended {hook._driver_status}"
+                        )
+            except HoodieJobError:
+                raise
+            except Exception as exc:
+                raise HoodieJobError(self._failure_message(job, hook, exc)) from exc
+            result = self._read_result(job, hook, result_file, cluster_mode)
+        return JobRun(job=job, result=result, master=hook.master)
+
+    @staticmethod
+    def _failure_message(job: str, hook: _CapturingSparkSubmitHook, exc: Exception) -> str:
+        if hook.error_lines:
+            detail = "\n".join(dict.fromkeys(hook.error_lines))
+        else:
+            detail = "\n".join(list(hook.output_tail)[-15:]) or str(exc)
+        return f"Hudi job {job} failed on {hook.master}: {detail}"
+
+    @staticmethod
+    def _read_result(
+        job: str, hook: _CapturingSparkSubmitHook, result_file: str, cluster_mode: bool
+    ) -> dict[str, Any]:
+        candidates: list[str] = []
+        if os.path.exists(result_file):
+            with open(result_file, encoding="utf-8") as f:
+                text = f.read().strip()
+            if text:
+                candidates.append(text.splitlines()[-1])
+        candidates += list(reversed(hook.json_lines))
+        for text in candidates:
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(parsed, dict):
+                return parsed
+        if cluster_mode:
+            return {"instant": None, "status": "submitted", "driver_id": hook._driver_id,
+                    "message": "ran in cluster deploy mode; the job's result is in the driver's log"}
+        raise HoodieJobError(
+            f"Hudi job {job} exited 0 but printed no JSON result; last output:\n"
+            + "\n".join(list(hook.output_tail)[-15:])
+        )
+
+    def on_kill(self) -> None:
+        """Stop the running spark-submit (and its driver on a cluster)."""
+        if self._submit_hook is not None:
+            self._submit_hook.on_kill()
+
