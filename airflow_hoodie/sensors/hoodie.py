@@ -1,0 +1,191 @@
+"""Sensors that wait on a Hudi table's timeline.
+
+Both sensors evaluate the same condition in all three modes (poke, reschedule,
+deferrable) through :mod:`airflow_hoodie.triggers.timeline_probe`; a deferrable sensor
+checks once in the worker (no deferral when the condition already holds), then hands
+the wait to :class:`HoodieTimelineTrigger`. The matched instant is the task's XCom.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Iterable, Mapping, Sequence
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_hoodie.hooks.hoodie import HoodieHook
+from airflow_hoodie.triggers import timeline_probe
+from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
+
+LAST_SEEN = "last_seen"
+
+
+class _HoodieTimelineSensor(BaseSensorOperator):
+    """Shared plumbing: where the table is, one probe, deferral."""
+
+    template_fields: Sequence[str] = ("base_path", "storage_options")
+
+    def __init__(
+        self,
+        *,
+        base_path: str | None = None,
+        hoodie_conn_id: str = HoodieHook.default_conn_name,
+        storage_options: Mapping[str, Any] | None = None,
+        deferrable: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.base_path = base_path
+        self.hoodie_conn_id = hoodie_conn_id
+        self.storage_options = storage_options
+        self.deferrable = deferrable
+
+    # subclasses build the condition (possibly from context, e.g. the last seen instant)
+    def condition(self, context: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _location(self) -> tuple[str, dict[str, str]]:
+        hook = HoodieHook(self.hoodie_conn_id, base_path=self.base_path,
+                          storage_options=self.storage_options)
+        cfg = hook.get_conn()
+        return hook.require_base_path(), dict(cfg.storage_options)
+
+    def _probe(self, context: Any) -> tuple[dict[str, Any] | None, str, dict[str, str], dict[str, Any]]:
+        base_uri, storage_options = self._location()
+        condition = self.condition(context)
+        views = timeline_probe.load_views(base_uri, storage_options)
+        if views is None:
+            self.log.info("No Hudi table at %s yet; waiting.", base_uri)
+        outcome = timeline_probe.evaluate(condition, views)
+        if outcome is None and views is not None:
+            self.log.info("Waiting on %s for %s", base_uri, self.describe(condition, views))
+        return outcome, base_uri, storage_options, condition
+
+    def describe(self, condition: Mapping[str, Any], views: list[timeline_probe.InstantView]) -> str:
+        return str(condition)
+
+    def poke(self, context: Any) -> bool | PokeReturnValue:
+        outcome, *_ = self._probe(context)
+        if outcome is None:
+            return False
+        self.log.info("Timeline condition met: %s", outcome)
+        return PokeReturnValue(is_done=True, xcom_value=outcome)
+
+    def execute(self, context: Any) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        outcome, base_uri, storage_options, condition = self._probe(context)
+        if outcome is not None:
+            self.log.info("Timeline condition met: %s", outcome)
+            return outcome
+        self.defer(
+            trigger=HoodieTimelineTrigger(
+                base_uri=base_uri,
+                condition=condition,
+                storage_options=storage_options,
+                poll_interval=self.poke_interval,
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout) if self.timeout else None,
+        )
+
+    def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
+        if not event or event.get("status") != "success":
+            message = (event or {}).get("message", "the trigger ended without an event")
+            raise AirflowException(f"{self.task_id}: {message}")
+        outcome = {k: v for k, v in event.items() if k != "status"}
+        self.log.info("Timeline condition met (deferred): %s", outcome)
+        return outcome
+
+
+class HoodieInstantSensor(_HoodieTimelineSensor):
+    """Wait until an instant of the given actions reaches the given state.
+
+    :param actions: e.g. ``["deltacommit"]``, ``["compaction"]`` (a compaction completes
+        as a ``commit``; asking for ``compaction`` matches only compactions), ``["clustering"]``.
+        None matches every action.
+    :param state: ``"completed"`` (default), ``"inflight"`` or ``"requested"``; an instant
+        that went further (e.g. completed while waiting for inflight) also matches.
+    :param instant_time: wait for this very instant.
+    :param after: match only instants newer than this timestamp; ``"last_seen"`` means
+        newer than the instant this sensor matched in its previous DAG run (any instant
+        on the first run).
+
+    XCom: ``{"instant", "action", "kind", "state", "timestamp", "matched": [...]}`` for
+    the newest matching instant.
+    """
+
+    template_fields: Sequence[str] = (*_HoodieTimelineSensor.template_fields, "instant_time", "after", "actions")
+
+    def __init__(
+        self,
+        *,
+        actions: Iterable[str] | None = ("commit", "deltacommit"),
+        state: str = timeline_probe.COMPLETED,
+        instant_time: str | None = None,
+        after: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.actions = list(actions) if actions else None
+        self.state = timeline_probe.normalize_state(state)
+        self.instant_time = instant_time
+        self.after = after
+
+    def _last_seen(self, context: Any) -> str | None:
+        ti = context.get("ti") if context else None
+        if ti is None:
+            return None
+        try:
+            previous = ti.xcom_pull(task_ids=self.task_id, key="return_value", include_prior_dates=True)
+        except Exception as exc:  # noqa: BLE001 - no history is a valid answer
+            self.log.info("No previous match to start after (%s)", exc)
+            return None
+        if isinstance(previous, list):  # some backends return one value per run
+            previous = next((p for p in reversed(previous) if p), None)
+        if isinstance(previous, Mapping):
+            return previous.get("instant")
+        return None
+
+    def condition(self, context: Any) -> dict[str, Any]:
+        after = self.after
+        if after == LAST_SEEN:
+            after = self._last_seen(context)
+        return timeline_probe.instant_condition(
+            actions=self.actions, state=self.state, instant_time=self.instant_time, after=after
+        )
+
+    def describe(self, condition: Mapping[str, Any], views: list[timeline_probe.InstantView]) -> str:
+        latest = views[-1] if views else None
+        what = "/".join(condition["actions"] or ["any action"])
+        where = f"instant {condition['instant_time']}" if condition["instant_time"] else (
+            f"an instant after {condition['after']}" if condition["after"] else "an instant")
+        return f"{where} of {what} to reach {condition['state']} (latest on the timeline: " \
+               f"{latest.timestamp + ' ' + latest.action + ' ' + latest.state if latest else 'none'})"
+
+
+class HoodiePendingServiceSensor(_HoodieTimelineSensor):
+    """Wait until no table service (compaction, clustering, ...) is pending.
+
+    :param services: any of ``compaction``, ``logcompaction``, ``clustering``.
+
+    XCom: ``{"pending": [], "services": [...], "instant": <latest completed instant>}``.
+    """
+
+    def __init__(
+        self,
+        *,
+        services: Iterable[str] = ("compaction", "clustering"),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.services = list(services)
+        timeline_probe.no_pending_condition(self.services)  # fail at parse time on a typo
+
+    def condition(self, context: Any) -> dict[str, Any]:
+        return timeline_probe.no_pending_condition(self.services)
+
+    def describe(self, condition: Mapping[str, Any], views: list[timeline_probe.InstantView]) -> str:
+        pending = timeline_probe.pending_services(views, condition["services"])
+        return "pending " + ", ".join(f"{v.kind} {v.timestamp} ({v.state})" for v in pending)
