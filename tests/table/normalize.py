@@ -114,7 +114,7 @@ def hudi_rs_rows(
     as_of: str | None = None,
     start: str | None = None,
     end: str | None = None,
-    filters: list[tuple[str, str, str]] | None = None,
+    filters: list[tuple[str, str, Any]] | None = None,
     columns: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Read a table with hudi-rs (PyPI ``hudi``) and normalize it like :func:`normalize_table`.
@@ -125,7 +125,15 @@ def hudi_rs_rows(
     from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 
     table = HudiTableBuilder.from_base_uri(str(base_path)).build()
-    opts = HudiReadOptions(filters=filters, projection=columns)
+    rs_filters = None
+    if filters:
+        # hudi-rs takes string values; IN / NOT IN lists as comma-separated strings
+        rs_filters = [
+            (str(c), str(op), ",".join(map(str, v)) if isinstance(v, (list, tuple, set)) else
+             (str(v).lower() if isinstance(v, bool) else str(v)))
+            for c, op, v in filters
+        ]
+    opts = HudiReadOptions(filters=rs_filters, projection=columns)
     if query_type == "incremental":
         opts = opts.with_query_type(HudiQueryType.Incremental)
         if start is not None:
