@@ -111,26 +111,42 @@ class FileSystemView:
     def _timeline_as_of(self, as_of: str | None) -> Timeline:
         return self.timeline.as_of(as_of) if as_of else self.timeline
 
-    def _visible_instants(self, as_of: str | None) -> tuple[set[str], set[str], str | None]:
+    def _visible_instants(self, as_of: str | None) -> tuple[set[str], set[str], str | None, str | None]:
+        """(visible base instants, pending compactions, last visible, start of timeline)."""
         tl = self._timeline_as_of(as_of)
-        visible = set(tl.completed_and_compaction().timestamps)
+        visible_tl = tl.completed_and_compaction()
+        visible = set(visible_tl.timestamps)
         pending_compaction = set(tl.pending_compactions().timestamps)
         last = max(visible, key=normalize_instant_time) if visible else None
-        return visible, pending_compaction, last
+        # Hudi's getFirstNonSavepointCommit on the (unbounded) visible write timeline:
+        # archival may leave savepointed instants before a hole, so they do not count.
+        savepoints = set(self.timeline.savepoints().timestamps)
+        start = next(
+            (ts for ts in self.timeline.completed_and_compaction().timestamps if ts not in savepoints),
+            None,
+        )
+        return visible, pending_compaction, last, start
 
-    def _slice_committed(self, base_instant: str, visible: set[str], last: str | None, as_of: str | None) -> bool:
-        if as_of and normalize_instant_time(base_instant) > normalize_instant_time(as_of):
+    def _slice_committed(
+        self, base_instant: str, visible: set[str], last: str | None, start: str | None, as_of: str | None
+    ) -> bool:
+        if last is None:
+            return False
+        bi = normalize_instant_time(base_instant)
+        if bi > normalize_instant_time(last):
+            return False
+        if as_of and bi > normalize_instant_time(as_of):
             return False
         if base_instant in visible:
             return True
         # Files older than the active timeline belong to archived (completed) instants.
-        return last is not None and self.timeline.is_before_timeline_starts(base_instant)
+        return start is not None and bi < normalize_instant_time(start)
 
     def _visible_group(self, group: FileGroup, visible: set[str], pending: set[str],
-                       last: str | None, as_of: str | None) -> FileGroup:
+                       last: str | None, start: str | None, as_of: str | None) -> FileGroup:
         out = FileGroup(group.partition_path, group.file_id)
         for s in group.slices:
-            if not self._slice_committed(s.base_instant, visible, last, as_of):
+            if not self._slice_committed(s.base_instant, visible, last, start, as_of):
                 continue
             base = s.base_file if s.base_instant not in pending else None
             out.slices.append(FileSlice(s.partition_path, s.file_id, s.base_instant, base, list(s.log_files)))
@@ -142,7 +158,7 @@ class FileSystemView:
         """File groups with only their visible slices (groups with none are dropped)."""
         self._load()
         assert self._groups is not None
-        visible, pending, last = self._visible_instants(as_of)
+        visible, pending, last, start = self._visible_instants(as_of)
         replaced = set() if include_replaced else self.replaced_file_groups(as_of)
         ops = self.pending_compaction_operations() if pending else {}
         out = []
@@ -151,7 +167,7 @@ class FileSystemView:
                 continue
             if key in replaced:
                 continue
-            vg = self._visible_group(group, visible, pending, last, as_of)
+            vg = self._visible_group(group, visible, pending, last, start, as_of)
             op = ops.get(key)
             if op is not None and op[0] in pending and vg.slices:
                 vg.add_empty_slice(op[0])
@@ -182,7 +198,7 @@ class FileSystemView:
         previous base file and base instant and carries the log files of both slices
         in order, which is what a snapshot read of a MOR table must merge.
         """
-        _, pending, _ = self._visible_instants(as_of)
+        _, pending, _, _ = self._visible_instants(as_of)
         out = []
         for g in self.file_groups(partition, as_of):
             s = g.latest_slice()
