@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from airflow_hoodie.errors import HoodieTableExistsError, HoodieTableNotFoundError
 from airflow_hoodie.table import properties as P
+from airflow_hoodie.table.instant import new_instant_time
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage import Storage
 from airflow_hoodie.table.timeline import METAFOLDER, Timeline
@@ -127,6 +128,23 @@ class HoodieTable:
     def reload_timeline(self) -> Timeline:
         self._timeline = Timeline.load(self.storage, self.base_path)
         return self._timeline
+
+    def new_instant_time(self) -> str:
+        """A fresh instant time for this table: its timeline time zone, after its last instant.
+
+        Hudi uses local time unless ``hoodie.table.timeline.timezone=UTC``; forcing the
+        time past the last instant on the timeline keeps instants ordered even when
+        writers run on hosts with skewed clocks.
+        """
+        last = self.reload_timeline().last()
+        return new_instant_time(
+            utc=self.config.timeline_timezone == "UTC", after=last.timestamp if last else None
+        )
+
+    def update_config(self, updates: Mapping[str, str], deletes: tuple[str, ...] = ()) -> TableConfig:
+        """Change ``hoodie.properties`` (e.g. metadata partitions) with Hudi's backup protocol."""
+        self.config = self.config.update(self.storage, self.base_path, updates, deletes)
+        return self.config
 
     def reload_config(self) -> TableConfig:
         self.config = TableConfig.load(self.storage, self.base_path)

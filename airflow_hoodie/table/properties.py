@@ -446,6 +446,36 @@ class TableConfig(Mapping[str, str]):
             storage.write_bytes(path, data)
         return self.with_values({CHECKSUM: str(compute_checksum(self._props))})
 
+    def update(
+        self,
+        storage: Storage,
+        base_path: str,
+        updates: Mapping[str, str],
+        deletes: tuple[str, ...] | list[str] = (),
+    ) -> "TableConfig":
+        """Re-read, change and rewrite ``hoodie.properties`` the way Hudi does.
+
+        Hudi's protocol: copy the current file to ``hoodie.properties.backup``, write the
+        new file, verify its checksum, delete the backup; readers fall back to the backup
+        meanwhile (see :meth:`load`). Our write is atomic as well, so a reader never sees
+        a partial file either way.
+        """
+        meta = Storage.join(base_path, ".hoodie")
+        backup = Storage.join(meta, PROPERTIES_BACKUP_FILE)
+        current = TableConfig.load(storage, base_path)
+        storage.write_bytes(backup, current.to_text().encode("latin-1"))
+        props = {k: v for k, v in current.items() if k not in set(deletes)}
+        props.update({str(k): str(v) for k, v in updates.items()})
+        saved = TableConfig(props).save(storage, base_path)
+        reread = TableConfig.load(storage, base_path)
+        if reread.checksum != saved.checksum:
+            raise HoodieCorruptedDataError(
+                f"hoodie.properties at {storage.uri(meta)} did not verify after the update; "
+                f"the previous version is kept in {PROPERTIES_BACKUP_FILE}."
+            )
+        storage.delete(backup)
+        return reread
+
     def validate_for_write(self) -> None:
         if not self.table_name:
             raise HoodieConfigError(f"{NAME} is required to write {PROPERTIES_FILE}.")

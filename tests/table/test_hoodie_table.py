@@ -42,3 +42,13 @@ def test_create(tmp_path):
     loaded = HoodieTable.load(uri)
     assert loaded.config.record_key_fields == ["id"] and len(loaded.timeline) == 0
     assert loaded.file_system_view().latest_file_slices() == []
+
+
+def test_new_instant_time_and_update_config(tmp_path):
+    t = HoodieTable.create(str(tmp_path / "t"), {"hoodie.table.name": "t", "hoodie.table.timeline.timezone": "UTC"})
+    (tmp_path / "t/.hoodie/29990101000000000.commit.requested").write_bytes(b"")
+    assert t.new_instant_time() == "29990101000000001"
+    cfg = t.update_config({"hoodie.table.metadata.partitions": "files"}, deletes=("hoodie.table.timeline.timezone",))
+    assert cfg.metadata_partitions == ["files"] and "hoodie.table.timeline.timezone" not in cfg
+    assert not (tmp_path / "t/.hoodie/hoodie.properties.backup").exists()
+    assert HoodieTable.load(str(tmp_path / "t")).config.metadata_partitions == ["files"]
