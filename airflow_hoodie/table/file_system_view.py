@@ -58,7 +58,7 @@ class FileSystemView:
         meta_prefix = prefix + METAFOLDER + "/"
         files: list[tuple[str, str, int]] = []  # (partition, path, size)
         partitions: set[str] = set()
-        for st in self.storage.list_dir(self.base_path, recursive=True):
+        for st in self._list_data_files():
             if st.is_dir or st.path.startswith(meta_prefix):
                 continue
             rel = st.path[len(prefix):] if st.path.startswith(prefix) else st.path
@@ -84,6 +84,14 @@ class FileSystemView:
                     bases.append(bf)
         self._partitions = sorted(partitions)
         self._groups = build_file_groups(bases, logs)
+
+    def _list_data_files(self):
+        """Every file under the base path except ``.hoodie`` (which may hold a big metadata table)."""
+        for st in self.storage.list_dir(self.base_path):
+            if not st.is_dir:
+                yield st
+            elif st.name != METAFOLDER:
+                yield from self.storage.list_dir(st.path, recursive=True)
 
     def refresh(self, timeline: Timeline | None = None) -> None:
         """Forget the listing (and optionally switch timeline) after the table changed."""

@@ -129,3 +129,28 @@ def test_junk_files_in_meta_folder_are_ignored(tmp_path):
     (meta / ".temp").mkdir()
     storage, base = Storage.for_uri(str(tmp_path / "t"))
     assert Timeline.load(storage, base).timestamps == ["20250101000000000"]
+
+
+def test_racing_writers_one_wins(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    storage, base = Storage.for_uri(str(tmp_path / "t"))
+    w = TimelineWriter(storage, base)
+    inst = Instant("20250101000000000", Action.DELTA_COMMIT, State.REQUESTED)
+    w.create_requested(inst)
+    w.transition_to_inflight(inst)
+
+    def attempt(i):
+        try:
+            w.complete(inst, f'{{"writer": {i}}}'.encode() * 1000)
+            return True
+        except HoodieTimelineError:
+            return False
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(attempt, range(16)))
+    assert results.count(True) == 1
+    content = Timeline.load(storage, base).read_details("20250101000000000")
+    assert len(content) == len(b'{"writer": 0}') * 1000 or len(content) == len(b'{"writer": 10}') * 1000
+    leftovers = [p.name for p in (tmp_path / "t/.hoodie").iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
