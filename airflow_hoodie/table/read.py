@@ -317,6 +317,16 @@ def _empty(schema: pa.Schema | None, columns: Sequence[str] | None) -> pa.Table:
     return table
 
 
+def _with_missing_columns(result: pa.Table, schema: pa.Schema | None, columns: Sequence[str] | None) -> pa.Table:
+    """Null columns for schema fields no file read had (added by a later schema evolution)."""
+    if schema is None:
+        return result
+    for name in columns if columns is not None else schema.names:
+        if name not in result.column_names and name in schema.names:
+            result = result.append_column(schema.field(name), pa.nulls(result.num_rows, schema.field(name).type))
+    return result
+
+
 def read_table(
     base_path: str,
     query_type: str = "snapshot",
@@ -414,7 +424,7 @@ def read_table(
     parts = [t for t in _read_slices(table.storage, slices, opts) if t.num_columns]
     if not parts:
         return _empty(schema, columns)
-    result = unify_tables(parts)
+    result = _with_missing_columns(unify_tables(parts), schema, columns)
     if columns is not None:
         result = result.select([c for c in columns if c in result.column_names])
     elif schema is not None:

@@ -395,3 +395,12 @@ def test_event_time_ordering_table(conformance, tmp_path):
 
 def test_hoodie_errors_are_hoodie_errors():
     assert issubclass(HoodieConfigError, HoodieError)
+
+
+def test_missing_columns_are_filled_with_nulls():
+    schema = pa.schema([("_hoodie_record_key", pa.string()), ("a", pa.int32()), ("added", pa.string())])
+    t = pa.table({"_hoodie_record_key": ["k"], "a": pa.array([1], pa.int32())})
+    out = read_mod._with_missing_columns(t, schema, None)
+    assert out.column("added").to_pylist() == [None] and out.schema.field("added").type == pa.string()
+    out = read_mod._with_missing_columns(t, schema, ["added"])
+    assert "added" in out.column_names
