@@ -277,12 +277,7 @@ def _avro_field_type(s: Any, named: dict[str, Any], ns: str) -> tuple[pa.DataTyp
         return pa.string(), False
     if typ == "fixed":
         name = s.get("name", "")
-        if logical == "decimal":
-            t: pa.DataType = _decimal(s)
-        elif logical == "duration":
-            t = pa.fixed_size_binary(s["size"])
-        else:
-            t = pa.fixed_size_binary(s["size"])
+        t: pa.DataType = _decimal(s) if logical == "decimal" else pa.binary(int(s["size"]))
         named[_full_name(name, s.get("namespace", ns))] = t
         return t, False
     if typ == "array":
