@@ -154,3 +154,16 @@ def test_racing_writers_one_wins(tmp_path):
     assert len(content) == len(b'{"writer": 0}') * 1000 or len(content) == len(b'{"writer": 10}') * 1000
     leftovers = [p.name for p in (tmp_path / "t/.hoodie").iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_conformance_rollback_details_decode(conformance):
+    from airflow_hoodie.table import avro_codec
+
+    storage, path = _table(conformance, "mor", "v6_nonpartitioned_rollback")
+    tl = Timeline.load(storage, path)
+    meta = avro_codec.deserialize(tl.read_details("20250126040936578"))
+    assert meta["commitsRollback"] == ["20250126040826878"]
+    plan = avro_codec.deserialize(tl.read_plan("20250126040936578"))
+    assert plan["instantToRollback"] == {"commitTime": "20250126040826878", "action": "deltacommit"}
+    # the rolled-back instant left no instant files behind
+    assert tl.get("20250126040826878") is None
