@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from airflow_hoodie.actions.service_common import active_instants as _active
 from airflow_hoodie.actions.service_common import is_completed, is_pending
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
@@ -201,3 +202,230 @@ def deletion_order(files: Sequence[Instant]) -> list[Instant]:
     """Requested and inflight files first, completed last (a crash never leaves an
     archived action looking pending)."""
     return sorted(files, key=lambda i: (is_completed(i), i.sort_key))
+
+
+# ======================================================================== table level
+ARCHIVE_FILE_ID = "commits"
+ARCHIVE_EXT = ".archive"
+ARCHIVE_WRITE_TOKEN = "1-0-1"
+MERGE_PLAN_FILE = "mergeArchivePlan"
+
+#: HoodieArchivedMetaEntry field holding each (action, state)'s metadata, and its schema.
+_ENTRY_FIELDS = {
+    ("commit", "COMPLETED"): ("hoodieCommitMetadata", "commit_json"),
+    ("deltacommit", "COMPLETED"): ("hoodieCommitMetadata", "commit_json"),
+    ("clean", "COMPLETED"): ("hoodieCleanMetadata", "HoodieCleanMetadata"),
+    ("clean", "REQUESTED"): ("hoodieCleanerPlan", "HoodieCleanerPlan"),
+    ("clean", "INFLIGHT"): ("hoodieCleanerPlan", "HoodieCleanerPlan"),
+    ("rollback", "COMPLETED"): ("hoodieRollbackMetadata", "HoodieRollbackMetadata"),
+    ("savepoint", "COMPLETED"): ("hoodieSavePointMetadata", "HoodieSavepointMetadata"),
+    ("compaction", "REQUESTED"): ("hoodieCompactionPlan", "HoodieCompactionPlan"),
+    ("compaction", "INFLIGHT"): ("hoodieCompactionPlan", "HoodieCompactionPlan"),
+    ("replacecommit", "COMPLETED"): ("hoodieReplaceCommitMetadata", "replace_json"),
+    ("replacecommit", "REQUESTED"): ("hoodieRequestedReplaceMetadata", "HoodieRequestedReplaceMetadata"),
+    ("replacecommit", "INFLIGHT"): ("HoodieInflightReplaceMetadata", "commit_json"),
+}
+
+
+def archive_entry(instant_file: Instant, data: bytes, plan_for_compaction_inflight: bytes | None = None) -> dict[str, Any]:
+    """One ``HoodieArchivedMetaEntry`` for one instant file (as Hudi's MetadataConversionUtils)."""
+    from airflow_hoodie.actions.service_common import deserialize_plan
+    from airflow_hoodie.table.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+
+    rec: dict[str, Any] = {"commitTime": instant_file.timestamp, "actionType": instant_file.action,
+                           "actionState": instant_file.state.name, "version": 1}
+    spec = _ENTRY_FIELDS.get((instant_file.action, instant_file.state.name))
+    if instant_file.action == Action.COMPACTION and not data and plan_for_compaction_inflight:
+        data = plan_for_compaction_inflight  # Hudi archives the plan for the inflight state too
+    if spec is not None and data:
+        name, kind = spec
+        if kind == "commit_json":
+            rec[name] = CommitMetadata.from_json(data).to_avro()
+        elif kind == "replace_json":
+            rec[name] = ReplaceCommitMetadata.from_json(data).to_avro()
+        else:
+            rec[name] = deserialize_plan(kind, data)
+    return rec
+
+
+def _archive_dir(table: Any) -> str:
+    return table.archive_path
+
+
+def _archive_context(table: Any, tl: Any) -> ArchiveContext:
+    from airflow_hoodie.actions import table_state
+    from airflow_hoodie.actions.service_common import deserialize_plan
+
+    cleans = [i for i in _active(tl) if i.action == Action.CLEAN and is_completed(i)]
+    earliest = None
+    if cleans:
+        meta = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1]))
+        earliest = meta.get("earliestCommitToRetain") or None
+    clustering = frozenset(
+        i.timestamp for i in _active(tl)
+        if i.action == Action.REPLACE_COMMIT and is_completed(i)
+        and _is_clustering(tl, i, table_state)
+    )
+    return ArchiveContext(is_mor=bool(table.is_mor), latest_clean_earliest_retain=earliest,
+                          has_completed_clean=bool(cleans), clustering_replace_ts=clustering)
+
+
+def _is_clustering(tl: Any, inst: Instant, table_state: Any) -> bool:
+    try:
+        return table_state.clustering_plan_of(tl, inst) is not None
+    except Exception:  # noqa: BLE001 - requested file archived/unreadable: treat as clustering (safe side)
+        return True
+
+
+def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: int) -> str:
+    """Append entries (``batch`` records per Avro data block) to the archive log."""
+    from airflow_hoodie.table import avro_codec
+    from airflow_hoodie.table.log_block import BlockType, HeaderKey, LogBlock, encode_avro_records
+    from airflow_hoodie.table.log_writer import LogWriter
+
+    schema = avro_codec.schema_json("HoodieArchivedMetaEntry")
+    folder = _archive_dir(table)
+    table.storage.mkdirs(folder)
+    writer = LogWriter(table.storage, folder, ARCHIVE_FILE_ID, "", ARCHIVE_WRITE_TOKEN, ext=ARCHIVE_EXT)
+    path = ""
+    try:
+        for start in range(0, len(entries), max(batch, 1)):
+            chunk = list(entries[start:start + max(batch, 1)])
+            block = LogBlock(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: schema}, {},
+                             encode_avro_records(chunk, schema))
+            res = writer.append([block])
+            path = res[-1].log_path
+    finally:
+        writer.close()
+    return path
+
+
+def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
+    """Archive what the rules allow; then merge small archive files if enabled."""
+    import time
+
+    from airflow_hoodie.table import markers as mk
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    started = time.time()
+    settings = ArchiveSettings.from_config(config)
+    merged = recover_merge(table)
+    tl = table.reload_timeline()
+    ctx = _archive_context(table, tl)
+    chosen = instants_to_archive(_active(tl), settings, ctx)
+    if not chosen:
+        merge = merge_archive_files_if_needed(table, config)
+        return {"instant": None, "action": "archive", "reason": "nothing to archive under the current rules",
+                "merged_files": merge + merged}
+    files = state_files_of(chosen, tl.all_instants)
+    meta_dir = table.meta_path
+    entries = []
+    for f in sorted(files, key=lambda i: i.sort_key):
+        path = table.storage.join(meta_dir, f.file_name)
+        data = table.storage.read_bytes(path) if table.storage.exists(path) else b""
+        plan = None
+        if f.action == Action.COMPACTION and f.state == State.INFLIGHT:
+            req = table.storage.join(meta_dir, Instant(f.timestamp, Action.COMPACTION, State.REQUESTED).file_name)
+            plan = table.storage.read_bytes(req) if table.storage.exists(req) else None
+        entries.append(archive_entry(f, data, plan))
+    archive_file = write_archive_entries(table, entries, settings.batch)
+    for inst in chosen:  # markers of archived writes (Hudi deletes .hoodie/.temp/<ts>)
+        mk.delete_marker_dir(table.storage, table.base_path, inst.timestamp)
+    deleted = []
+    for f in deletion_order(files):
+        if table.storage.delete(table.storage.join(meta_dir, f.file_name)):
+            deleted.append(f.file_name)
+    _ = TimelineWriter
+    merge = merge_archive_files_if_needed(table, config)
+    table.reload_timeline()
+    return {
+        "instant": chosen[-1].timestamp, "action": "archive", "state": "completed",
+        "archived_instants": [i.timestamp for i in chosen], "archived": len(chosen),
+        "entries": len(entries), "files_deleted": len(deleted), "archive_file": table.storage.uri(archive_file),
+        "merged_files": merge + merged, "seconds": round(time.time() - started, 3),
+    }
+
+
+# ---------------------------------------------------------------- archive file merging
+def _archive_files(table: Any) -> list[Any]:
+    from airflow_hoodie.table.file_naming import parse_log_file_name
+
+    folder = _archive_dir(table)
+    if not table.storage.exists(folder):
+        return []
+    out = []
+    for st in table.storage.list_dir(folder):
+        parsed = parse_log_file_name(st.name) if not st.is_dir else None
+        if parsed is not None and parsed.ext == ARCHIVE_EXT and parsed.file_id == ARCHIVE_FILE_ID:
+            out.append((parsed.version, st))
+    return [st for _, st in sorted(out, key=lambda x: x[0])]
+
+
+def recover_merge(table: Any) -> int:
+    """Finish or undo an interrupted archive-file merge (Hudi's verifyLastMergeArchiveFilesIfNecessary).
+
+    If every candidate still exists the merged file may be partial: delete it and the plan.
+    If some candidates are gone the merged file was complete: delete the rest and the plan.
+    """
+    from airflow_hoodie.actions.service_common import deserialize_plan
+
+    folder = _archive_dir(table)
+    plan_path = table.storage.join(folder, MERGE_PLAN_FILE)
+    if not table.storage.exists(plan_path):
+        return 0
+    plan = deserialize_plan("HoodieMergeArchiveFilePlan", table.storage.read_bytes(plan_path))
+    candidates = [table.storage.join(folder, n.rsplit("/", 1)[-1]) for n in plan.get("candidate") or []]
+    merged = table.storage.join(folder, (plan.get("mergedArchiveFileName") or "").rsplit("/", 1)[-1])
+    if all(table.storage.exists(c) for c in candidates):
+        table.storage.delete(merged)
+    else:
+        for c in candidates:
+            table.storage.delete(c)
+    table.storage.delete(plan_path)
+    return 1
+
+
+def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
+    """Merge the newest run of small archive files into one (hoodie.archive.merge.*).
+
+    Returns how many files were merged (0 when disabled, storage cannot append, or too few).
+    """
+    from airflow_hoodie.actions.service_common import serialize_plan
+    from airflow_hoodie.table.file_naming import log_file_name
+    from airflow_hoodie.table.log_reader import read_log_blocks
+    from airflow_hoodie.table.log_writer import LogWriter
+
+    if not config.get_bool(MERGE_ENABLE) or not table.storage.supports_append():
+        return 0
+    limit = config.get_int(MERGE_SMALL_FILE_LIMIT)
+    batch = config.get_int(MERGE_FILES_BATCH)
+    files = _archive_files(table)
+    candidates = []
+    for st in reversed(files):
+        if st.size >= limit:
+            break
+        candidates.append(st)
+    candidates.reverse()
+    if len(candidates) < batch:
+        return 0
+    folder = _archive_dir(table)
+    from airflow_hoodie.table.file_naming import parse_log_file_name
+
+    next_version = max(parse_log_file_name(st.name).version for st in files) + 1
+    merged_name = log_file_name(ARCHIVE_FILE_ID, "", next_version, ARCHIVE_WRITE_TOKEN, ARCHIVE_EXT)
+    plan = {"version": 1, "candidate": [st.name for st in candidates], "mergedArchiveFileName": merged_name}
+    plan_path = table.storage.join(folder, MERGE_PLAN_FILE)
+    table.storage.write_bytes(plan_path, serialize_plan("HoodieMergeArchiveFilePlan", plan))
+    blocks = [b for st in candidates for b in read_log_blocks(table.storage, st.path) if not b.corrupt]
+    writer = LogWriter(table.storage, folder, ARCHIVE_FILE_ID, "", ARCHIVE_WRITE_TOKEN, ext=ARCHIVE_EXT)
+    writer._version = next_version - 1  # noqa: SLF001 - start the merged file as a new version
+    writer._rolled = True  # noqa: SLF001
+    try:
+        for b in blocks:
+            writer.append([b])
+    finally:
+        writer.close()
+    for st in candidates:
+        table.storage.delete(st.path)
+    table.storage.delete(plan_path)
+    return len(candidates)

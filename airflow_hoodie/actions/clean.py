@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from airflow_hoodie.actions.service_common import active_instants as _active
 from airflow_hoodie.actions.service_common import (
     action_instant, completed_commits, instant_minus_hours, is_completed, is_pending,
 )
@@ -210,3 +211,102 @@ def build_clean_metadata(
         "bootstrapPartitionMetadata": {},
         "extraMetadata": None,
     }
+
+
+# ======================================================================== table level
+def _latest_completed_commit(instants: Sequence[Instant]) -> str | None:
+    done = completed_commits(instants)
+    return done[-1].timestamp if done else None
+
+
+def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
+    """Compute the cleaner plan and write ``T.clean.requested``; (None, None, reason) if nothing to do."""
+    from airflow_hoodie.actions import table_state
+    from airflow_hoodie.actions.service_common import serialize_plan
+    from airflow_hoodie.table.instant import is_utc_timeline, new_instant_time
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    policy = policy_of(config)
+    tl = table.reload_timeline()
+    instants = list(_active(tl))
+    latest = instants[-1].timestamp if instants else None
+    earliest = earliest_commit_to_retain(instants, policy, config.get_int(COMMITS_RETAINED),
+                                         config.get_int(HOURS_RETAINED), latest)
+    if policy != KEEP_LATEST_FILE_VERSIONS and earliest is None:
+        return None, None, (f"{policy}: not enough commits to clean yet "
+                            f"({len(completed_commits(instants))} completed commits)")
+    groups = table_state.list_file_groups(table, tl)
+    inputs = CleanInputs(
+        policy, earliest, config.get_int(FILE_VERSIONS_RETAINED),
+        savepointed_files=table_state.savepointed_files(tl),
+        pending_compaction_base={k: op["baseInstantTime"] for k, (_, op) in
+                                 table_state.pending_compaction_operations(tl).items()},
+        replaced=table_state.replaced_file_groups(tl), latest_instant=latest,
+    )
+    # Slices of a pending clustering stay until the replacecommit completes.
+    pending_cluster = table_state.pending_clustering_file_groups(tl)
+    files = files_to_clean([fg for k, fg in sorted(groups.items()) if k not in pending_cluster], inputs)
+    if not files:
+        return None, None, f"{policy}: no file slice is out of retention"
+    plan = build_cleaner_plan(files, earliest, _latest_completed_commit(instants), policy,
+                              uri_of=lambda p: table.storage.uri(p))
+    ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=latest)
+    instant = Instant(ts, Action.CLEAN, State.REQUESTED)
+    TimelineWriter(table.storage, table.base_path).create_requested(instant, serialize_plan("HoodieCleanerPlan", plan))
+    return instant, plan, f"{len(files)} files to delete"
+
+
+def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[str, str]) -> tuple[str, str, bool]:
+    """One delete (executor task): (partition, path, ok); a missing file counts as deleted."""
+    from airflow_hoodie.table.storage import Storage
+
+    partition, uri = item
+    try:
+        storage, path = Storage.for_uri(uri, dict(storage_options) or None)
+        storage.delete(path)
+        return partition, uri, True
+    except Exception:  # noqa: BLE001 - reported as failedDeleteFiles, as Hudi does
+        return partition, uri, False
+
+
+def execute_clean(table: Any, instant: Instant, executor: Any,
+                  storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """requested -> inflight -> delete (executor tasks) -> ``T.clean`` (idempotent)."""
+    from functools import partial
+
+    from airflow_hoodie.actions.service_common import deserialize_plan, serialize_plan
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    started = time.time()
+    tl = table.reload_timeline()
+    current = tl.get(instant.timestamp)
+    if current is not None and current.state == State.COMPLETED:
+        return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed", "reason": "already completed"}
+    data = tl.read_plan(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED))
+    plan = deserialize_plan("HoodieCleanerPlan", data)
+    writer = TimelineWriter(table.storage, table.base_path)
+    if current is None or current.state == State.REQUESTED:
+        writer.transition_to_inflight(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED), data)
+    items = [(part, f["filePath"]) for part, fs in sorted((plan.get("filePathsToBeDeletedPerPartition") or {}).items())
+             for f in fs]
+    results = executor.map(partial(_delete_task, table.base_uri, dict(storage_options or {})), items)
+    meta = build_clean_metadata(plan, instant.timestamp, results, int((time.time() - started) * 1000))
+    writer.complete(Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), serialize_plan("HoodieCleanMetadata", meta))
+    table.reload_timeline()
+    return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed",
+            "files_deleted": meta["totalFilesDeleted"], "failed": sum(1 for r in results if not r[2]),
+            "earliest_commit_to_retain": meta["earliestCommitToRetain"], "policy": plan["policy"]}
+
+
+def run_clean(table: Any, config: HoodieConfig, executor: Any,
+              storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Finish any pending clean first (Hudi does), else plan a new one and execute it."""
+    tl = table.reload_timeline()
+    pending = [i for i in _active(tl) if i.action == Action.CLEAN and i.state != State.COMPLETED]
+    if pending:
+        results = [execute_clean(table, p, executor, storage_options) for p in pending]
+        return {**results[-1], "resumed": [p.timestamp for p in pending]}
+    instant, _plan, reason = plan_clean(table, config)
+    if instant is None:
+        return {"instant": None, "action": Action.CLEAN, "reason": reason}
+    return execute_clean(table, instant, executor, storage_options)

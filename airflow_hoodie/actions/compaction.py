@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from airflow_hoodie.actions.service_common import active_instants as _active
 from airflow_hoodie.actions.service_common import MB, completed_commits, is_completed, seconds_between
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
@@ -207,7 +208,7 @@ def schedule_compaction(
     if not table.is_mor:
         return CompactionSchedule(None, None, "table is COPY_ON_WRITE; compaction applies to MERGE_ON_READ")
     timeline = table.timeline
-    instants = list(timeline.instants)
+    instants = list(_active(timeline))
     last = max((i.timestamp for i in instants), default=None)
     ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
     if instant_time and timeline.get(instant_time) is not None:
@@ -336,7 +337,7 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
 
 
 def pending_compaction_instants(table: Any) -> list[Instant]:
-    return [i for i in table.timeline.instants if i.action == Action.COMPACTION and i.state != State.COMPLETED]
+    return [i for i in _active(table.timeline) if i.action == Action.COMPACTION and i.state != State.COMPLETED]
 
 
 def execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None = None,
@@ -356,17 +357,16 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
 
     started = time.time()
     timeline = table.reload_timeline()
-    inst = timeline.get(instant_time)
+    from airflow_hoodie.actions.service_common import find_instant
+
+    inst = find_instant(timeline, instant_time, [Action.COMPACTION])
     if inst is None:
         raise HoodieConfigError(
             f"No compaction {instant_time} on the timeline of {table.base_uri}; schedule one with compaction_plan.py."
         )
     if inst.state == State.COMPLETED:
-        if timeline.original_action(instant_time) in (Action.COMPACTION, None) or inst.action == Action.COMMIT:
-            return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
-                    "reason": "already completed", "operations": 0}
-    if inst.action != Action.COMPACTION:
-        raise HoodieConfigError(f"Instant {instant_time} is a {inst.action}, not a compaction.")
+        return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
+                "reason": "already completed", "operations": 0}
     plan = sc.deserialize_plan("HoodieCompactionPlan", timeline.read_plan(inst))
     ops = list(plan.get("operations") or [])
     writer = TimelineWriter(table.storage, table.base_path)
@@ -376,7 +376,7 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
         writer.revert_to_requested(inst)
     writer.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
     schema = sc.table_avro_schema(table)
-    valid = frozenset(i.timestamp for i in timeline.instants if i.state == State.COMPLETED
+    valid = frozenset(i.timestamp for i in _active(timeline) if i.state == State.COMPLETED
                       and i.timestamp < instant_time)
     ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
                                 schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid)

@@ -139,3 +139,29 @@ def reconcile_with_markers(table: Any, instant_time: str, written: set[str]) -> 
             if table.storage.delete(table.storage.join(table.base_path, m.data_path)):
                 gone.append(m.data_path)
     return gone
+
+
+def active_instants(timeline: Any) -> list[Instant]:
+    """One instant per (time, action) in its latest state.
+
+    A savepoint carries the same instant time as the commit it pins, so collapsing by
+    time alone would hide one of them; services must see both.
+    """
+    family = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+    best: dict[tuple[str, str], Instant] = {}
+    for inst in timeline.all_instants:
+        key = (inst.timestamp, family.get(inst.action, inst.action))
+        cur = best.get(key)
+        if cur is None or inst.state.rank > cur.state.rank:
+            best[key] = inst
+    return sorted(best.values(), key=lambda i: i.sort_key)
+
+
+def find_instant(timeline: Any, ts: str, actions: Iterable[str]) -> Instant | None:
+    """The instant at ``ts`` whose action is one of ``actions`` (compaction counts as commit)."""
+    wanted = set(actions)
+    for inst in active_instants(timeline):
+        if inst.timestamp == ts and (inst.action in wanted or
+                                     (inst.action == Action.COMMIT and Action.COMPACTION in wanted)):
+            return inst
+    return None

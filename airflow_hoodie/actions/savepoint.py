@@ -1,0 +1,96 @@
+"""Savepoints: pin a completed commit so cleaning and archival keep what it needs.
+
+A savepoint ``T.savepoint`` (inflight then completed; Hudi writes no requested file)
+holds the Avro ``HoodieSavepointMetadata``: per partition, the base files of the latest
+slices as of ``T``. The cleaner never deletes those files and the archiver stops before
+the first savepoint, so ``as_of=T`` reads keep working (and a restore could go back).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from airflow_hoodie.actions.service_common import active_instants as _active
+from airflow_hoodie.actions.service_common import serialize_plan
+from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.instant import Action, Instant, State
+
+SAVEPOINT_METADATA = "HoodieSavepointMetadata"
+
+
+def savepoint_files(table: Any, instant_time: str) -> dict[str, list[str]]:
+    """partition -> base file names a reader as of ``instant_time`` uses."""
+    from airflow_hoodie.actions import table_state
+
+    tl = table.timeline
+    groups = table_state.list_file_groups(table, tl)
+    replaced = {k: ts for k, ts in table_state.replaced_file_groups(tl).items() if ts <= instant_time}
+    out: dict[str, list[str]] = {}
+    for key, fg in sorted(groups.items()):
+        if key in replaced:
+            continue
+        base = None
+        for s in reversed(fg.slices):
+            if s.base_instant <= instant_time and s.base_file is not None:
+                base = s.base_file
+                break
+        if base is not None:
+            out.setdefault(fg.partition_path, []).append(base.file_name)
+    return out
+
+
+def create_savepoint(table: Any, instant_time: str, user: str = "", comments: str = "") -> dict[str, Any]:
+    """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is reported)."""
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    tl = table.reload_timeline()
+    from airflow_hoodie.actions.service_common import find_instant
+
+    existing = find_instant(tl, instant_time, [Action.SAVEPOINT])
+    if existing is not None and existing.state == State.COMPLETED:
+        return {"instant": instant_time, "action": Action.SAVEPOINT, "state": "completed",
+                "reason": "savepoint already exists"}
+    inst = find_instant(tl, instant_time, Action.COMMITS)
+    if inst is None or inst.state != State.COMPLETED:
+        raise HoodieConfigError(
+            f"Cannot savepoint {instant_time}: it is not a completed commit on the active timeline of "
+            f"{table.base_uri}. Pick one listed by `airflow-hoodie timeline`."
+        )
+    cleans = [i for i in _active(tl) if i.action == Action.CLEAN and i.state == State.COMPLETED]
+    if cleans:
+        from airflow_hoodie.actions.service_common import deserialize_plan
+
+        meta = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1]))
+        earliest = meta.get("earliestCommitToRetain") or ""
+        if earliest and instant_time < earliest:
+            raise HoodieConfigError(
+                f"Cannot savepoint {instant_time}: the last clean already removed files older than "
+                f"{earliest} (its earliestCommitToRetain). Savepoint a later commit."
+            )
+    files = savepoint_files(table, instant_time)
+    meta = {
+        "savepointedBy": user, "savepointedAt": int(time.time()), "comments": comments,
+        "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": names} for p, names in files.items()},
+        "version": 1,
+    }
+    writer = TimelineWriter(table.storage, table.base_path)
+    sp = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
+    if not table.storage.exists(writer.path_of(sp)):
+        writer.create_inflight(sp)
+    writer.complete(sp, serialize_plan(SAVEPOINT_METADATA, meta))
+    table.reload_timeline()
+    return {"instant": instant_time, "action": Action.SAVEPOINT, "state": "completed",
+            "files": sum(len(v) for v in files.values()), "partitions": len(files)}
+
+
+def delete_savepoint(table: Any, instant_time: str) -> dict[str, Any]:
+    """Remove the savepoint at ``instant_time`` (idempotent)."""
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    deleted = TimelineWriter(table.storage, table.base_path).delete_instant_files(
+        instant_time, Action.SAVEPOINT, completed_first=True)
+    table.reload_timeline()
+    if not deleted:
+        return {"instant": None, "action": Action.SAVEPOINT, "reason": f"no savepoint at {instant_time}"}
+    return {"instant": instant_time, "action": Action.SAVEPOINT, "state": "deleted", "files": deleted}
