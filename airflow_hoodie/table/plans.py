@@ -10,7 +10,8 @@ Path conventions are Hudi 0.14's (they matter to real Hudi reading our plans):
 
 - compaction plan (version 2): ``dataFilePath`` and ``deltaFilePaths`` are file *names*
   inside the partition; ``partitionPath`` is relative to the base path.
-- clustering plan: slice ``dataFilePath`` / ``deltaFilePaths`` are full paths.
+- clustering plan: slice ``dataFilePath`` is the base file's full path, ``deltaFilePaths``
+  are log file names (ClusteringUtils' builder).
 - cleaner plan (version 2): ``filePathsToBeDeletedPerPartition`` holds full paths;
   the deprecated ``filesToBeDeletedPerPartition`` is written as an empty map.
 - rollback plan: ``filesToBeDeleted`` are full paths, ``logBlocksToBeDeleted`` maps full
@@ -27,7 +28,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, TypeVar
 
-from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.errors import HoodieNotSupportedError, HoodieTimelineError
 from airflow_hoodie.table import avro_codec
 
 T = TypeVar("T", bound="AvroView")
@@ -110,7 +111,7 @@ def _from_avro(value: Any, spec: tuple[str, type[AvroView]] | None) -> Any:
     if shape == "map":
         return {k: view.from_avro(v) for k, v in value.items()}
     if shape == "map_list":
-        return {k: [view.from_avro(x) for x in v or []] for k, v in value.items()}
+        return {k: [None if x is None else view.from_avro(x) for x in v or []] for k, v in value.items()}
     raise ValueError(f"unknown nesting shape {shape!r}")
 
 
@@ -274,7 +275,7 @@ class CleanMetadata(AvroView):
 # ---------------------------------------------------------------------------- clustering
 @dataclass
 class SliceInfo(AvroView):
-    """HoodieSliceInfo: one file slice of a clustering group (full paths)."""
+    """HoodieSliceInfo: one file slice of a clustering group (full base path, log file names)."""
 
     _SCHEMA: ClassVar[str] = "HoodieSliceInfo"
     file_id: str | None
@@ -435,6 +436,94 @@ class SavepointMetadata(AvroView):
     comments: str
     partition_metadata: dict[str, SavepointPartitionMetadata] = field(default_factory=dict)
     version: int | None = SAVEPOINT_METADATA_VERSION
+
+# ---------------------------------------------------------------------------- restore
+@dataclass
+class RestorePlan(AvroView):
+    """HoodieRestorePlan: content of ``.restore.requested`` (instants to roll back, newest first)."""
+
+    _SCHEMA: ClassVar[str] = "HoodieRestorePlan"
+    _NESTED: ClassVar[dict[str, tuple[str, type[AvroView]]]] = {"instants_to_rollback": ("list", InstantInfo)}
+    instants_to_rollback: list[InstantInfo] = field(default_factory=list)
+    version: int | None = 1
+
+
+@dataclass
+class RestoreMetadata(AvroView):
+    """HoodieRestoreMetadata: content of a completed ``.restore``."""
+
+    _SCHEMA: ClassVar[str] = "HoodieRestoreMetadata"
+    _NESTED: ClassVar[dict[str, tuple[str, type[AvroView]]]] = {
+        "hoodie_restore_metadata": ("map_list", RollbackMetadata),
+        "restore_instant_info": ("list", InstantInfo),
+    }
+    start_restore_time: str
+    time_taken_in_millis: int
+    instants_to_rollback: list[str] = field(default_factory=list)
+    hoodie_restore_metadata: dict[str, list[RollbackMetadata | None]] = field(default_factory=dict)
+    version: int | None = 1
+    restore_instant_info: list[InstantInfo] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- archive entries
+#: HoodieInstant.State names as the archive stores them in ``actionState``
+_STATE_NAMES = {"requested": "REQUESTED", "inflight": "INFLIGHT", "completed": "COMPLETED"}
+
+
+def archived_meta_entry(timestamp: str, action: str, state: Any, content: bytes) -> dict[str, Any]:
+    """The HoodieArchivedMetaEntry record Hudi's archiver writes for one instant file.
+
+    ``action`` is the instant file's action (a completed compaction is a ``commit``),
+    ``state`` a State enum or its name/value, ``content`` the instant file's bytes.
+    Mirrors Hudi 0.14's MetadataConversionUtils.createMetaWrapper: completed
+    commits/deltacommits carry their commit metadata (Avro form), clean/rollback/savepoint
+    their Avro metadata, requested compactions their plan, replacecommits their requested
+    plan, inflight body or replace metadata; fields not set stay null (``version`` too).
+    """
+    from airflow_hoodie.table.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+
+    state_name = _STATE_NAMES.get(str(getattr(state, "value", state)).lower(), str(getattr(state, "name", state)).upper())
+    entry = {f["name"]: None for f in avro_codec.schema_dict("HoodieArchivedMetaEntry")["fields"]}
+    entry.update(commitTime=timestamp, actionState=state_name, actionType=action)
+    completed = state_name == "COMPLETED"
+    if action in ("commit", "deltacommit"):
+        if content:
+            entry["hoodieCommitMetadata"] = CommitMetadata.from_json(content).to_avro()
+    elif action == "clean":
+        if content:
+            if completed:
+                entry["hoodieCleanMetadata"] = avro_codec.deserialize(content, "HoodieCleanMetadata")
+            else:
+                entry["hoodieCleanerPlan"] = avro_codec.deserialize(content, "HoodieCleanerPlan")
+    elif action == "replacecommit":
+        if content:
+            if completed:
+                entry["hoodieReplaceCommitMetadata"] = ReplaceCommitMetadata.from_json(content).to_avro()
+            elif state_name == "INFLIGHT":
+                entry["HoodieInflightReplaceMetadata"] = CommitMetadata.from_json(content).to_avro()
+            else:
+                entry["hoodieRequestedReplaceMetadata"] = avro_codec.deserialize(
+                    content, "HoodieRequestedReplaceMetadata"
+                )
+    elif action == "rollback":
+        if completed and content:
+            entry["hoodieRollbackMetadata"] = avro_codec.deserialize(content, "HoodieRollbackMetadata")
+    elif action == "savepoint":
+        if content:
+            entry["hoodieSavePointMetadata"] = avro_codec.deserialize(content, "HoodieSavepointMetadata")
+    elif action in ("compaction", "logcompaction"):
+        if state_name == "REQUESTED" and content:
+            entry["hoodieCompactionPlan"] = avro_codec.deserialize(content, "HoodieCompactionPlan")
+    elif action == "indexing":
+        if content:
+            if completed:
+                entry["hoodieIndexCommitMetadata"] = avro_codec.deserialize(content, "HoodieIndexCommitMetadata")
+            else:
+                entry["hoodieIndexPlan"] = avro_codec.deserialize(content, "HoodieIndexPlan")
+    else:
+        raise HoodieNotSupportedError(f"Hudi does not archive {action} instants ({timestamp})")
+    return entry
+
 
 # ---------------------------------------------------------------------------- file helpers
 def _file_name(instant: Any) -> str:

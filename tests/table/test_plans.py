@@ -180,3 +180,38 @@ def test_views_are_plain_data() -> None:
         import pickle
 
         assert pickle.loads(pickle.dumps(view)) == view
+
+
+def test_restore_views_round_trip() -> None:
+    rb = _samples()[5]
+    meta = plans.RestoreMetadata("009", 3, ["007"], {"007": [rb, None]}, restore_instant_info=[InstantInfo("007", "deltacommit")])
+    assert plans.RestoreMetadata.from_bytes(meta.to_bytes()) == meta
+    plan = plans.RestorePlan([InstantInfo("007", "deltacommit")])
+    assert plans.RestorePlan.from_bytes(plan.to_bytes()) == plan
+
+
+def test_archived_meta_entries(conformance) -> None:
+    from airflow_hoodie.errors import HoodieNotSupportedError
+
+    hoodie = conformance / ROLLBACK_DIR
+    cases = [
+        ("20250126060846931", "deltacommit", "COMPLETED", hoodie / "20250126060846931.deltacommit", "hoodieCommitMetadata"),
+        ("20250126060846931", "deltacommit", "REQUESTED", hoodie / "20250126060846931.deltacommit.requested", None),
+        ("20250126040936578", "rollback", "COMPLETED", hoodie / "20250126040936578.rollback", "hoodieRollbackMetadata"),
+        ("20240707001303088", "replacecommit", "COMPLETED",
+         conformance / REPLACE_DIR / "20240707001303088.replacecommit", "hoodieReplaceCommitMetadata"),
+        ("20240707001303088", "replacecommit", "INFLIGHT",
+         conformance / REPLACE_DIR / "20240707001303088.replacecommit.inflight", "HoodieInflightReplaceMetadata"),
+        ("20240707001303088", "replacecommit", "REQUESTED",
+         conformance / REPLACE_DIR / "20240707001303088.replacecommit.requested", "hoodieRequestedReplaceMetadata"),
+    ]
+    for ts, action, state, path, field_name in cases:
+        entry = plans.archived_meta_entry(ts, action, state, path.read_bytes())
+        assert entry["commitTime"] == ts and entry["actionType"] == action and entry["actionState"] == state
+        set_fields = {k for k, v in entry.items() if v is not None} - {"commitTime", "actionType", "actionState"}
+        assert set_fields == ({field_name} if field_name else set())
+        assert avro_codec.deserialize(avro_codec.serialize("HoodieArchivedMetaEntry", entry)) == entry
+    plan_entry = plans.archived_meta_entry("001", "compaction", "requested", _samples()[0].to_bytes())
+    assert plan_entry["hoodieCompactionPlan"]["version"] == 2 and plan_entry["actionState"] == "REQUESTED"
+    with pytest.raises(HoodieNotSupportedError):
+        plans.archived_meta_entry("001", "restore", "COMPLETED", b"")
