@@ -1,0 +1,254 @@
+"""The DataFrame side of a Hudi write: keys, dedupe, index join, bucket routing, file-group tasks.
+
+The driver (``actions.write.WriteClient``) owns the timeline; here the records never
+leave the executors: keys are computed with ``mapInArrow``, deduplication is a window,
+the index is a join against the keys of the candidate file groups (read by tasks),
+bucket counts are the only thing collected, and ``groupBy(bucket).applyInArrow`` runs
+:func:`airflow_hoodie.actions.write.write_file_group` once per file group.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+from airflow_hoodie.actions import write as W
+from airflow_hoodie.actions.index import KEYS_SCHEMA, LOC_FILE, LOC_PART, is_global, validate_index_type
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieKeyError, HoodieSchemaError
+from airflow_hoodie.table.base_file_writer import PARTITION_PATH, RECORD_KEY
+
+SOURCE_FORMATS = ("parquet", "json", "csv", "orc")
+_HOODIE_ERRORS = {"HoodieKeyError": HoodieKeyError, "HoodieSchemaError": HoodieSchemaError}
+
+
+def read_source(spark: Any, path: str, fmt: str, options: Mapping[str, str] | None = None) -> Any:
+    """The input batch as a DataFrame; csv gets a header and inferred types."""
+    fmt = (fmt or "parquet").lower()
+    if fmt not in SOURCE_FORMATS:
+        raise HoodieError(f"--source-format {fmt!r} is not supported; use one of {', '.join(SOURCE_FORMATS)}.")
+    from airflow_hoodie.table.storage import Storage
+    storage, fs_path = Storage.for_uri(path, None)
+    if not storage.exists(fs_path):
+        raise HoodieIOError(f"Source path {path!r} does not exist; check --source.")
+    reader = spark.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    for k, v in (options or {}).items():
+        reader = reader.option(k, v)
+    return reader.load(path)
+
+
+def _arrow_schema(df: Any) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+    return to_arrow_schema(df.schema)
+
+
+def _prepare_batches(props: dict[str, str], operation: str, batches):  # runs on executors
+    for b in batches:
+        t = W.prepare_batch(pa.Table.from_batches([b]), props, operation)
+        yield from t.to_batches()
+
+
+def _keys_of_files(refs: list, batches):  # runs on executors
+    from airflow_hoodie.actions.index import file_keys
+    for b in batches:
+        for i in b.column(0).to_pylist():
+            yield from file_keys(refs[i]).to_batches()
+
+
+def _bloom_candidates(footers: list[dict], index_type: str, prune: bool, batches):  # executors
+    import pyarrow.compute as pc
+    from airflow_hoodie.actions.index import bloom_candidates
+    for b in batches:
+        t = pa.Table.from_batches([b])
+        keys = t.column(RECORD_KEY).combine_chunks()
+        parts = t.column(PARTITION_PATH).combine_chunks()
+        hit = []
+        for i, ft in enumerate(footers):
+            k = keys if index_type == "GLOBAL_BLOOM" else pc.filter(keys, pc.equal(parts, ft["partition"]))
+            if len(k) and pc.any(bloom_candidates(k, ft, prune)).as_py():
+                hit.append(i)
+        yield pa.RecordBatch.from_pydict({"i": pa.array(hit, pa.int32())})
+
+
+def _translate(exc: Exception) -> Exception:
+    text = str(exc)
+    for name, cls in _HOODIE_ERRORS.items():
+        if name in text:
+            line = next((ln for ln in text.splitlines() if name + ":" in ln), text.splitlines()[-1] if text else "")
+            return cls(line.split(name + ":", 1)[-1].strip() or text[-500:])
+    return exc
+
+
+def _write_groups(ctx: W.WriteContext, tasks: dict[int, W.FileGroupTask], keep: list[str], table: pa.Table):
+    """applyInArrow body: one group = one bucket = one file group."""
+    bucket = table.column(W.BUCKET_COL)[0].as_py()
+    cols = [c for c in keep if c in table.column_names]
+    stats = W.write_file_group(ctx, tasks[bucket], table.select(cols))
+    return pa.table({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
+
+
+def _group_writer(ctx: W.WriteContext, tasks: dict[int, W.FileGroupTask], keep: list[str]):
+    def write_group(table: pa.Table) -> pa.Table:
+        return _write_groups(ctx, tasks, keep, table)
+    return write_group
+
+
+def _existing_keys_df(spark: Any, refs: list) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+    n = len(refs)
+    idx = spark.createDataFrame([(i,) for i in range(n)], "i int").repartition(max(1, min(n, spark.sparkContext.defaultParallelism * 2)))
+    return idx.mapInArrow(partial(_keys_of_files, refs), from_arrow_schema(KEYS_SCHEMA))
+
+
+def upsert_dataframe(
+    spark: Any,
+    df: Any,
+    base_uri: str,
+    operation: str,
+    config: HoodieConfig,
+    table_name: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> W.WriteResult:
+    """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import Window
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from airflow_hoodie.spark.executor import SparkExecutor
+
+    client = W.WriteClient(base_uri, config, storage_options, table_name)
+    meta = [c for c in df.columns if c in W.META_COLUMNS]
+    if meta:
+        df = df.drop(*meta)
+    in_schema = _arrow_schema(df)
+    cfg, avro, rolled = W.begin_write(client, in_schema, operation)
+    index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
+    glob = is_global(index_type)
+    props = W.key_generator_props(cfg)
+    out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
+                                              pa.field(W.OP_COL, pa.string())])
+    prepared = df.mapInArrow(partial(_prepare_batches, props, operation), from_arrow_schema(out_schema))
+    if W.dedupe_enabled(cfg, operation):
+        pre = cfg.get(W.PRECOMBINE_FIELD)
+        order = []
+        if pre and pre in df.columns:
+            order.append(F.col(pre).desc_nulls_last())
+        order.append(F.monotonically_increasing_id().desc())
+        part_by = [RECORD_KEY] if glob else [RECORD_KEY, PARTITION_PATH]
+        prepared = (prepared.withColumn("__rn", F.row_number().over(Window.partitionBy(*part_by).orderBy(*order)))
+                    .filter("__rn = 1").drop("__rn"))
+    try:
+        prepared = prepared.persist()
+        batch_parts = [r[0] for r in prepared.select(PARTITION_PATH).distinct().collect()]
+    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+        raise _translate(exc) from exc
+
+    instant = client.new_instant_time()
+    action = client.commit_action(operation)
+    client.start(instant, action, operation)
+    files: list[W.ExistingFile] = []
+    if operation in ("upsert", "delete") and glob:
+        files = W.existing_files(client.table)
+    else:
+        files = W.existing_files(client.table, batch_parts)
+    if operation in ("upsert", "delete") and files:
+        refs = W.file_refs(client, files)
+        if index_type in ("BLOOM", "GLOBAL_BLOOM"):
+            footers = SparkExecutor(spark).map(__import__("airflow_hoodie.actions.index", fromlist=["x"]).file_footer, refs)
+            hits = (prepared.select(RECORD_KEY, PARTITION_PATH)
+                    .mapInArrow(partial(_bloom_candidates, footers, index_type,
+                                        cfg.get_bool("hoodie.bloom.index.prune.by.ranges")), "i int")
+                    .distinct().collect())
+            refs = [refs[r[0]] for r in hits]
+        existing = _existing_keys_df(spark, refs) if refs else spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
+        if glob:
+            existing = existing.groupBy("key").agg(F.min("partition").alias("partition"), F.min("file_id").alias("file_id"))
+            ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
+            tagged = prepared.join(ex, prepared[RECORD_KEY] == ex["__k"], "left").drop("__k")
+            upd_flag = cfg.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
+                                    else "hoodie.simple.index.update.partition.path")
+            moved = F.col(LOC_PART).isNotNull() & (F.col(LOC_PART) != F.col(PARTITION_PATH))
+            if upd_flag:
+                stay = tagged.filter(~moved)
+                dels = tagged.filter(moved).withColumn(W.OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
+                new = (tagged.filter(moved & (F.col(W.OP_COL) == "U"))
+                       .withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string")))
+                tagged = stay.unionByName(dels).unionByName(new)
+            else:
+                tagged = tagged.withColumn(PARTITION_PATH, F.coalesce(F.col(LOC_PART), F.col(PARTITION_PATH)))
+        else:
+            ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias("__p"),
+                                 F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
+            tagged = prepared.join(ex, (prepared[RECORD_KEY] == ex["__k"]) & (prepared[PARTITION_PATH] == ex["__p"]),
+                                   "left").drop("__k", "__p")
+    else:
+        tagged = prepared.withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string"))
+    tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(W.OP_COL).isin("D", "S")))
+    replaced = None
+    if operation in ("insert_overwrite", "insert_overwrite_table"):
+        scope = W.existing_files(client.table) if operation == "insert_overwrite_table" else files
+        replaced = {}
+        for f in scope:
+            replaced.setdefault(f.partition_path, []).append(f.file_id)
+        files = []
+    tagged = tagged.persist()
+    try:
+        upd_counts = {(r[0], r[1]): r[2] for r in
+                      tagged.filter(F.col(LOC_FILE).isNotNull()).groupBy(LOC_PART, LOC_FILE).count().collect()}
+        ins_counts = {r[0]: r[1] for r in
+                      tagged.filter(F.col(LOC_FILE).isNull()).groupBy(PARTITION_PATH).count().collect()}
+    except Exception as exc:  # noqa: BLE001
+        raise _translate(exc) from exc
+    avg = W.average_record_size(client.table, cfg)
+    tasks, insert_plan = W.assign_buckets(upd_counts, ins_counts, files, cfg, avg, client.is_mor,
+                                          use_small_files=operation != "bulk_insert")
+    client.inflight(instant, action, tasks, operation)
+    # route: updates by their group, inserts by hash position into the partition's insert buckets
+    upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
+    ranges = []
+    for part, plan in insert_plan.items():
+        total = sum(c for _, c in plan)
+        lo = 0
+        for b, c in plan:
+            ranges.append((part, lo, lo + c, b, total))
+            lo += c
+    routed_upd = None
+    if upd_map:
+        m = spark.createDataFrame(upd_map, "__p string, __f string, __b int")
+        routed_upd = (tagged.filter(F.col(LOC_FILE).isNotNull())
+                      .join(F.broadcast(m), (F.col(LOC_PART) == F.col("__p")) & (F.col(LOC_FILE) == F.col("__f")))
+                      .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
+    routed_ins = None
+    if ranges:
+        r = spark.createDataFrame(ranges, "__p string, __lo long, __hi long, __b int, __t long")
+        ins = tagged.filter(F.col(LOC_FILE).isNull())
+        ins = ins.join(F.broadcast(r), ins[PARTITION_PATH] == F.col("__p"))
+        pos = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.col("__t"))
+        routed_ins = (ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
+                      .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
+    parts = [p for p in (routed_upd, routed_ins) if p is not None]
+    stats: list[dict[str, Any]] = []
+    if parts:
+        routed = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        ctx = W.make_context(client, cfg, instant, operation, avro)
+        keep = [RECORD_KEY, PARTITION_PATH, W.OP_COL, W.BUCKET_COL] + [c for c in df.columns]
+        by_bucket = {t.bucket: t for t in tasks}
+        try:
+            rows = (routed.groupBy(W.BUCKET_COL)
+                    .applyInArrow(_group_writer(ctx, by_bucket, keep), "stat string").collect())
+        except Exception as exc:  # noqa: BLE001
+            raise _translate(exc) from exc
+        stats = [json.loads(r[0]) for r in rows]
+    client.commit(instant, action, operation, stats, avro, replaced)
+    prepared.unpersist()
+    tagged.unpersist()
+    result = W.WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
+                           unknown_keys=config.unknown_keys(),
+                           replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
+    W.summarize(result, stats)
+    W._maybe_callback(client, cfg, result)
+    return result
