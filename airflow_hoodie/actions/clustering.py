@@ -63,9 +63,9 @@ def check_no_pending_clustering(table: Any, file_group_ids: Iterable[tuple[str, 
     ``file_group_ids`` are (partition_path, file_id) pairs the write would update.
     Call it from the write path after tagging records with their file groups.
     """
-    from airflow_hoodie.table.file_system_view import FileSystemView
+    from airflow_hoodie.actions import table_state
 
-    pending = FileSystemView(table, table.timeline).pending_clustering_file_groups()
+    pending = table_state.pending_clustering_file_groups(table.reload_timeline())
     conflicts = sorted((fg, pending[fg]) for fg in set(file_group_ids) if fg in pending)
     if conflicts:
         shown = ", ".join(f"{p or '<non-partitioned>'}/{f} (clustering {ts})" for (p, f), ts in conflicts[:5])
@@ -181,3 +181,217 @@ def build_clustering_plan(
 def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
     """Hudi's ``HoodieRequestedReplaceMetadata`` wrapping a clustering plan."""
     return {"operationType": CLUSTER_OPERATION, "clusteringPlan": plan, "extraMetadata": {}, "version": 1}
+
+
+# ======================================================================== table level
+from dataclasses import dataclass  # noqa: E402
+from typing import Mapping  # noqa: E402
+
+from airflow_hoodie.actions.service_common import active_instants as _active  # noqa: E402
+from airflow_hoodie.errors import HoodieConfigError  # noqa: E402
+from airflow_hoodie.table.instant import Action, Instant, State  # noqa: E402
+
+
+def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
+    """Plan clustering and write ``T.replacecommit.requested``; no instant when nothing qualifies."""
+    from airflow_hoodie.actions import table_state
+    from airflow_hoodie.actions.service_common import serialize_plan
+    from airflow_hoodie.table.instant import is_utc_timeline, new_instant_time
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    tl = table.reload_timeline()
+    groups = table_state.list_file_groups(table, tl)
+    replaced = table_state.replaced_file_groups(tl)
+    excluded = set(table_state.pending_compaction_operations(tl)) | set(table_state.pending_clustering_file_groups(tl))
+    by_part: dict[str, list[Any]] = {}
+    for s in table_state.latest_slices(groups, replaced):
+        if s.base_file is None and not s.log_files:
+            continue
+        by_part.setdefault(s.partition_path, []).append(s)
+    plan = build_clustering_plan(by_part, config, excluded)
+    if plan is None:
+        return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no file slice qualifies for clustering"}
+    instants = _active(tl)
+    last = instants[-1].timestamp if instants else None
+    ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
+    TimelineWriter(table.storage, table.base_path).create_requested(
+        Instant(ts, Action.REPLACE_COMMIT, State.REQUESTED),
+        serialize_plan("HoodieRequestedReplaceMetadata", requested_replace_metadata(plan)))
+    table.reload_timeline()
+    return {"instant": ts, "action": Action.REPLACE_COMMIT, "state": "requested",
+            "groups": len(plan["inputGroups"]),
+            "input_file_groups": sum(len(g["slices"]) for g in plan["inputGroups"])}
+
+
+@dataclass(frozen=True)
+class ClusteringTaskContext:
+    base_uri: str
+    storage_options: dict[str, str]
+    base_path: str
+    instant_time: str
+    avro_schema: dict[str, Any]
+    props: dict[str, str]
+    valid_instants: frozenset[str]
+    sort_columns: tuple[str, ...]
+
+
+def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
+    from airflow_hoodie.table.file_group import BaseFile, FileSlice, LogFile
+
+    out = []
+    for info in group["slices"]:
+        part = info.get("partitionPath") or ""
+        pdir = storage.join(base_path, part) if part else base_path
+
+        def path_of(p: str) -> str:
+            return storage.join(pdir, p.rstrip("/").rsplit("/", 1)[-1])
+
+        base = None
+        if info.get("dataFilePath"):
+            bp = path_of(info["dataFilePath"])
+            base = BaseFile.from_path(bp, storage.size(bp), part)
+        logs = []
+        for lp in info.get("deltaFilePaths") or []:
+            p = path_of(lp)
+            logs.append(LogFile.from_path(p, storage.size(p), part))
+        logs.sort(key=lambda lf: lf.sort_key)
+        instant = base.commit_time if base else (logs[0].base_instant if logs else "")
+        out.append(FileSlice(part, info["fileId"], instant, base, logs))
+    return out
+
+
+def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One executor task: read a group's slices, sort, write ``numOutputFileGroups`` new files."""
+    import pyarrow as pa
+
+    from airflow_hoodie.actions.write import _task_attempt, write_stat
+    from airflow_hoodie.table import markers as mk
+    from airflow_hoodie.table.avro_convert import avro_to_arrow_schema, conform_table
+    from airflow_hoodie.table.base_file_writer import FILE_NAME, with_meta_fields, write_base_file
+    from airflow_hoodie.table.file_naming import base_file_name, make_write_token, new_file_id
+    from airflow_hoodie.table.file_slice_reader import SliceReadOptions, read_file_slice
+    from airflow_hoodie.table.record_merger import merge_config_from_table
+    from airflow_hoodie.table.storage import Storage
+
+    index, group = indexed
+    storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
+    schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
+    opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
+                            valid_instants=ctx.valid_instants)
+    tables = []
+    for s in _group_slices(storage, ctx.base_path, group):
+        t = read_file_slice(storage, s, opts)
+        if t.num_columns:
+            tables.append(conform_table(t, schema))
+    data = pa.concat_tables(tables) if tables else schema.empty_table()
+    if ctx.sort_columns and data.num_rows:
+        data = data.sort_by([(c, "ascending") for c in ctx.sort_columns])
+    parts = {s.get("partitionPath") or "" for s in group["slices"]}
+    part = sorted(parts)[0]
+    n_out = max(1, int(group.get("numOutputFileGroups") or 1))
+    n_out = min(n_out, max(data.num_rows, 1))
+    per = -(-data.num_rows // n_out) if data.num_rows else 0
+    stage, attempt = _task_attempt()
+    stats = []
+    for k in range(n_out):
+        chunk = data.slice(k * per, per) if data.num_rows else data
+        if data.num_rows and chunk.num_rows == 0:
+            continue
+        fid = new_file_id()
+        name = base_file_name(fid, make_write_token(index, stage, attempt), ctx.instant_time)
+        chunk = chunk.set_column(chunk.schema.get_field_index(FILE_NAME), FILE_NAME,
+                                 pa.array([name] * chunk.num_rows, pa.string()))
+        mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
+        st = write_base_file(storage, ctx.base_path, part, name, chunk, ctx.avro_schema, ctx.props)
+        stats.append(write_stat(fileId=fid, path=st.path, prevCommit="null", numWrites=st.num_records,
+                                numInserts=st.num_records, totalWriteBytes=st.file_size, partitionPath=part,
+                                fileSizeInBytes=st.file_size))
+    return stats
+
+
+def execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None = None,
+                       storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run the pending clustering ``instant_time`` (idempotent; an inflight attempt is undone first)."""
+    import json
+    import time
+    from functools import partial
+
+    from airflow_hoodie.actions import service_common as sc
+    from airflow_hoodie.actions import table_state
+    from airflow_hoodie.actions.write import _ensure_partition_metadata, commit_metadata_json
+    from airflow_hoodie.table import markers as mk
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    started = time.time()
+    tl = table.reload_timeline()
+    inst = sc.find_instant(tl, instant_time, [Action.REPLACE_COMMIT])
+    if inst is None:
+        raise HoodieConfigError(f"No clustering {instant_time} on the timeline of {table.base_uri}.")
+    if inst.state == State.COMPLETED:
+        return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
+                "reason": "already completed"}
+    plan = table_state.clustering_plan_of(tl, inst)
+    if plan is None:
+        raise HoodieConfigError(f"Replacecommit {instant_time} is not a clustering (no clustering plan).")
+    groups = list(plan.get("inputGroups") or [])
+    partitions = [s.get("partitionPath") or "" for g in groups for s in g["slices"]]
+    writer = TimelineWriter(table.storage, table.base_path)
+    rolled = []
+    if inst.state == State.INFLIGHT:
+        rolled = sc.rollback_pending_service(table, instant_time, partitions)
+        writer.revert_to_requested(inst)
+    writer.transition_to_inflight(Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED))
+    schema = sc.table_avro_schema(table)
+    sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
+        or (config.get(SORT_COLUMNS) if config else None) or ""
+    valid = frozenset(i.timestamp for i in _active(tl) if i.state == State.COMPLETED and i.timestamp < instant_time)
+    ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
+                                {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
+                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
+    stats = [s for group in executor.map(partial(cluster_group, ctx), list(enumerate(groups))) for s in group]
+    sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
+    replaced: dict[str, list[str]] = {}
+    for g in groups:
+        for s in g["slices"]:
+            replaced.setdefault(s.get("partitionPath") or "", []).append(s["fileId"])
+    for part in sorted(replaced):
+        _ensure_partition_metadata(table.storage, table.base_path, part, instant_time)
+    body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced)
+    writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body)
+    mk.delete_marker_dir(table.storage, table.base_path, instant_time)
+    table.reload_timeline()
+    return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
+            "groups": len(groups), "replaced_file_groups": sum(len(v) for v in replaced.values()),
+            "files_written": len(stats), "records_written": sum(s["numWrites"] for s in stats),
+            "bytes_written": sum(s["totalWriteBytes"] for s in stats), "rolled_back_files": len(rolled),
+            "seconds": round(time.time() - started, 3)}
+
+
+def pending_clustering_instants(table: Any) -> list[Instant]:
+    from airflow_hoodie.actions import table_state
+
+    tl = table.reload_timeline()
+    return [i for i in _active(tl) if i.action == Action.REPLACE_COMMIT and i.state != State.COMPLETED
+            and table_state.clustering_plan_of(tl, i) is not None]
+
+
+def run_clustering(table: Any, config: HoodieConfig, executor: Any, mode: str = "scheduleAndExecute",
+                   instant_time: str | None = None, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``schedule`` | ``execute`` (given or every pending, oldest first) | ``scheduleAndExecute``."""
+    modes = ("schedule", "execute", "scheduleAndExecute")
+    if mode not in modes:
+        raise HoodieConfigError(f"--mode {mode!r} is not one of {', '.join(modes)}.")
+    if mode == "schedule":
+        return schedule_clustering(table, config, instant_time)
+    if mode == "execute":
+        if instant_time:
+            return execute_clustering(table, instant_time, executor, config, storage_options)
+        pending = pending_clustering_instants(table)
+        if not pending:
+            return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no pending clustering"}
+        results = [execute_clustering(table, p.timestamp, executor, config, storage_options) for p in pending]
+        return {**results[-1], "instants": [r["instant"] for r in results]}
+    sched = schedule_clustering(table, config, instant_time)
+    if sched["instant"] is None:
+        return sched
+    return execute_clustering(table, sched["instant"], executor, config, storage_options)
