@@ -197,3 +197,26 @@ def test_bad_record_raises_schema_error() -> None:
 def test_name_first_argument_order_accepted() -> None:
     data = avro_codec.serialize("HoodieInstantInfo", {"commitTime": "001", "action": "commit"})
     assert avro_codec.deserialize("HoodieInstantInfo", data) == {"commitTime": "001", "action": "commit"}
+
+
+def test_older_writer_schema_resolves_to_ours() -> None:
+    """A cleaner plan written before lastCompletedCommitTimestamp existed reads with the default."""
+    old = json.loads(json.dumps(avro_codec.schema_dict("HoodieCleanerPlan")))
+    old["fields"] = [f for f in old["fields"] if f["name"] != "lastCompletedCommitTimestamp"]
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(old), [{
+        "earliestInstantToRetain": None, "policy": "KEEP_LATEST_COMMITS",
+        "filesToBeDeletedPerPartition": {"p": ["a.parquet"]}, "version": 1,
+        "filePathsToBeDeletedPerPartition": None, "partitionsToBeDeleted": None,
+    }])
+    plan = avro_codec.deserialize(buf.getvalue(), "HoodieCleanerPlan")
+    assert plan["lastCompletedCommitTimestamp"] == ""
+    assert plan["filesToBeDeletedPerPartition"] == {"p": ["a.parquet"]}
+    # a newer writer with an extra trailing field: the field is dropped, the rest is read
+    new = json.loads(json.dumps(avro_codec.schema_dict("HoodieCompactionPlan")))
+    new["fields"].append({"name": "futureField", "type": ["null", "string"], "default": None})
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(new), [{"operations": [], "version": 2, "futureField": "x"}])
+    assert avro_codec.deserialize(buf.getvalue(), "HoodieCompactionPlan") == {
+        "operations": [], "extraMetadata": None, "version": 2, "strategy": None, "preserveHoodieMetadata": False,
+    }
