@@ -92,7 +92,10 @@ def test_states_and_ordering():
     assert Instant(T, Action.COMMIT, State.REQUESTED) < Instant(T, Action.COMMIT, State.INFLIGHT)
 
 
-def test_instant_times():
+def test_instant_times(monkeypatch):
+    import airflow_hoodie.table.instant as instant_mod
+
+    monkeypatch.setattr(instant_mod, "_last_instant", "")  # restored after the test
     assert parse_instant_time(T).microsecond == 674000
     assert parse_instant_time("20240418173213").second == 13
     assert normalize_instant_time("20240418173213") == "20240418173213999"
