@@ -427,13 +427,19 @@ class TableConfig(Mapping[str, str]):
     def save(self, storage: Storage, base_path: str, create: bool = False) -> "TableConfig":
         """Write ``hoodie.properties`` atomically; returns the config with its checksum.
 
-        ``create=True`` uses Hudi's first-write header (``Properties saved on``) and
-        fails if a table config already exists.
+        ``create=True`` fails if a table config already exists. The header comment is
+        Hudi's: ``Updated at`` if the checksum carried over is valid, else
+        ``Properties saved on``.
         """
         self.validate_for_write()
         when = _dt.datetime.now(_dt.timezone.utc)
         path = Storage.join(base_path, ".hoodie", PROPERTIES_FILE)
-        comment = f"Properties saved on {_iso_instant(when)}" if create else f"Updated at {_iso_instant(when)}"
+        # Hudi's storeProperties: "Updated at" when the stored checksum is still valid,
+        # otherwise the checksum is (re)computed under "Properties saved on".
+        if self.checksum_valid():
+            comment = f"Updated at {_iso_instant(when)}"
+        else:
+            comment = f"Properties saved on {_iso_instant(when)}"
         data = self.to_text(comment, when).encode("latin-1")
         if create:
             if not storage.create_if_absent(path, data):

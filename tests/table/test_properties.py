@@ -54,7 +54,7 @@ def test_round_trip_every_conformance_file(conformance, tmp_path):
         storage, base = Storage.for_uri(str(tmp_path / f"t{i}"))
         TableConfig(orig).save(storage, base, create=True)
         raw = (tmp_path / f"t{i}/.hoodie/hoodie.properties").read_text("latin-1")
-        assert raw.startswith("#Properties saved on ")
+        assert raw.startswith("#Updated at ")  # the carried-over checksum is valid
         assert '\\:' in raw
         lines = [ln for ln in raw.splitlines() if not ln.startswith("#")]
         assert lines[-1].startswith("hoodie.table.checksum=")
@@ -86,9 +86,13 @@ def test_update_header_and_checksum_recomputed(tmp_path):
 
     with pytest.raises(HoodieTableExistsError):
         cfg.save(storage, base, create=True)
-    saved.with_values({"hoodie.database.name": "db"}).save(storage, base)
     raw = (tmp_path / "t/.hoodie/hoodie.properties").read_text()
-    assert raw.startswith("#Updated at ")
+    assert raw.startswith("#Properties saved on ")
+    saved.with_values({"hoodie.table.precombine.field": "ts"}).save(storage, base)
+    assert (tmp_path / "t/.hoodie/hoodie.properties").read_text().startswith("#Updated at ")
+    # a new database name invalidates the old checksum: recomputed, Hudi's first-save header
+    saved.with_values({"hoodie.database.name": "db"}).save(storage, base)
+    assert (tmp_path / "t/.hoodie/hoodie.properties").read_text().startswith("#Properties saved on ")
     loaded = TableConfig.load(storage, base)
     assert loaded.checksum == compute_checksum({"hoodie.table.name": "t1", "hoodie.database.name": "db"})
     assert loaded.is_mor
