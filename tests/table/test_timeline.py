@@ -167,3 +167,16 @@ def test_conformance_rollback_details_decode(conformance):
     assert plan["instantToRollback"] == {"commitTime": "20250126040826878", "action": "deltacommit"}
     # the rolled-back instant left no instant files behind
     assert tl.get("20250126040826878") is None
+
+
+def test_completed_commits_match_hudi_rs(conformance):
+    hudi = pytest.importorskip("hudi")
+    for kind in ("cow", "mor"):
+        for tdir in sorted((conformance / "tables" / kind).iterdir()):
+            storage, path = Storage.for_uri(str(tdir))
+            ours = Timeline.load(storage, path).completed()
+            rs = hudi.HudiTableBuilder.from_base_uri(str(tdir)).build().get_timeline()
+            for action, getter in [(Action.COMMIT, rs.get_completed_commits),
+                                   (Action.DELTA_COMMIT, rs.get_completed_deltacommits),
+                                   (Action.REPLACE_COMMIT, rs.get_completed_replacecommits)]:
+                assert ours.filter(actions=action).timestamps == [i.timestamp for i in getter()], (tdir, action)
