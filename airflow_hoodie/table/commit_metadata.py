@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
 
@@ -289,7 +289,7 @@ class CommitMetadata:
     extra: dict[str, Any] = field(default_factory=dict)
     key_order: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
-    _OWN_KEYS: tuple[str, ...] = field(default=_COMMIT_KEYS, init=False, repr=False, compare=False)
+    _OWN_KEYS: ClassVar[tuple[str, ...]] = _COMMIT_KEYS
 
     # ---- parsing / writing
     @classmethod
@@ -453,9 +453,7 @@ class ReplaceCommitMetadata(CommitMetadata):
 
     partition_to_replace_file_ids: dict[str, list[str]] = field(default_factory=dict)
 
-    _OWN_KEYS: tuple[str, ...] = field(
-        default=_COMMIT_KEYS + ("partitionToReplaceFileIds",), init=False, repr=False, compare=False
-    )
+    _OWN_KEYS: ClassVar[tuple[str, ...]] = _COMMIT_KEYS + ("partitionToReplaceFileIds",)
 
     @classmethod
     def from_json(cls, data: bytes | str) -> "ReplaceCommitMetadata":

@@ -470,7 +470,9 @@ class RestoreMetadata(AvroView):
 _STATE_NAMES = {"requested": "REQUESTED", "inflight": "INFLIGHT", "completed": "COMPLETED"}
 
 
-def archived_meta_entry(timestamp: str, action: str, state: Any, content: bytes) -> dict[str, Any]:
+def archived_meta_entry(
+    timestamp: str, action: str, state: Any, content: bytes, state_transition_time: str | None = None
+) -> dict[str, Any]:
     """The HoodieArchivedMetaEntry record Hudi's archiver writes for one instant file.
 
     ``action`` is the instant file's action (a completed compaction is a ``commit``),
@@ -479,12 +481,16 @@ def archived_meta_entry(timestamp: str, action: str, state: Any, content: bytes)
     commits/deltacommits carry their commit metadata (Avro form), clean/rollback/savepoint
     their Avro metadata, requested compactions their plan, replacecommits their requested
     plan, inflight body or replace metadata; fields not set stay null (``version`` too).
+    ``state_transition_time`` is the instant file's modification time formatted as an
+    instant time (Hudi 0.14's HoodieInstant.getStateTransitionTime), when known.
     """
     from airflow_hoodie.table.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 
     state_name = _STATE_NAMES.get(str(getattr(state, "value", state)).lower(), str(getattr(state, "name", state)).upper())
     entry = {f["name"]: None for f in avro_codec.schema_dict("HoodieArchivedMetaEntry")["fields"]}
-    entry.update(commitTime=timestamp, actionState=state_name, actionType=action)
+    entry.update(
+        commitTime=timestamp, actionState=state_name, actionType=action, stateTransitionTime=state_transition_time
+    )
     completed = state_name == "COMPLETED"
     if action in ("commit", "deltacommit"):
         if content:
