@@ -216,7 +216,7 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
     data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_pieces:
         return pa.table({})
-    merged = merge_records(pieces, cfg)
+    merged = merge_records(pieces, cfg, has_base=base is not None)
     return _finish(merged, opts, filtered=False)
 
 

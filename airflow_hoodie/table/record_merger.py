@@ -9,7 +9,10 @@ class in ``hoodie.properties`` (1.x tables also write ``hoodie.record.merge.mode
   mode ``EVENT_TIME_ORDERING``): the version with the greatest ordering (precombine) value
   wins; on equal ordering values the later one wins.
 * **commit-time ordering** (``OverwriteWithLatestAvroPayload``, Hudi's default for version 6,
-  merge mode ``COMMIT_TIME_ORDERING``): the later version wins.
+  merge mode ``COMMIT_TIME_ORDERING``): the later version wins. One Hudi 0.x subtlety is kept:
+  with a payload class (no explicit merge mode) and a precombine field, the log scanner
+  pre-combines the *log* records of a slice by ordering value (``preCombine``); only the
+  merged log record then overwrites the base file's row (``combineAndGetUpdateValue``).
 
 Deletes follow Hudi's log scanner: a delete carrying an ordering value competes like a
 record (a delete older in event time than the stored record is stale and loses); a delete
@@ -97,6 +100,8 @@ class MergeConfig:
     ordering_field: str | None = None
     delete_field: str | None = None
     delete_marker: str | None = None
+    #: Hudi 0.x semantics of a commit-time payload: log records pre-combined by ordering value
+    log_precombine: bool = False
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "MergeConfig":
@@ -109,6 +114,7 @@ class MergeConfig:
         ordering = (props.get(PRECOMBINE_FIELD) or props.get("hoodie.table.ordering.fields") or "").strip()
         ordering_field = ordering.split(",")[0].strip() or None
         mode_value = (props.get(TABLE_MERGE_MODE) or props.get(MERGE_MODE) or "").strip().upper()
+        log_precombine = False
         if mode_value:
             if mode_value not in MergeMode.__members__:
                 raise HoodieConfigError(
@@ -129,9 +135,12 @@ class MergeConfig:
                 mode = MergeMode.EVENT_TIME_ORDERING
             else:
                 mode = MergeMode.COMMIT_TIME_ORDERING
+                # version-6 payload semantics: the log scanner pre-combines with the ordering field
+                log_precombine = True
         return cls(
             mode=mode,
             ordering_field=ordering_field,
+            log_precombine=log_precombine,
             delete_field=props.get(DELETE_FIELD) or None,
             delete_marker=props.get(DELETE_MARKER) or None,
         )
@@ -262,13 +271,57 @@ def _sort_indices(table: pa.Table, sort_keys: list[tuple]) -> pa.Array:
         return pc.sort_indices(table, sort_keys=plain, null_placement="at_start")
 
 
-def merge_records(pieces: Sequence[Piece], config: MergeConfig) -> pa.Table:
+def _rank(cand: pa.Table, natural: pa.Array, use_ordering: bool) -> pa.Table:
+    """The winning candidate per key (which may be a delete)."""
+    if use_ordering and cand.num_rows and pc.any(natural).as_py():
+        # A delete without ordering value wipes out every earlier version of its key.
+        names = cand.column_names
+        cutoffs = (
+            cand.filter(natural)
+            .group_by(_KEY)
+            .aggregate([(_SEQ, "max")])
+            .rename_columns({f"{_SEQ}_max": "__cut"})
+        )
+        joined = cand.append_column("__natural", natural).join(cutoffs, _KEY, join_type="left outer")
+        cut = pc.fill_null(joined.column("__cut"), -1)
+        seq = joined.column(_SEQ)
+        keep = pc.or_(
+            pc.greater(seq, cut),
+            pc.and_(pc.equal(seq, cut), joined.column("__natural")),
+        )
+        # survivors: the natural delete itself (null ordering, so any later version outranks it)
+        # and the versions written after it
+        cand = joined.filter(keep).select(names)
+
+    # nulls first: a version with no ordering value is the oldest in event time
+    sort_keys: list[tuple] = [(_KEY, "ascending")]
+    if use_ordering:
+        sort_keys.append((_ORDER, "ascending", "at_start"))
+    sort_keys.append((_SEQ, "ascending"))
+    cand = cand.take(_sort_indices(cand, sort_keys))
+    keys = cand.column(_KEY)
+    n = cand.num_rows
+    if n > 1:
+        last = pc.not_equal(keys.slice(0, n - 1), keys.slice(1))
+        last = pa.concat_arrays([c for c in pa.chunked_array(last).chunks] + [pa.array([True])])
+    else:
+        last = pa.array([True] * n, pa.bool_())
+    return cand.filter(last)
+
+
+def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool = False) -> pa.Table:
     """Merge the versions of each record key in ``pieces`` (in slice order) into the visible rows.
 
     ``pieces`` are data tables (each with ``_hoodie_record_key``) and :class:`DeleteSet`s, in
-    the order they were written: base file first, then log blocks. Returns the surviving data
-    rows (one per key, deletes removed), in the column layout of the concatenated data tables
-    and in slice order (base rows first, then new keys in log order).
+    the order they were written: base file first (say so with ``has_base``), then log blocks.
+    Returns the surviving data rows (one per key, deletes removed), in the column layout of
+    the concatenated data tables and in slice order (base rows first, then new keys in log
+    order).
+
+    With commit-time ordering and an ordering field (``OverwriteWithLatestAvroPayload`` on a
+    version-6 table), Hudi's log scanner still pre-combines log records by ordering value
+    (``preCombine``) and only the base-versus-log step is "latest wins"
+    (``combineAndGetUpdateValue``); ``has_base`` says the first piece is that base file.
     """
     data_tables = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_tables:
@@ -279,8 +332,15 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig) -> pa.Table:
             "cannot merge records without the _hoodie_record_key meta column; tables written with "
             "hoodie.populate.meta.fields=false are not supported by this reader"
         )
-    use_ordering = config.uses_ordering and config.ordering_field in data.column_names
-    order_type = _ordering_type(data_tables, config.ordering_field) if use_ordering else None
+    has_ordering = config.ordering_field is not None and config.ordering_field in data.column_names
+    use_ordering = config.uses_ordering and has_ordering
+    two_step = (
+        config.mode is MergeMode.COMMIT_TIME_ORDERING
+        and config.log_precombine
+        and has_ordering
+    )
+    with_order = use_ordering or two_step
+    order_type = _ordering_type(data_tables, config.ordering_field) if with_order else None
 
     # candidates: one row per data row and per delete, with a global position
     key_parts: list[pa.Array] = []
@@ -300,7 +360,7 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig) -> pa.Table:
             del_parts.append(_is_delete_mask(piece, config))
             natural_parts.append(pa.array([False] * n, pa.bool_()))
             src_parts.append(pa.array(range(data_offset, data_offset + n), pa.int64()))
-            if use_ordering:
+            if with_order:
                 if config.ordering_field in piece.column_names:
                     order_parts.append(_cast_ordering(piece.column(config.ordering_field), order_type))
                 else:
@@ -316,7 +376,7 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig) -> pa.Table:
             values = piece.ordering_values
             if values is None:
                 values = pa.nulls(n)
-            if use_ordering:
+            if with_order:
                 mask = _natural_mask(values)
                 natural_parts.append(mask)
                 # a natural-order delete has no place in event time: rank it below everything
@@ -336,44 +396,19 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig) -> pa.Table:
         _SRC: pa.concat_arrays(src_parts),
     }
     natural = pa.concat_arrays(natural_parts)
-    if use_ordering:
+    if with_order:
         columns[_ORDER] = pa.concat_arrays(order_parts)
     cand = pa.table(columns)
 
-    if use_ordering and pc.any(natural).as_py():
-        # A delete without ordering value wipes out every earlier version of its key.
-        cutoffs = (
-            cand.filter(natural)
-            .group_by(_KEY)
-            .aggregate([(_SEQ, "max")])
-            .rename_columns({f"{_SEQ}_max": "__cut"})
-        )
-        joined = cand.append_column("__natural", natural).join(cutoffs, _KEY, join_type="left outer")
-        cut = pc.fill_null(joined.column("__cut"), -1)
-        seq = joined.column(_SEQ)
-        keep = pc.or_(
-            pc.greater(seq, cut),
-            pc.and_(pc.equal(seq, cut), joined.column("__natural")),
-        )
-        # survivors: the natural delete itself (null ordering, so any later version outranks it)
-        # and the versions written after it
-        cand = joined.filter(keep).select(list(columns))
-
-    # nulls first: a version with no ordering value is the oldest in event time
-    sort_keys = [(_KEY, "ascending")]
-    if use_ordering:
-        sort_keys.append((_ORDER, "ascending", "at_start"))
-    sort_keys.append((_SEQ, "ascending"))
-    order = _sort_indices(cand, sort_keys)
-    cand = cand.take(order)
-    keys = cand.column(_KEY)
-    n = cand.num_rows
-    if n > 1:
-        last = pc.not_equal(keys.slice(0, n - 1), keys.slice(1))
-        last = pa.concat_arrays([c for c in pa.chunked_array(last).chunks] + [pa.array([True])])
+    if two_step:
+        base_rows = pieces[0].num_rows if has_base and isinstance(pieces[0], pa.Table) else 0
+        in_log = pc.greater_equal(cand.column(_SEQ), base_rows)
+        log_winners = _rank(cand.filter(in_log), natural.filter(in_log), use_ordering=True)
+        base = cand.filter(pc.invert(in_log))
+        base = base.filter(pc.invert(pc.is_in(base.column(_KEY), value_set=log_winners.column(_KEY))))
+        winners = pa.concat_tables([base, log_winners])
     else:
-        last = pa.array([True] * n, pa.bool_())
-    winners = cand.filter(last)
+        winners = _rank(cand, natural, use_ordering)
     winners = winners.filter(pc.invert(winners.column(_DEL)))
     src = pc.sort_indices(winners, sort_keys=[(_SEQ, "ascending")])
     src = winners.column(_SRC).take(src)

@@ -174,3 +174,39 @@ def test_zero_ordering_delete_array_is_natural_and_ranks_lowest():
     deletes = DeleteSet(pa.array(["a", "b"]), pa.array([0, 0], pa.int64()))
     later = rows(["b"], [-5], ["b2"])
     assert as_map(merge_records([base, deletes, later], EVENT)) == {"b": "b2"}
+
+
+V6_LATEST = MergeConfig.from_properties(
+    {
+        "hoodie.table.precombine.field": "ts",
+        "hoodie.compaction.payload.class": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    }
+)
+
+
+def test_v6_overwrite_payload_precombines_logs_then_overwrites_base():
+    """Hudi 0.x: log records pre-combined by ordering value, the result overwrites the base row."""
+    assert V6_LATEST.log_precombine and V6_LATEST.mode is MergeMode.COMMIT_TIME_ORDERING
+    base = rows(["a", "b", "c"], [100, 100, 100], ["a0", "b0", "c0"])
+    log1 = rows(["a", "b"], [5, 1], ["a1", "b1"], commit="c2")
+    log2 = rows(["a", "b"], [3, 2], ["a2", "b2"], commit="c3")
+    out = merge_records([base, log1, log2], V6_LATEST, has_base=True)
+    # a: log1 (5) beats log2 (3) among logs, then overwrites the base despite 100 > 5
+    assert as_map(out) == {"a": "a1", "b": "b2", "c": "c0"}
+    # a log-only slice (no base file) is pre-combined the same way
+    assert as_map(merge_records([log1, log2], V6_LATEST)) == {"a": "a1", "b": "b2"}
+    # an explicit COMMIT_TIME_ORDERING merge mode is plain latest-wins
+    explicit = MergeConfig.from_properties(
+        {"hoodie.table.precombine.field": "ts", "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}
+    )
+    assert not explicit.log_precombine
+    assert as_map(merge_records([base, log1, log2], explicit, has_base=True)) == {"a": "a2", "b": "b2", "c": "c0"}
+
+
+def test_v6_overwrite_payload_log_delete_beats_base():
+    base = rows(["a", "b"], [100, 100], ["a0", "b0"])
+    log1 = rows(["a"], [5], ["a1"], commit="c2")
+    stale = DeleteSet.from_records([Del("a", 4), Del("b", 1)])
+    out = merge_records([base, log1, stale], V6_LATEST, has_base=True)
+    # a: the delete (4) is older than log1 (5) in the log: stale; b: the delete overwrites the base
+    assert as_map(out) == {"a": "a1"}
