@@ -48,3 +48,71 @@ def slice_(part: str, fid: str, n: int, base_size: int | None = 100, logs: tuple
     lfs = [F(f"/t/{part}/.{fid}_{ts(n)}.log.{i + 1}_0-1-0", f".{fid}_{ts(n)}.log.{i + 1}_0-1-0", sz, part)
            for i, sz in enumerate(logs)]
     return S(part, fid, ts(n), base, lfs)
+
+
+# ------------------------------------------------------------------ real tables
+import os  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+
+
+def table_config(table_type: str = "MERGE_ON_READ", **extra: str) -> dict[str, str]:
+    cfg = {"hoodie.table.name": "svc", "hoodie.datasource.write.table.type": table_type,
+           "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "p",
+           "hoodie.datasource.write.precombine.field": "ts"}
+    cfg.update(extra)
+    return cfg
+
+
+def batch(ids, ts_value: int) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": [f"k{i:04d}" for i in ids], "p": [f"p{i % 2}" for i in ids],
+                     "ts": [ts_value] * len(ids), "v": [ts_value * 10000 + i for i in ids]})
+
+
+class Model:
+    """The plain-Python truth a table's snapshot must equal."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, int] = {}
+
+    def upsert(self, b: pa.Table) -> None:
+        self.rows.update(zip(b.column("id").to_pylist(), b.column("v").to_pylist()))
+
+    def table(self) -> dict[str, list]:
+        keys = sorted(self.rows)
+        return {"id": keys, "v": [self.rows[k] for k in keys]}
+
+
+def snapshot(base: str, **kw) -> dict[str, list]:
+    from airflow_hoodie.table.read import read_table
+
+    t = read_table(base, **kw)
+    if t.num_rows == 0:
+        return {"id": [], "v": []}
+    return t.select(["id", "v"]).sort_by("id").to_pydict()
+
+
+def write(base: str, b: pa.Table, cfg: dict[str, str], operation: str = "upsert") -> str:
+    from airflow_hoodie.actions.write import write_arrow
+
+    return write_arrow(base, b, operation, cfg).instant
+
+
+def data_files(base: str) -> list[str]:
+    out = []
+    for root, _dirs, files in os.walk(base):
+        if ".hoodie" in os.path.relpath(root, base).split(os.sep):
+            continue
+        out += [os.path.relpath(os.path.join(root, f), base) for f in files if not f.startswith(".hoodie_partition")]
+    return sorted(out)
+
+
+def timeline_files(base: str) -> list[str]:
+    return sorted(f for f in os.listdir(os.path.join(base, ".hoodie")) if f[0].isdigit())
+
+
+def load(base: str):
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    return HoodieTable.load(base)

@@ -1,0 +1,54 @@
+"""spark-submit job: clean old file slices (hoodie.cleaner.policy and its retention setting).
+
+    spark-submit spark_jobs/clean.py --base-path PATH [--hoodie-conf hoodie.cleaner.commits.retained=10] [--local]
+
+Finishes a pending clean first; otherwise plans (T.clean.requested), deletes as Spark tasks,
+completes T.clean. Prints {"instant": null, "reason": ...} when nothing is out of retention.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+try:
+    import airflow_hoodie  # noqa: F401 - shipped with --py-files under spark-submit
+except ImportError:  # run from a checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from airflow_hoodie.spark.job import base_parser, load_config, run_job, storage_options  # noqa: E402
+
+
+def _executor(args, app: str):
+    """Spark tasks, or in-process with --local (small tables, tests)."""
+    if getattr(args, "local", False):
+        from airflow_hoodie.actions.executor import LocalExecutor
+
+        return LocalExecutor()
+    from airflow_hoodie.spark.executor import SparkExecutor
+    from airflow_hoodie.spark.session import get_or_create_session
+
+    return SparkExecutor(get_or_create_session(app, master=args.spark_master))
+
+
+def _table(args):
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    return HoodieTable.load(args.base_path, storage_options(args) or None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = base_parser("Clean file slices out of retention.")
+    parser.add_argument("--local", action="store_true", help="Delete in-process instead of on Spark")
+    args = parser.parse_args(argv)
+
+    def job() -> dict:
+        from airflow_hoodie.actions.clean import run_clean
+
+        return run_clean(_table(args), load_config(args), _executor(args, "hoodie-clean"), storage_options(args))
+
+    return run_job(job, args.result_file)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

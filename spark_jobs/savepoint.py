@@ -1,0 +1,57 @@
+"""spark-submit job: create or delete a savepoint (timeline only, no Spark work).
+
+    spark-submit spark_jobs/savepoint.py --base-path PATH --instant-time T [--delete] [--user U] [--comments C]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+try:
+    import airflow_hoodie  # noqa: F401 - shipped with --py-files under spark-submit
+except ImportError:  # run from a checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from airflow_hoodie.spark.job import base_parser, load_config, run_job, storage_options  # noqa: E402
+
+
+def _executor(args, app: str):
+    """Spark tasks, or in-process with --local (small tables, tests)."""
+    if getattr(args, "local", False):
+        from airflow_hoodie.actions.executor import LocalExecutor
+
+        return LocalExecutor()
+    from airflow_hoodie.spark.executor import SparkExecutor
+    from airflow_hoodie.spark.session import get_or_create_session
+
+    return SparkExecutor(get_or_create_session(app, master=args.spark_master))
+
+
+def _table(args):
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    return HoodieTable.load(args.base_path, storage_options(args) or None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = base_parser("Create or delete a savepoint.")
+    parser.add_argument("--instant-time", required=True, help="Completed commit to savepoint")
+    parser.add_argument("--delete", action="store_true", help="Delete the savepoint instead")
+    parser.add_argument("--user", default="", help="savepointedBy")
+    parser.add_argument("--comments", default="", help="Savepoint comments")
+    args = parser.parse_args(argv)
+
+    def job() -> dict:
+        from airflow_hoodie.actions.savepoint import create_savepoint, delete_savepoint
+
+        table = _table(args)
+        if args.delete:
+            return delete_savepoint(table, args.instant_time)
+        return create_savepoint(table, args.instant_time, args.user, args.comments)
+
+    return run_job(job, args.result_file)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
