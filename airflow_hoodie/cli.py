@@ -234,6 +234,9 @@ def instant_details(table: Any, instant: str, state: str | None = None) -> dict[
     ts = parsed.timestamp if parsed else instant
     current = timeline.get(ts)
     if current is None:
+        archived = _archived_details(table, ts)
+        if archived is not None:
+            return archived
         raise HoodieError(
             f"instant {ts} is not on the active timeline of {table.base_uri}; "
             "run `airflow-hoodie timeline PATH` to list instants"
@@ -261,6 +264,25 @@ def instant_details(table: Any, instant: str, state: str | None = None) -> dict[
     }
     result["content"] = decode_instant_content(data, action)
     return result
+
+
+def _archived_details(table: Any, ts: str) -> dict[str, Any] | None:
+    """An archived instant's metadata, from the ``HoodieArchivedMetaEntry`` that holds it."""
+    try:
+        archived = table.archived_timeline()
+    except (ImportError, HoodieError):
+        return None
+    inst = next((i for i in archived.instants if i.timestamp == ts), None)
+    if inst is None:
+        return None
+    state = getattr(inst, "state", None)
+    return {
+        "instant": ts,
+        "action": inst.action,
+        "state": getattr(state, "name", str(state)),
+        "file_state": "ARCHIVED",
+        "content": archived.metadata(ts),
+    }
 
 
 def decode_instant_content(data: bytes, action: str) -> Any:

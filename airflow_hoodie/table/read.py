@@ -403,8 +403,11 @@ def read_table(
         ]
     else:
         slices = [s for s in view.latest_merged_file_slices(None, as_of=latest) if s.partition_path in partitions]
-    if window is not None:
-        touched = _touched_file_groups(timeline, visible.between(start, None) if start else visible)
+    if window is not None and start and not timeline.is_before_timeline_starts(start):
+        # Only the file groups the window's commits wrote can hold its rows. When the window
+        # starts before the active timeline (archived commits), Hudi falls back to a full scan
+        # filtered by commit time, and so do we.
+        touched = _touched_file_groups(timeline, visible.between(start, None))
         if touched is not None:
             slices = [s for s in slices if (s.partition_path, s.file_id) in touched]
 
