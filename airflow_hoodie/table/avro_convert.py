@@ -215,7 +215,10 @@ def avro_to_arrow_schema(avro_schema: str | dict) -> pa.Schema:
     """
     schema = parse_avro_schema(avro_schema)
     named: dict[str, Any] = {}
-    t = _avro_to_arrow(schema, named, "")
+    try:
+        t = _avro_to_arrow(schema, named, "")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise HoodieSchemaError(f"Malformed Avro schema ({type(exc).__name__}: {exc})") from exc
     if not pa.types.is_struct(t):
         raise HoodieSchemaError("Expected an Avro record schema at the top level.")
     return pa.schema([t.field(i) for i in range(t.num_fields)])

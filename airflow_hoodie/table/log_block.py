@@ -380,6 +380,16 @@ def _require_schema(block: LogBlock) -> str:
     return schema
 
 
+def _block_arrow_schema(block: LogBlock, schema: str) -> pa.Schema:
+    """Arrow schema of a block's SCHEMA header; a broken header is corrupt data."""
+    try:
+        return avro_to_arrow_schema(schema)
+    except (HoodieSchemaError, HoodieNotSupportedError) as exc:
+        raise HoodieCorruptedLogError(
+            f"{block.type_name} block at byte {block.offset} has an unusable SCHEMA header: {exc}"
+        ) from exc
+
+
 def iter_avro_record_bytes(content: bytes) -> tuple[int, list[memoryview]]:
     """(content version, per-record Avro byte slices) of an Avro data block's content."""
     mv = memoryview(content)
@@ -407,12 +417,18 @@ def iter_avro_record_bytes(content: bytes) -> tuple[int, list[memoryview]]:
 def decode_avro_records(block: LogBlock) -> list[dict]:
     """Record dicts of an AVRO_DATA/CDC_DATA block (timestamps/dates as plain ints)."""
     schema = _require_schema(block)
-    parsed = _parsed(schema)
+    _block_arrow_schema(block, schema)
+    try:
+        parsed = _parsed(schema)
+    except HoodieSchemaError as exc:
+        raise HoodieCorruptedLogError(
+            f"{block.type_name} block at byte {block.offset} has an unusable SCHEMA header: {exc}"
+        ) from exc
     _, slices = iter_avro_record_bytes(block.content)
     reader = fastavro.schemaless_reader
     try:
         return [reader(io.BytesIO(s), parsed, None) for s in slices]
-    except (EOFError, ValueError, IndexError, KeyError, UnicodeDecodeError, TypeError) as exc:
+    except (EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError) as exc:
         raise HoodieCorruptedLogError(
             f"Avro record in block at byte {block.offset} cannot be decoded with the "
             f"block's schema: {exc!r}"
@@ -425,7 +441,13 @@ def decode_avro_data_block(block: LogBlock) -> pa.Table:
     if block.block_type not in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         raise HoodieNotSupportedError(f"{block.type_name} block is not an Avro data block")
     schema = _require_schema(block)
-    return avro_records_to_arrow(decode_avro_records(block), schema)
+    records = decode_avro_records(block)
+    try:
+        return avro_records_to_arrow(records, schema)
+    except HoodieSchemaError as exc:
+        raise HoodieCorruptedLogError(
+            f"records of block at byte {block.offset} do not match its schema: {exc}"
+        ) from exc
 
 
 # ----------------------------------------------------------------------------------
@@ -461,17 +483,18 @@ def decode_parquet_data_block(block: LogBlock) -> pa.Table:
     if block.block_type != BlockType.PARQUET_DATA:
         raise HoodieNotSupportedError(f"{block.type_name} block is not a parquet data block")
     schema = block.schema
-    target = avro_to_arrow_schema(schema) if schema else None
+    target = _block_arrow_schema(block, schema) if schema else None
     if not block.content:
         return target.empty_table() if target is not None else pa.table({})
     try:
         table = pq.read_table(pa.BufferReader(block.content))
-    except (pa.ArrowException, OSError) as exc:
+        table = table.replace_schema_metadata(None)
+        return conform_table(table, target) if target is not None else table
+    except (pa.ArrowException, OSError, ValueError, HoodieSchemaError) as exc:
         raise HoodieCorruptedLogError(
-            f"parquet data block at byte {block.offset} is not a readable parquet file: {exc}"
+            f"parquet data block at byte {block.offset} is not a readable parquet file "
+            f"matching its SCHEMA header: {exc}"
         ) from exc
-    table = table.replace_schema_metadata(None)
-    return conform_table(table, target) if target is not None else table
 
 
 def decode_data_block(block: LogBlock) -> pa.Table:
@@ -668,7 +691,7 @@ def decode_delete_block(block: LogBlock) -> list[DeleteRecord]:
         rec = fastavro.schemaless_reader(
             io.BytesIO(c[8 : 8 + n]), _DELETE_PARSED, None, return_record_name=True
         )
-    except (EOFError, ValueError, IndexError, KeyError, UnicodeDecodeError, TypeError) as exc:
+    except (EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError) as exc:
         raise HoodieCorruptedLogError(
             f"delete block at byte {block.offset} cannot be decoded: {exc!r}"
         ) from exc

@@ -306,3 +306,44 @@ def test_describe_log_file_fields(tmp_path):
     assert entries[1]["corrupt"] and entries[1]["record_count"] is None and "records" not in entries[1]
     assert entries[3]["records"] == [{"record_key": "a", "partition_path": "p", "ordering_value": 3}]
     assert [e.get("records") for e in describe_log_file(STORAGE, path)] == [None] * 4
+
+
+def test_random_damage_never_escapes_as_a_raw_exception():
+    """Flipped bytes and truncation anywhere: blocks become CORRUPT or decoding raises a
+    HoodieError with a message — never a KeyError/UnicodeDecodeError from deep inside."""
+    import random
+
+    from airflow_hoodie.errors import HoodieError
+    from airflow_hoodie.table.log_block import decode_data_block, decode_delete_block, parquet_data_block
+
+    t = pa.table({
+        "_hoodie_record_key": ["a", "bb", "ccc"],
+        "s": pa.array([{"x": 1, "m": [("k", 1.5)]}, None, {"x": None, "m": None}],
+                      pa.struct([("x", pa.int32()), ("m", pa.map_(pa.string(), pa.float64()))])),
+        "d": pa.array([decimal.Decimal("1.23"), None, decimal.Decimal("-9.99")], pa.decimal128(6, 2)),
+        "l": pa.array([[1, 2], [], None], pa.list_(pa.int64())),
+    })
+    schema = arrow_schema_to_avro(t.schema, *table_record_name("f"))
+    clean = b"".join(serialize_block(b) for b in [
+        avro_data_block(t, schema, "1"),
+        delete_block([DeleteRecord("a", "p", 5), DeleteRecord("b", None, dt.date(2020, 1, 1))], "2"),
+        rollback_command_block("3", "0"),
+        parquet_data_block(t, schema, "4"),
+    ])
+    rnd = random.Random(7)
+    for _ in range(1500):
+        data = bytearray(clean)
+        for _ in range(rnd.randint(1, 4)):
+            data[rnd.randrange(len(data))] = rnd.randrange(256)
+        if rnd.random() < 0.2:
+            data = data[: rnd.randrange(len(data))]
+        try:
+            for block in read_log_blocks_from_bytes(bytes(data)):
+                if block.corrupt:
+                    continue
+                if block.is_data:
+                    decode_data_block(block)
+                elif block.is_delete:
+                    decode_delete_block(block)
+        except HoodieError:
+            pass
