@@ -19,9 +19,15 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 DAGS_FOLDER = REPO_ROOT / "dags_examples"
 
 _HOME = pathlib.Path(tempfile.mkdtemp(prefix="airflow-hoodie-home-"))
+#: dag.test() only runs DAGs found in the dags folder: the examples are linked in, and
+#: tests drop their own DAG files next to them.
+TEST_DAGS = _HOME / "dags"
+TEST_DAGS.mkdir()
+for _example in DAGS_FOLDER.glob("*.py"):
+    (TEST_DAGS / _example.name).symlink_to(_example)
 os.environ["AIRFLOW_HOME"] = str(_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS_FOLDER)
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(TEST_DAGS)
 os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_HOME / 'airflow.db'}"
 os.environ.setdefault("HOODIE_EXAMPLE_BASE_DIR", str(_HOME / "hoodie_example"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -82,6 +88,23 @@ def fake_jobs_dir(tmp_path, monkeypatch):
     ))
     monkeypatch.setenv("AIRFLOW_HOODIE_JOBS_DIR", str(jobs))
     return jobs
+
+
+def load_dag_file(name: str, source: str):
+    """Write a DAG file into the dags folder and return its DAG (dag.test() needs both)."""
+    import importlib.util
+
+    path = TEST_DAGS / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(f"test_dag_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+def make_job(jobs_dir: pathlib.Path, name: str, like: str) -> None:
+    """Make ``jobs_dir/<name>.py`` behave like one of the fake jobs (ok, fail, noop)."""
+    (jobs_dir / f"{name}.py").write_text((jobs_dir / f"{like}.py").read_text())
 
 
 def write_timeline(base: pathlib.Path, files: dict[str, bytes] | list[str], table_type: str = "MERGE_ON_READ") -> pathlib.Path:

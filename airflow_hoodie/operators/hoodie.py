@@ -1,0 +1,324 @@
+"""One thin operator per ``spark_jobs/*.py`` script.
+
+Each operator only states which job it runs and which arguments the job takes; the
+:class:`HoodieHook` does the spark-submit and returns the job's JSON result, which the
+operator returns (so it lands in XCom as ``return_value``; the instant is also pushed
+under the key ``instant``).
+
+Nothing to do (the job answered ``{"instant": null, ...}``): the task succeeds and logs
+why, or raises AirflowSkipException with ``on_nothing_to_do="skip"``. Either way no
+Asset event is emitted, so downstream DAGs scheduled on the table only run when the
+table really changed.
+
+Writing operators (upsert, compaction execute, clustering, rollback) put the table's
+Asset in ``outlets`` automatically when ``base_path`` is a literal; the event's
+``extra`` carries the instant, action and operation so consumers know what changed. With
+a templated ``base_path``, pass ``outlets=[hoodie_table_asset(...)]`` or an ``AssetAlias``
+(the operator then attaches the table's Asset to the alias at run time).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Sequence
+
+from airflow.sdk import Asset, AssetAlias, BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
+from airflow_hoodie.hooks.hoodie import HoodieHook
+
+NOTHING_TO_DO_SUCCESS = "success"
+NOTHING_TO_DO_SKIP = "skip"
+
+#: result keys copied onto the Asset event (small, JSON-safe, useful downstream)
+ASSET_EXTRA_KEYS = ("instant", "action", "state", "operation", "table_type", "base_path",
+                    "inserts", "updates", "deletes", "files_written", "bytes_written", "num_writes")
+
+
+def _is_templated(value: Any) -> bool:
+    return isinstance(value, str) and "{{" in value
+
+
+class HoodieBaseOperator(BaseOperator):
+    """Runs one job script; subclasses set ``job`` and implement :meth:`job_args`.
+
+    :param base_path: table path or URI (default: the ``hoodie`` connection's ``base_path``).
+    :param hoodie_conn_id: ``hoodie`` connection (a missing ``hoodie_default`` is fine).
+    :param spark_conn_id: Spark connection; overrides the ``hoodie`` connection's choice.
+    :param hoodie_conf: ``hoodie.*`` settings for this job, over the connection's defaults.
+    :param props_file: a ``.properties`` file of ``hoodie.*`` settings (``--props``).
+    :param storage_options: pyarrow filesystem options, over the connection's.
+    :param spark_conf: ``spark.*`` settings for this job.
+    :param spark_submit_kwargs: extra :class:`SparkSubmitHook` arguments
+        (``executor_memory``, ``num_executors``, ``deploy_mode``, ``verbose``, ...).
+    :param on_nothing_to_do: ``"success"`` (default) or ``"skip"``.
+    :param emit_asset: put the table's Asset in ``outlets`` (writing operators default to True).
+    """
+
+    job: ClassVar[str] = ""
+    writes_data: ClassVar[bool] = False
+    template_fields: Sequence[str] = (
+        "base_path", "hoodie_conf", "props_file", "storage_options", "spark_conf",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        "hoodie_conf": "json", "storage_options": "json", "spark_conf": "json",
+    }
+    ui_color = "#dbeafe"
+
+    def __init__(
+        self,
+        *,
+        base_path: str | None = None,
+        hoodie_conn_id: str = HoodieHook.default_conn_name,
+        spark_conn_id: str | None = None,
+        hoodie_conf: Mapping[str, Any] | None = None,
+        props_file: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        spark_conf: Mapping[str, Any] | None = None,
+        spark_submit_kwargs: Mapping[str, Any] | None = None,
+        on_nothing_to_do: str = NOTHING_TO_DO_SUCCESS,
+        emit_asset: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if on_nothing_to_do not in (NOTHING_TO_DO_SUCCESS, NOTHING_TO_DO_SKIP):
+            raise ValueError(f"on_nothing_to_do must be 'success' or 'skip', not {on_nothing_to_do!r}")
+        emit = self.writes_data if emit_asset is None else emit_asset
+        if emit and "outlets" not in kwargs and base_path and not _is_templated(base_path):
+            kwargs["outlets"] = [hoodie_table_asset(base_path)]
+        super().__init__(**kwargs)
+        self.base_path = base_path
+        self.hoodie_conn_id = hoodie_conn_id
+        self.spark_conn_id = spark_conn_id
+        self.hoodie_conf = dict(hoodie_conf or {})
+        self.props_file = props_file
+        self.storage_options = dict(storage_options or {})
+        self.spark_conf = dict(spark_conf or {})
+        self.spark_submit_kwargs = dict(spark_submit_kwargs or {})
+        self.on_nothing_to_do = on_nothing_to_do
+        self.emit_asset = emit
+        self._hook: HoodieHook | None = None
+
+    # ------------------------------------------------------------------ hooks for subclasses
+    def job_args(self, context: Any) -> list[str]:
+        """The job's own arguments (after the common ``--base-path``/``--hoodie-conf``...)."""
+        return []
+
+    def is_nothing_to_do(self, result: Mapping[str, Any]) -> bool:
+        return result.get("instant") is None
+
+    # ------------------------------------------------------------------ execution
+    def get_hook(self) -> HoodieHook:
+        return HoodieHook(
+            self.hoodie_conn_id,
+            base_path=self.base_path,
+            spark_conn_id=self.spark_conn_id,
+            storage_options=self.storage_options,
+            hoodie_conf=self.hoodie_conf,
+            spark_conf=self.spark_conf,
+            spark_submit_kwargs=self.spark_submit_kwargs,
+        )
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        self._hook = self.get_hook()
+        run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file)
+        result = dict(run.result)
+        base_uri = self._hook.require_base_path()
+        if self.is_nothing_to_do(result):
+            reason = result.get("reason") or result.get("message") or "the job found nothing to do"
+            self._drop_table_outlets()
+            message = f"{self.job}: nothing to do on {base_uri}: {reason}"
+            if self.on_nothing_to_do == NOTHING_TO_DO_SKIP:
+                raise AirflowSkipException(message)
+            self.log.info(message)
+        else:
+            self.log.info("%s on %s: %s", self.job, base_uri, result)
+            if self.emit_asset:
+                self._record_asset_event(context, base_uri, result)
+        ti = context.get("ti") if context else None
+        if ti is not None:
+            ti.xcom_push(key="instant", value=result.get("instant"))
+        return result
+
+    def _drop_table_outlets(self) -> None:
+        """No change, no event: Airflow emits one per outlet of a successful task."""
+        self.outlets = [o for o in (self.outlets or []) if not is_table_asset(o)]
+
+    def _record_asset_event(self, context: Any, base_uri: str, result: Mapping[str, Any]) -> None:
+        events = context.get("outlet_events") if context else None
+        if events is None:
+            return
+        extra = {k: result[k] for k in ASSET_EXTRA_KEYS
+                 if k in result and isinstance(result[k], (str, int, float, bool, type(None)))}
+        extra.setdefault("job", self.job)
+        extra["table"] = base_uri
+        table_uri = table_asset_uri(base_uri)
+        for outlet in self.outlets or []:
+            if isinstance(outlet, Asset) and outlet.uri == table_uri:
+                events[outlet].extra = {**events[outlet].extra, **extra}
+            elif isinstance(outlet, AssetAlias):
+                events[outlet].add(hoodie_table_asset(base_uri), extra=extra)
+
+    def on_kill(self) -> None:
+        if self._hook is not None:
+            self._hook.on_kill()
+
+
+class HoodieUpsertOperator(HoodieBaseOperator):
+    """Write a batch (``spark_jobs/upsert.py``): insert, upsert, bulk_insert, delete, insert_overwrite...
+
+    :param table_name: ``hoodie.table.name`` (needed when the first write creates the table).
+    :param source: path or URI of the batch.
+    :param source_format: parquet, json, csv or orc.
+    :param operation: Hudi write operation (default ``upsert``).
+    """
+
+    job = "upsert"
+    writes_data = True
+    template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "table_name", "source",
+                                      "source_format", "operation")
+
+    def __init__(self, *, table_name: str, source: str, source_format: str = "parquet",
+                 operation: str = "upsert", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.table_name = table_name
+        self.source = source
+        self.source_format = source_format
+        self.operation = operation
+
+    def job_args(self, context: Any) -> list[str]:
+        return ["--table-name", self.table_name, "--source", self.source,
+                "--source-format", self.source_format, "--operation", self.operation]
+
+
+class HoodieCompactionPlanOperator(HoodieBaseOperator):
+    """Schedule a compaction (``spark_jobs/compaction_plan.py``); XCom ``instant`` is the plan."""
+
+    job = "compaction_plan"
+
+
+class HoodieCompactionExecuteOperator(HoodieBaseOperator):
+    """Execute a pending compaction (``spark_jobs/compaction_execute.py``).
+
+    :param instant_time: the compaction to run. Default: the instant planned by the
+        upstream :class:`HoodieCompactionPlanOperator` (its XCom), or, with no such task
+        upstream, every pending compaction oldest first.
+    :param plan_task_id: take the instant from this task's XCom instead of looking upstream.
+    """
+
+    job = "compaction_execute"
+    writes_data = True
+    template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "instant_time")
+
+    def __init__(self, *, instant_time: str | None = None, plan_task_id: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.instant_time = instant_time
+        self.plan_task_id = plan_task_id
+        self._nothing_planned = False
+
+    def _plan_task_ids(self) -> list[str]:
+        if self.plan_task_id:
+            return [self.plan_task_id]
+        return [t.task_id for t in self.upstream_list if isinstance(t, HoodieCompactionPlanOperator)]
+
+    def resolve_instant(self, context: Any) -> str | None:
+        if self.instant_time:
+            return str(self.instant_time)
+        plan_tasks = self._plan_task_ids()
+        if not plan_tasks:
+            return None
+        ti = context["ti"]
+        for task_id in plan_tasks:
+            planned = ti.xcom_pull(task_ids=task_id, key="return_value")
+            if isinstance(planned, Mapping) and planned.get("instant"):
+                return str(planned["instant"])
+        self._nothing_planned = True
+        return None
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        instant = self.resolve_instant(context)
+        if self._nothing_planned:
+            result = {"instant": None, "action": "compaction",
+                      "reason": f"no compaction was planned by {', '.join(self._plan_task_ids())}"}
+            self._drop_table_outlets()
+            if self.on_nothing_to_do == NOTHING_TO_DO_SKIP:
+                raise AirflowSkipException(result["reason"])
+            self.log.info("Nothing to compact: %s", result["reason"])
+            context["ti"].xcom_push(key="instant", value=None)
+            return result
+        self._resolved_instant = instant
+        return super().execute(context)
+
+    def job_args(self, context: Any) -> list[str]:
+        instant = getattr(self, "_resolved_instant", None)
+        return ["--instant-time", instant] if instant else []
+
+
+class HoodieClusteringOperator(HoodieBaseOperator):
+    """Cluster (``spark_jobs/clustering.py``): schedule, execute or scheduleAndExecute (default)."""
+
+    job = "clustering"
+    writes_data = True
+    template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "mode", "instant_time")
+    MODES = ("schedule", "execute", "scheduleAndExecute")
+
+    def __init__(self, *, mode: str = "scheduleAndExecute", instant_time: str | None = None,
+                 **kwargs: Any) -> None:
+        if mode not in self.MODES and not _is_templated(mode):
+            raise ValueError(f"mode must be one of {self.MODES}, not {mode!r}")
+        if mode == "schedule" and kwargs.get("emit_asset") is None:
+            kwargs["emit_asset"] = False  # a plan changes no data
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.instant_time = instant_time
+
+    def job_args(self, context: Any) -> list[str]:
+        args = ["--mode", self.mode]
+        if self.instant_time:
+            args += ["--instant-time", str(self.instant_time)]
+        return args
+
+
+class HoodieCleanOperator(HoodieBaseOperator):
+    """Clean old file versions (``spark_jobs/clean.py``) under ``hoodie.cleaner.*``."""
+
+    job = "clean"
+
+
+class HoodieArchiveOperator(HoodieBaseOperator):
+    """Archive old instants (``spark_jobs/archive.py``) under ``hoodie.keep.*``."""
+
+    job = "archive"
+
+
+class HoodieRollbackOperator(HoodieBaseOperator):
+    """Roll back a write (``spark_jobs/rollback.py --instant-time T``)."""
+
+    job = "rollback"
+    writes_data = True
+    template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "instant_time")
+
+    def __init__(self, *, instant_time: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.instant_time = instant_time
+
+    def job_args(self, context: Any) -> list[str]:
+        return ["--instant-time", str(self.instant_time)]
+
+
+class HoodieSavepointOperator(HoodieBaseOperator):
+    """Create (or with ``delete=True`` remove) a savepoint (``spark_jobs/savepoint.py``)."""
+
+    job = "savepoint"
+    template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "instant_time")
+
+    def __init__(self, *, instant_time: str, delete: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.instant_time = instant_time
+        self.delete = delete
+
+    def job_args(self, context: Any) -> list[str]:
+        args = ["--instant-time", str(self.instant_time)]
+        if self.delete:
+            args.append("--delete")
+        return args
