@@ -443,8 +443,9 @@ def conform_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def arrow_to_avro_records(table: pa.Table, avro_schema: str | dict) -> list[dict[str, Any]]:
-    """Python dicts for ``table`` ready for fastavro with :func:`strip_logical_types`
-    of ``avro_schema`` (timestamps/dates as ints in the Avro unit, decimals as Decimal)."""
+    """Python dicts for ``table`` ready for fastavro (timestamps/dates as ints in the Avro
+    unit, decimals as Decimal, maps as dicts). They encode under ``avro_schema`` itself and,
+    faster, under :func:`strip_logical_types` of it."""
     arrow_schema = avro_to_arrow_schema(avro_schema)
     table = conform_table(table, arrow_schema)
     phys = pa.schema([f.with_type(physical_arrow_type(f.type)) for f in arrow_schema])
@@ -465,12 +466,23 @@ def arrow_to_avro_records(table: pa.Table, avro_schema: str | dict) -> list[dict
 
 
 def avro_records_to_arrow(records: Iterable[dict[str, Any]], avro_schema: str | dict) -> pa.Table:
-    """The Arrow table of dicts decoded with :func:`strip_logical_types` of the schema."""
+    """The Arrow table of Avro record dicts, typed by :func:`avro_to_arrow_schema`.
+
+    Fastest for dicts decoded with :func:`strip_logical_types` of the schema (plain ints
+    for timestamps/dates); dicts holding ``datetime``/``date`` objects (decoded with
+    logical types) work too.
+    """
     arrow_schema = avro_to_arrow_schema(avro_schema)
     phys = pa.schema([f.with_type(physical_arrow_type(f.type)) for f in arrow_schema])
+    records = list(records)
     try:
-        table = pa.Table.from_pylist(list(records), schema=phys)
+        table = pa.Table.from_pylist(records, schema=phys)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        # records decoded with logical types (datetime/date objects) convert directly
+        try:
+            return pa.Table.from_pylist(records, schema=arrow_schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
         raise HoodieSchemaError(f"Avro records do not match their schema: {exc}") from exc
     if phys != arrow_schema:
         table = pa.Table.from_arrays(

@@ -645,12 +645,16 @@ def delete_block(
     instant_time: str,
     ordering_type: pa.DataType | None = None,
     extra_headers: Mapping[HeaderKey | int, str] | None = None,
+    schema: dict | str | None = None,
 ) -> LogBlock:
     """A DELETE block (content version 3) for ``keys``.
 
     ``ordering_type`` is the Arrow type of the table's precombine field; it decides the
-    wrapper (Int vs Long ...) so Hudi can compare the value with the field. Without it,
-    Python ints become LongWrapper and floats DoubleWrapper.
+    wrapper (Int vs Long ...) so Hudi compares the value with the field's (Hudi only lets
+    an older record win over a delete when both ordering values have the same class).
+    Without it, Python ints become LongWrapper and floats DoubleWrapper. ``schema``: Hudi's
+    append handle gives a delete block the same headers as its data block, i.e. also the
+    writer schema in ``SCHEMA``; pass it to match byte for byte.
     """
     recs = [
         {
@@ -667,7 +671,9 @@ def delete_block(
         raise HoodieSchemaError(f"Cannot encode delete records: {exc}") from exc
     data = buf.getvalue()
     content = _I32.pack(LOG_BLOCK_CONTENT_VERSION) + _I32.pack(len(data)) + data
-    return LogBlock(BlockType.DELETE, _base_headers(instant_time, None, extra_headers), {}, content)
+    schema_json = _schema_json(schema) if schema is not None else None
+    return LogBlock(BlockType.DELETE, _base_headers(instant_time, schema_json, extra_headers), {},
+                    content)
 
 
 def decode_delete_block(block: LogBlock) -> list[DeleteRecord]:

@@ -171,3 +171,19 @@ def test_unsupported_schemas_raise_clearly():
         avro_to_arrow_schema("{nope")
     with pytest.raises(HoodieSchemaError, match="unknown named type"):
         avro_to_arrow_schema({"type": "record", "name": "r", "fields": [{"name": "x", "type": "Missing"}]})
+
+
+def test_records_with_logical_objects_convert_too():
+    avro = {"type": "record", "name": "r", "fields": [
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}], "default": None},
+        {"name": "d", "type": {"type": "int", "logicalType": "date"}}]}
+    rows = [{"ts": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), "d": dt.date(2024, 1, 2)}]
+    t = avro_records_to_arrow(rows, avro)
+    assert t.to_pylist() == rows
+    # and the ints we produce encode under the unstripped schema as well
+    import fastavro, io
+
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(avro), arrow_to_avro_records(t, avro)[0])
+    buf.seek(0)
+    assert fastavro.schemaless_reader(buf, fastavro.parse_schema(avro), None) == rows[0]
