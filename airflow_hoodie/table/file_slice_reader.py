@@ -78,11 +78,13 @@ def read_base_file(
     path: str,
     columns: Sequence[str] | None = None,
     filter: ds.Expression | None = None,
+    filter_columns: Sequence[str] = (),
 ) -> pa.Table:
     """Read a parquet base file, pushing the projection and the filter into the scan.
 
     Columns the file does not have (added to the table schema later) are skipped here and
-    filled with nulls by the caller.
+    filled with nulls by the caller. A filter on such a column sees nulls (so ``=``/``<``...
+    reject the row), as a reader of the evolved table would.
     """
     try:
         pf = pq.ParquetFile(storage.open_input(path))
@@ -98,6 +100,14 @@ def read_base_file(
     try:
         if filter is None:
             return pf.read(columns=cols)
+        absent = [c for c in filter_columns if c not in names]
+        if absent:
+            table = pf.read(columns=None if cols is None else cols + [c for c in filter_columns if c in names])
+            for c in absent:
+                table = table.append_column(c, pa.nulls(table.num_rows))
+            table = table.filter(filter)
+            keep = [c for c in table.column_names if c not in absent and (cols is None or c in cols)]
+            return table.select(keep)
         dataset = ds.dataset(path, format="parquet", filesystem=storage.fs)
         return dataset.to_table(columns=cols, filter=filter)
     except (pa.ArrowInvalid, OSError) as exc:
@@ -182,7 +192,7 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
         wanted = None
         if opts.columns is not None:
             wanted = list(opts.columns) + list(opts.filter_columns)
-        table = read_base_file(storage, base.path, wanted, opts.filter)
+        table = read_base_file(storage, base.path, wanted, opts.filter, opts.filter_columns)
         return _finish(table, opts, filtered=True)
 
     wanted = None

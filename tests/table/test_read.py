@@ -462,3 +462,19 @@ def test_pending_compaction_merges_old_and_new_slice(conformance, tmp_path):
     # old base file), so Hudi's getLatestMergedFileSlicesBeforeOrOn is the reference here, not hudi-rs
     ro = normalize_table(read_table(str(table_dir), query_type="read_optimized"))
     assert {r["_hoodie_record_key"]: r["name"] for r in ro}["2"] == "Bob"
+
+
+def test_filter_on_column_a_base_file_lacks(tmp_path):
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    from airflow_hoodie.table.file_slice_reader import read_base_file
+    from airflow_hoodie.table.storage import Storage
+
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"_hoodie_record_key": ["a", "b"], "x": [1, 2]}), path)
+    storage = Storage.local()
+    out = read_base_file(storage, str(path), None, ds.field("x") > 1, ["x"])
+    assert out.column("_hoodie_record_key").to_pylist() == ["b"]
+    out = read_base_file(storage, str(path), ["_hoodie_record_key"], ds.field("added") == 1, ["added"])
+    assert out.num_rows == 0 and out.column_names == ["_hoodie_record_key"]
