@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from airflow_hoodie.actions.service_common import active_instants as _active
-from airflow_hoodie.actions.service_common import is_completed, is_pending
+from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.instant import Action, Instant
+from airflow_hoodie.table.instant import Action, Instant, State
 
 MIN_COMMITS = "hoodie.keep.min.commits"
 MAX_COMMITS = "hoodie.keep.max.commits"
@@ -395,7 +395,7 @@ def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
     from airflow_hoodie.table.log_reader import read_log_blocks
     from airflow_hoodie.table.log_writer import LogWriter
 
-    if not config.get_bool(MERGE_ENABLE) or not table.storage.supports_append():
+    if not config.get_bool(MERGE_ENABLE) or not flag(table.storage, "supports_append"):
         return 0
     limit = config.get_int(MERGE_SMALL_FILE_LIMIT)
     batch = config.get_int(MERGE_FILES_BATCH)
