@@ -138,30 +138,35 @@ class LogWriter:
         name = log_file_name(self.file_id, self.base_instant, version, token, self.ext)
         return self.storage.join(self.partition_dir, name)
 
-    def _open(self) -> None:
-        """Open the output stream: append to the latest file or create the next."""
+    def _resolve(self) -> tuple[str, int, bool, int]:
+        """(path, version, append?, current size) the next append would write to."""
         if self._rolled:
-            version, token, path, size = self._version, None, None, 0
+            version, path, size = self._version, None, 0
         else:
-            version, token, path, size = latest_log_file(
+            version, _token, path, size = latest_log_file(
                 self.storage, self.partition_dir, self.file_id, self.base_instant, self.ext
             )
-        if (
-            path is not None
-            and not self._rolled
-            and self.storage.supports_append
-            and size < self.max_file_size
-        ):
-            self._out = self.storage.open_append(path)
-            self._path, self._version, self._pos = path, version, size
-            return
+        if path is not None and self.storage.supports_append and size < self.max_file_size:
+            return path, version, True, size
         new_version = version + 1 if version else LOGFILE_BASE_VERSION
         new_path = self._path_for(new_version, self.write_token)
         while self.storage.exists(new_path):  # someone else created it: move on
             new_version += 1
             new_path = self._path_for(new_version, self.write_token)
-        self._out = self.storage.open_output(new_path)
-        self._path, self._version, self._pos = new_path, new_version, 0
+        return new_path, new_version, False, 0
+
+    def next_log_path(self) -> str:
+        """The file the next :meth:`append` writes to (create the APPEND marker for this
+        name before appending, as Hudi does); resolving does not open anything."""
+        if self._out is not None and self._path is not None:
+            return self._path
+        return self._resolve()[0]
+
+    def _open(self) -> None:
+        """Open the output stream: append to the latest file or create the next."""
+        path, version, append, size = self._resolve()
+        self._out = self.storage.open_append(path) if append else self.storage.open_output(path)
+        self._path, self._version, self._pos = path, version, size
         self._rolled = False
 
     # ------------------------------------------------------------------ writing
@@ -193,6 +198,10 @@ class LogWriter:
         if self._pos > self.max_file_size:
             self._roll_over()
         return [result]
+
+    def append_block(self, block: LogBlock) -> AppendResult:
+        """Append one block (Hudi's ``appendBlock``)."""
+        return self.append([block])[0]
 
     def _roll_over(self) -> None:
         self._close_stream()

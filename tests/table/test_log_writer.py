@@ -115,3 +115,16 @@ def test_closed_writer_refuses_and_empty_append_is_noop(tmp_path):
     w.close()
     with pytest.raises(HoodieIOError, match="closed"):
         w.append([_block("001")])
+
+
+def test_next_log_path_predicts_the_target_without_creating_it(tmp_path):
+    w = LogWriter(STORAGE, str(tmp_path), FID, BASE, "0-0-0", max_file_size=300)
+    first = w.next_log_path()
+    assert _names(tmp_path) == [] and first.endswith(".log.1_0-0-0")
+    assert w.append_block(_block("001")).log_path == first
+    assert w.next_log_path() == first
+    w.append([_block("002"), _block("002")])  # grows past 300 -> rolls over
+    nxt = w.next_log_path()
+    assert nxt.endswith(".log.2_0-0-0")
+    assert w.append_block(_block("003")).log_path == nxt
+    w.close()
