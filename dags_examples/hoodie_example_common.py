@@ -1,0 +1,61 @@
+"""Settings the example DAGs share: where the demo table lives and how it is written.
+
+Everything runs on the embedded default: no connection needed (local Spark through the
+``spark_default`` fallback), the table under a local directory. Override the location
+with the Airflow Variable ``hoodie_example_base_path`` or the environment variable
+``HOODIE_EXAMPLE_BASE_PATH`` (default: ``$HOODIE_EXAMPLE_BASE_DIR/tables/trips``, with
+``HOODIE_EXAMPLE_BASE_DIR`` defaulting to ``$AIRFLOW_HOME/hoodie_example``).
+
+The path is resolved when the DAG file is parsed because the table's Asset (which
+schedules the downstream DAG) must be known then.
+"""
+
+from __future__ import annotations
+
+import os
+
+TABLE_NAME = "trips"
+
+
+def example_base_dir() -> str:
+    airflow_home = os.environ.get("AIRFLOW_HOME", os.path.expanduser("~/airflow"))
+    return os.environ.get("HOODIE_EXAMPLE_BASE_DIR", os.path.join(airflow_home, "hoodie_example"))
+
+
+def example_table_path() -> str:
+    path = None
+    try:
+        from airflow.sdk import Variable
+
+        path = Variable.get("hoodie_example_base_path", default=None)
+    except Exception:  # noqa: BLE001 - no metadata DB / API at parse time: fall back to env
+        path = None
+    return path or os.environ.get("HOODIE_EXAMPLE_BASE_PATH") or os.path.join(example_base_dir(), "tables", TABLE_NAME)
+
+
+def incoming_dir() -> str:
+    return os.path.join(example_base_dir(), "incoming")
+
+
+#: how the demo table is written: MERGE_ON_READ, keyed by uuid, latest ts wins, by city
+WRITE_CONF = {
+    "hoodie.table.name": TABLE_NAME,
+    "hoodie.table.type": "MERGE_ON_READ",
+    "hoodie.datasource.write.recordkey.field": "uuid",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.datasource.write.partitionpath.field": "city",
+    "hoodie.datasource.write.hive_style_partitioning": "false",
+}
+
+#: table services tuned so a short demo shows every one of them doing something
+SERVICE_CONF = {
+    "compaction": {"hoodie.compact.inline.max.delta.commits": "1"},
+    "clustering": {
+        "hoodie.clustering.plan.strategy.small.file.limit": str(64 * 1024 * 1024),
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": str(128 * 1024 * 1024),
+        "hoodie.clustering.plan.strategy.sort.columns": "uuid",
+    },
+    "clean": {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": "2"},
+    "archive": {"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4",
+                "hoodie.cleaner.commits.retained": "2"},
+}
