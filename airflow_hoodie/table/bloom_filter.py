@@ -52,6 +52,7 @@ __all__ = [
     "load_bloom_filter",
     "bloom_filter_from_footer",
     "footer_metadata",
+    "build_footer",
     "min_max_record_keys",
     "optimal_num_bits",
     "optimal_num_hashes",
@@ -664,6 +665,18 @@ def footer_metadata(bloom: BloomFilter | None, min_key: str | None, max_key: str
         meta[MIN_KEY] = min_key
         meta[MAX_KEY] = max_key
     return meta
+
+
+def build_footer(keys: KeysLike, props: Mapping[str, str] | HoodieConfig | None = None) -> dict[str, str]:
+    """Everything Hudi's writer puts in a base file footer for these record keys, in write order.
+
+    Filter built from the config (``hoodie.bloom.index.filter.type`` etc.), type code only for
+    dynamic filters, min/max key in Java string order. Empty ``keys`` -> filter only, as Hudi.
+    """
+    bloom = bloom_filter_from_config(props)
+    bloom.add_many(keys)
+    lo, hi = min_max_record_keys(keys)
+    return footer_metadata(bloom, lo, hi)
 
 
 def min_max_record_keys(keys: KeysLike) -> tuple[str | None, str | None]:

@@ -110,6 +110,11 @@ def test_conformance_footers_rebuild_byte_for_byte(conformance):
             k.decode(): v.decode() for k, v in meta.items() if k.decode() in (bf.BLOOM_FILTER_KEY, bf.BLOOM_FILTER_TYPE_KEY, bf.MIN_KEY, bf.MAX_KEY)
         }
 
+        built = bf.build_footer(keys, props)
+        assert {k.encode(): v.encode() for k, v in built.items()} == {
+            k: v for k, v in meta.items() if k.decode() in built or k.decode() == bf.BLOOM_FILTER_TYPE_KEY
+        }
+
         loaded = bf.bloom_filter_from_footer(meta)
         assert loaded is not None and loaded.serialize() == footer
         assert loaded == bf.load_bloom_filter(footer, meta[bf.BLOOM_FILTER_TYPE_KEY.encode()])
