@@ -251,16 +251,31 @@ def serialize_block(block: LogBlock) -> bytes:
 
 
 def parse_block_body(
-    buf: bytes | memoryview, offset: int, *, where: str = "log file"
+    buf: bytes | memoryview,
+    offset: int,
+    *,
+    where: str = "log file",
+    file_offset: int | None = None,
 ) -> LogBlock:
     """Parse a block whose framing was already validated; ``buf[offset:]`` starts at
-    its magic and holds the whole block. Raises :class:`HoodieCorruptedLogError` when
-    the inside of the block is inconsistent."""
-    pos = offset + len(MAGIC)
-    (block_size,) = _I64.unpack_from(buf, pos)
-    pos += 8
-    end = pos + block_size
+    its magic and holds the whole block. ``file_offset`` is where that is in the file
+    (defaults to ``offset``), used for messages and :attr:`LogBlock.offset`. Raises
+    :class:`HoodieCorruptedLogError` when the inside of the block is inconsistent."""
+    start = offset
+    offset = start if file_offset is None else file_offset
+    pos = start + len(MAGIC)
+    end = pos
     try:
+        if bytes(buf[start : start + len(MAGIC)]) != MAGIC:
+            raise HoodieCorruptedLogError(f"{where}: no '#HUDI#' magic at byte {offset}")
+        (block_size,) = _I64.unpack_from(buf, pos)
+        pos += 8
+        end = pos + block_size
+        if block_size < 0 or end > len(buf):
+            raise HoodieCorruptedLogError(
+                f"{where}: block at byte {offset} declares {block_size} bytes but only "
+                f"{len(buf) - pos} follow"
+            )
         version, btype = struct.unpack_from(">ii", buf, pos)
         pos += 8
         if version == 0:
@@ -303,7 +318,7 @@ def parse_block_body(
         footers=footers,
         content=content,
         offset=offset,
-        size=end - offset,
+        size=end - start,
         version=version,
     )
 

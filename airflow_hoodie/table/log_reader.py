@@ -128,9 +128,7 @@ def iter_blocks(src: _Source, where: str, lenient_start: bool = False) -> Iterat
                 "empty block"
             )
         buf = src.read(pos, total)
-        block = parse_block_body(buf, 0, where=where)
-        block.offset = pos
-        yield block
+        yield parse_block_body(buf, 0, where=where, file_offset=pos)
         pos += total
 
 

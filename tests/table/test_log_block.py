@@ -198,3 +198,15 @@ def test_records_not_matching_schema_raise_schema_error():
             "fields": [{"name": "_hoodie_record_key", "type": "string"}]}, "1")
     with pytest.raises(HoodieSchemaError):
         delete_block([DeleteRecord("k", "p", object())], "1")
+
+
+def test_parse_block_body_rejects_short_or_foreign_bytes():
+    data = serialize_block(rollback_command_block("2", "1"))
+    with pytest.raises(HoodieCorruptedDataError, match="declares"):
+        parse_block_body(data[:-3], 0)
+    with pytest.raises(HoodieCorruptedDataError, match="magic"):
+        parse_block_body(b"PAR1" + data, 0)
+    with pytest.raises(HoodieCorruptedDataError):
+        parse_block_body(MAGIC + b"\x00", 0)
+    block = parse_block_body(b"xx" + data, 2, file_offset=1000)
+    assert block.offset == 1000 and block.size == len(data)

@@ -347,3 +347,12 @@ def test_random_damage_never_escapes_as_a_raw_exception():
                     decode_delete_block(block)
         except HoodieError:
             pass
+
+
+def test_inner_block_errors_name_the_file_offset(tmp_path):
+    data, offs = _three_blocks()
+    bad = bytearray(data)
+    bad[offs[2] + 18 : offs[2] + 22] = struct.pack(">i", 42)  # block type of the 3rd block
+    path = _write(tmp_path, bytes(bad))
+    with pytest.raises(HoodieCorruptedDataError, match=f"invalid block type 42 in block at byte {offs[2]}"):
+        list(read_log_blocks(STORAGE, path))
