@@ -779,6 +779,7 @@ __all__ = [
     "encode_avro_records",
     "encode_metadata",
     "header_names",
+    "iter_avro_record_bytes",
     "parquet_data_block",
     "parse_block_body",
     "rollback_command_block",

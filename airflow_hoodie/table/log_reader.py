@@ -37,7 +37,6 @@ from airflow_hoodie.table.log_block import (
     decode_data_block,
     decode_delete_block,
     header_names,
-    iter_avro_record_bytes,
     parse_block_body,
 )
 from airflow_hoodie.table.storage import Storage
@@ -413,7 +412,6 @@ __all__ = [
     "ScannedBlock",
     "block_record_count",
     "describe_log_file",
-    "iter_avro_record_bytes",
     "read_log_blocks",
     "read_log_blocks_from_bytes",
     "scan_log_files",
