@@ -1,0 +1,90 @@
+"""Failed writes are rolled back by the next write (or explicitly): files, log blocks, timeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.table import avro_codec
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.read import read_table
+from tests.actions.test_write import conf
+from tests.actions.write_model import actual, to_arrow
+from tests.table.normalize import hudi_rs_rows, normalize_table
+
+
+class Crash(Exception):
+    pass
+
+
+class DiesAfterFirst:
+    """An executor whose process 'dies' after the first task wrote its files."""
+
+    def map(self, fn, items):
+        items = list(items)
+        fn(items[0])
+        raise Crash("killed")
+
+
+def rows(n0, n1, ts, tag, p=("a", "b")):
+    return [{"id": i, "ts": ts, "p": p[i % len(p)], "v": f"{tag}{i}"} for i in range(n0, n1)]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_failed_write_rolled_back_by_next_write(tmp_path, table_type):
+    base = str(tmp_path / "t")
+    c = conf(table_type)
+    first = rows(0, 20, 1, "a")
+    write_arrow(base, to_arrow(first), "upsert", c, table_name="t")
+    failed = rows(0, 20, 2, "bad") + rows(20, 30, 2, "bad")
+    with pytest.raises(Crash):
+        write_arrow(base, to_arrow(failed), "upsert", c, executor=DiesAfterFirst())
+    table = HoodieTable.load(base)
+    pending = table.timeline.pending().instants
+    assert len(pending) == 1
+    failed_ts = pending[0].timestamp
+    # readers ignore the failed write already
+    assert actual(read_table(base)) == sorted((r["id"], r["p"], r["ts"], r["v"]) for r in first)
+    good = rows(5, 8, 3, "g")
+    r = write_arrow(base, to_arrow(good), "upsert", c)
+    assert r.rolled_back == [failed_ts]
+    table = HoodieTable.load(base)
+    rb = table.timeline.filter(actions="rollback").completed().instants
+    assert len(rb) == 1
+    md = avro_codec.deserialize(table.timeline.read_details(rb[0]), "HoodieRollbackMetadata")
+    assert md["commitsRollback"] == [failed_ts]
+    assert table.timeline.get(failed_ts) is None
+    # no file of the failed instant remains; MOR logs carry a rollback block instead
+    leftovers = [p for p in (tmp_path / "t").rglob("*.parquet") if failed_ts in p.name]
+    assert leftovers == []
+    assert not (tmp_path / "t" / ".hoodie" / ".temp" / failed_ts).exists()
+    want = {r["id"]: r for r in first}
+    want.update({r["id"]: r for r in good})
+    assert actual(read_table(base)) == sorted((r["id"], r["p"], r["ts"], r["v"]) for r in want.values())
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_rollback_latest_completed_write(tmp_path, table_type):
+    base = str(tmp_path / "t")
+    c = conf(table_type)
+    first = rows(0, 10, 1, "a")
+    write_arrow(base, to_arrow(first), "upsert", c, table_name="t")
+    r2 = write_arrow(base, to_arrow(rows(5, 15, 2, "b")), "upsert", c)
+    out = rollback_latest_or(HoodieTable.load(base), None)
+    assert out["rolled_back"] == r2.instant
+    assert actual(read_table(base)) == sorted((r["id"], r["p"], r["ts"], r["v"]) for r in first)
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+    # and writing goes on normally
+    write_arrow(base, to_arrow(rows(0, 1, 3, "c")), "upsert", c)
+    assert len(read_table(base)) == 10
+
+
+def test_rollback_refuses_older_completed(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf()
+    r1 = write_arrow(base, to_arrow(rows(0, 3, 1, "a")), "upsert", c, table_name="t")
+    write_arrow(base, to_arrow(rows(0, 3, 2, "b")), "upsert", c)
+    with pytest.raises(Exception, match="not the latest"):
+        rollback_instant(HoodieTable.load(base), r1.instant)
