@@ -169,7 +169,9 @@ def slice_rows(table: Any, as_of: str | None = None, partition: str | None = Non
 
 def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
     table = _load_table(args.path, args)
-    rows = slice_rows(table, args.as_of, args.partition)
+    from airflow_hoodie.table.read import _normalize_ts
+
+    rows = slice_rows(table, _normalize_ts(args.as_of), args.partition)
     if args.json:
         dump_json(rows, out)
     else:
