@@ -415,6 +415,18 @@ def _escape_array(arr: pa.Array) -> pa.Array:
 # ---------------------------------------------------------------------------------------
 
 
+def _explicit(cfg: HoodieConfig, key: ConfigKey) -> str | None:
+    """A setting only if the user (or hoodie.properties) gave it, under its name or an alternative.
+
+    Field lists and generator names must not come from registry defaults: the registry is
+    process-wide and another module may register a different default for the same key.
+    """
+    for name in (key.key, *key.alternatives):
+        if name in cfg:
+            return cfg.get(name)
+    return None
+
+
 def _split_fields(raw: str | None) -> list[str]:
     if raw is None:
         return []
@@ -434,8 +446,8 @@ class KeyGenerator:
     def __init__(self, props: Mapping[str, str] | HoodieConfig | None = None):
         cfg = props if isinstance(props, HoodieConfig) else HoodieConfig(props or {})
         self.config = cfg
-        self.record_key_fields: list[str] = _split_fields(cfg.get(RECORDKEY_FIELD.key))
-        self.partition_path_fields: list[str] = _split_fields(cfg.get(PARTITIONPATH_FIELD.key))
+        self.record_key_fields: list[str] = _split_fields(_explicit(cfg, RECORDKEY_FIELD))
+        self.partition_path_fields: list[str] = _split_fields(_explicit(cfg, PARTITIONPATH_FIELD))
         self.hive_style_partitioning = cfg.get_bool(HIVE_STYLE.key)
         self.url_encode_partitioning = cfg.get_bool(URL_ENCODE.key)
         self.consistent_logical_timestamp = cfg.get_bool(CONSISTENT_LOGICAL_TIMESTAMP.key)
@@ -446,7 +458,7 @@ class KeyGenerator:
     def key_generator_type(props: Mapping[str, str] | HoodieConfig) -> str:
         """SIMPLE / COMPLEX / TIMESTAMP / CUSTOM / NON_PARTITION / GLOBAL_DELETE for a config."""
         cfg = props if isinstance(props, HoodieConfig) else HoodieConfig(props)
-        cls = (cfg.get(KEYGENERATOR_CLASS.key) or "").strip()
+        cls = (_explicit(cfg, KEYGENERATOR_CLASS) or "").strip()
         if cls:
             short = cls.rsplit(".", 1)[-1]
             if short not in _CLASS_TO_TYPE:
@@ -455,7 +467,7 @@ class KeyGenerator:
                     f"({', '.join(sorted({_PKG + k for k in _CLASS_TO_TYPE if 'Avro' not in k}))})."
                 )
             return _CLASS_TO_TYPE[short]
-        typ = (cfg.get(KEYGENERATOR_TYPE.key) or "").strip().upper()
+        typ = (_explicit(cfg, KEYGENERATOR_TYPE) or "").strip().upper()
         if typ:
             if typ not in _TYPES:
                 raise HoodieConfigError(
@@ -463,8 +475,8 @@ class KeyGenerator:
                 )
             return typ
         # KeyGenUtils.inferKeyGeneratorType
-        partitions = (cfg.get(PARTITIONPATH_FIELD.key) or "").strip()
-        n_keys = len(_split_fields(cfg.get(RECORDKEY_FIELD.key)))
+        partitions = (_explicit(cfg, PARTITIONPATH_FIELD) or "").strip()
+        n_keys = len(_split_fields(_explicit(cfg, RECORDKEY_FIELD)))
         if not partitions:
             by_partition = "NON_PARTITION"
         elif ":" in partitions.split(",")[0]:
@@ -629,7 +641,7 @@ def _single_field_prefixed(cfg: HoodieConfig) -> bool:
     Hudi 0.14.0 and earlier (and every fixed release) write ``field:value``; 0.14.1, 0.15.0 and
     1.0.0-1.0.2 wrote the bare value. A table-recorded encoding wins over the writer flag.
     """
-    recorded = (cfg.get(COMPLEX_TABLE_ENCODING.key) or "").strip().upper()
+    recorded = (_explicit(cfg, COMPLEX_TABLE_ENCODING) or "").strip().upper()
     if recorded:
         if recorded not in ("FIELD_PREFIXED", "VALUE_ONLY"):
             raise HoodieConfigError(
@@ -698,8 +710,8 @@ class _TimestampPartitioner:
         parser = (cfg.get(DATETIME_PARSER.key) or DATETIME_PARSER.default or "").strip()
         if parser != DATETIME_PARSER.default:
             raise HoodieNotSupportedError(f"Custom date time parser {parser!r} is not supported.")
-        ts_type = (cfg.get(TS_TYPE.key) or "").strip().upper()
-        input_formats = cfg.get(TS_INPUT_FORMAT.key) or ""
+        ts_type = (_explicit(cfg, TS_TYPE) or "").strip().upper()
+        input_formats = _explicit(cfg, TS_INPUT_FORMAT) or ""
         if not ts_type:
             if input_formats.strip():
                 # hoodie.properties keeps the formats but not the type; date strings are implied.
@@ -718,7 +730,7 @@ class _TimestampPartitioner:
             if unit not in _TIME_UNIT_MS:
                 raise HoodieConfigError(f"hoodie.keygen.timebased.timestamp.scalar.time.unit={unit!r} is not a TimeUnit.")
         self.time_unit = unit
-        out_fmt = cfg.get(TS_OUTPUT_FORMAT.key)
+        out_fmt = _explicit(cfg, TS_OUTPUT_FORMAT)
         self.output = tf.require_pattern(out_fmt, TS_OUTPUT_FORMAT.key)
         if TS_TZ.key in cfg or any(a in cfg for a in TS_TZ.alternatives):
             both = tf.java_time_zone(cfg.get(TS_TZ.key) or "GMT")
