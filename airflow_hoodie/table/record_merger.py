@@ -32,6 +32,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, Union
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -190,6 +191,14 @@ def _ordering_array(values: list[Any]) -> pa.Array:
         return pa.array([None if v is None else str(v) for v in cleaned], pa.string())
 
 
+def _arange(start: int, stop: int) -> pa.Array:
+    return pa.array(np.arange(start, stop, dtype=np.int64))
+
+
+def _const(value: bool, n: int) -> pa.Array:
+    return pa.array(np.full(n, value, dtype=np.bool_))
+
+
 def _natural_mask(values: pa.Array) -> pa.Array:
     """Deletes that carry no ordering: null, or Java's ``0`` placeholder for "natural order"."""
     if pa.types.is_integer(values.type):
@@ -199,7 +208,7 @@ def _natural_mask(values: pa.Array) -> pa.Array:
 
 def _is_delete_mask(table: pa.Table, config: MergeConfig) -> pa.Array:
     """Which data rows are deletes: ``_hoodie_is_deleted`` or the configured delete marker."""
-    mask = pa.array([False] * table.num_rows, pa.bool_()) if table.num_rows else pa.array([], pa.bool_())
+    mask = _const(False, table.num_rows)
     names = set(table.column_names)
     if IS_DELETED_COLUMN in names:
         col = table.column(IS_DELETED_COLUMN)
@@ -305,7 +314,7 @@ def _rank(cand: pa.Table, natural: pa.Array, use_ordering: bool) -> pa.Table:
         last = pc.not_equal(keys.slice(0, n - 1), keys.slice(1))
         last = pa.concat_arrays([c for c in pa.chunked_array(last).chunks] + [pa.array([True])])
     else:
-        last = pa.array([True] * n, pa.bool_())
+        last = _const(True, n)
     return cand.filter(last)
 
 
@@ -358,8 +367,8 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
                 continue
             key_parts.append(pc.cast(piece.column(RECORD_KEY_COLUMN), pa.string()).combine_chunks())
             del_parts.append(_is_delete_mask(piece, config))
-            natural_parts.append(pa.array([False] * n, pa.bool_()))
-            src_parts.append(pa.array(range(data_offset, data_offset + n), pa.int64()))
+            natural_parts.append(_const(False, n))
+            src_parts.append(_arange(data_offset, data_offset + n))
             if with_order:
                 if config.ordering_field in piece.column_names:
                     order_parts.append(_cast_ordering(piece.column(config.ordering_field), order_type))
@@ -371,7 +380,7 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
             if n == 0:
                 continue
             key_parts.append(pc.cast(piece.keys, pa.string()))
-            del_parts.append(pa.array([True] * n, pa.bool_()))
+            del_parts.append(_const(True, n))
             src_parts.append(pa.nulls(n, pa.int64()))
             values = piece.ordering_values
             if values is None:
@@ -383,8 +392,8 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
                 ordering = _cast_ordering(values, order_type)
                 order_parts.append(pc.if_else(mask, pa.scalar(None, order_type), ordering))
             else:
-                natural_parts.append(pa.array([True] * n))
-        seq_parts.append(pa.array(range(position, position + n), pa.int64()))
+                natural_parts.append(_const(True, n))
+        seq_parts.append(_arange(position, position + n))
         position += n
     if not key_parts:
         return data.slice(0, 0)
@@ -400,15 +409,31 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
         columns[_ORDER] = pa.concat_arrays(order_parts)
     cand = pa.table(columns)
 
-    if two_step:
-        base_rows = pieces[0].num_rows if has_base and isinstance(pieces[0], pa.Table) else 0
+    base_rows = pieces[0].num_rows if has_base and isinstance(pieces[0], pa.Table) else 0
+    if base_rows:
+        # Base file keys are unique, and usually few of them are touched by the logs: only
+        # those (and the log records) need ranking; every other base row wins as it is.
         in_log = pc.greater_equal(cand.column(_SEQ), base_rows)
-        log_winners = _rank(cand.filter(in_log), natural.filter(in_log), use_ordering=True)
+        log_cand = cand.filter(in_log)
+        log_natural = natural.filter(in_log.combine_chunks() if isinstance(in_log, pa.ChunkedArray) else in_log)
+        if isinstance(log_natural, pa.ChunkedArray):
+            log_natural = log_natural.combine_chunks()
         base = cand.filter(pc.invert(in_log))
-        base = base.filter(pc.invert(pc.is_in(base.column(_KEY), value_set=log_winners.column(_KEY))))
-        winners = pa.concat_tables([base, log_winners])
+        touched = pc.is_in(base.column(_KEY), value_set=pc.unique(log_cand.column(_KEY)))
+        untouched = base.filter(pc.invert(touched))
+        if two_step:
+            # Hudi 0.x: logs pre-combined by ordering value, the result replaces the base row
+            contested = _rank(log_cand, log_natural, use_ordering=True)
+        else:
+            contested_base = base.filter(touched)
+            contested = _rank(
+                pa.concat_tables([contested_base, log_cand]),
+                pa.concat_arrays([_const(False, contested_base.num_rows), log_natural]),
+                use_ordering,
+            )
+        winners = pa.concat_tables([untouched, contested])
     else:
-        winners = _rank(cand, natural, use_ordering)
+        winners = _rank(cand, natural, use_ordering or two_step)
     winners = winners.filter(pc.invert(winners.column(_DEL)))
     src = pc.sort_indices(winners, sort_keys=[(_SEQ, "ascending")])
     src = winners.column(_SRC).take(src)
