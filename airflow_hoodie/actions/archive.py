@@ -328,11 +328,16 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
             req = table.storage.join(meta_dir, Instant(f.timestamp, Action.COMPACTION, State.REQUESTED).file_name)
             plan = table.storage.read_bytes(req) if table.storage.exists(req) else None
         entries.append(archive_entry(f, data, plan))
+    from airflow_hoodie.actions.service_common import crash_point
+
+    crash_point("archive.before_write")
     archive_file = write_archive_entries(table, entries, settings.batch)
+    crash_point("archive.after_write")
     for inst in chosen:  # markers of archived writes (Hudi deletes .hoodie/.temp/<ts>)
         mk.delete_marker_dir(table.storage, table.base_path, inst.timestamp)
     deleted = []
     for f in deletion_order(files):
+        crash_point("archive.delete")
         if table.storage.delete(table.storage.join(meta_dir, f.file_name)):
             deleted.append(f.file_name)
     _ = TimelineWriter

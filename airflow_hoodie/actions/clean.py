@@ -260,6 +260,9 @@ def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[
     """One delete (executor task): (partition, path, ok); a missing file counts as deleted."""
     from airflow_hoodie.table.storage import Storage
 
+    from airflow_hoodie.actions.service_common import crash_point
+
+    crash_point("clean.task")
     partition, uri = item
     try:
         storage, path = Storage.for_uri(uri, dict(storage_options) or None)
@@ -285,11 +288,15 @@ def execute_clean(table: Any, instant: Instant, executor: Any,
     data = tl.read_plan(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED))
     plan = deserialize_plan("HoodieCleanerPlan", data)
     writer = TimelineWriter(table.storage, table.base_path)
+    from airflow_hoodie.actions.service_common import crash_point
+
+    crash_point("clean.before_inflight")
     if current is None or current.state == State.REQUESTED:
         writer.transition_to_inflight(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED), data)
     items = [(part, f["filePath"]) for part, fs in sorted((plan.get("filePathsToBeDeletedPerPartition") or {}).items())
              for f in fs]
     results = executor.map(partial(_delete_task, table.base_uri, dict(storage_options or {})), items)
+    crash_point("clean.before_commit")
     meta = build_clean_metadata(plan, instant.timestamp, results, int((time.time() - started) * 1000))
     writer.complete(Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), serialize_plan("HoodieCleanMetadata", meta))
     table.reload_timeline()

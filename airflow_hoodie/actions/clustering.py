@@ -302,6 +302,9 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
         chunk = chunk.set_column(chunk.schema.get_field_index(FILE_NAME), FILE_NAME,
                                  pa.array([name] * chunk.num_rows, pa.string()))
         mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
+        from airflow_hoodie.actions.service_common import crash_point
+
+        crash_point("clustering.task")
         st = write_base_file(storage, ctx.base_path, part, name, chunk, ctx.avro_schema, ctx.props)
         stats.append(write_stat(fileId=fid, path=st.path, prevCommit="null", numWrites=st.num_records,
                                 numInserts=st.num_records, totalWriteBytes=st.file_size, partitionPath=part,
@@ -340,7 +343,9 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
     if inst.state == State.INFLIGHT:
         rolled = sc.rollback_pending_service(table, instant_time, partitions)
         writer.revert_to_requested(inst)
+    sc.crash_point("clustering.before_inflight")
     writer.transition_to_inflight(Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED))
+    sc.crash_point("clustering.after_inflight")
     schema = sc.table_avro_schema(table)
     sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
         or (config.get(SORT_COLUMNS) if config else None) or ""
@@ -356,6 +361,7 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
             replaced.setdefault(s.get("partitionPath") or "", []).append(s["fileId"])
     for part in sorted(replaced):
         _ensure_partition_metadata(table.storage, table.base_path, part, instant_time)
+    sc.crash_point("clustering.before_commit")
     body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced)
     writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body)
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)

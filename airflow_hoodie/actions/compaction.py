@@ -326,6 +326,9 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     inserts = merged.num_rows - updated
     mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name,
                      mk.IO_MERGE if slice_.base_file is not None else mk.IO_CREATE)
+    from airflow_hoodie.actions.service_common import crash_point
+
+    crash_point("compaction.task")
     stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.props)
     return write_stat(
         fileId=op["fileId"], path=stats.path, prevCommit=op["baseInstantTime"], numWrites=stats.num_records,
@@ -374,7 +377,9 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     if inst.state == State.INFLIGHT:
         rolled_back = sc.rollback_pending_service(table, instant_time, [o.get("partitionPath") or "" for o in ops])
         writer.revert_to_requested(inst)
+    sc.crash_point("compaction.before_inflight")
     writer.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
+    sc.crash_point("compaction.after_inflight")
     schema = sc.table_avro_schema(table)
     valid = frozenset(i.timestamp for i in _active(timeline) if i.state == State.COMPLETED
                       and i.timestamp < instant_time)
@@ -383,6 +388,7 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     from functools import partial
 
     stats = executor.map(partial(compact_operation, ctx), list(enumerate(ops)))
+    sc.crash_point("compaction.before_commit")
     sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
     body = json.loads(commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":"))))
     body["compacted"] = True

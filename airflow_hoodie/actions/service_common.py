@@ -165,3 +165,29 @@ def find_instant(timeline: Any, ts: str, actions: Iterable[str]) -> Instant | No
                                      (inst.action == Action.COMMIT and Action.COMPACTION in wanted)):
             return inst
     return None
+
+
+_CRASH_ENV = "AIRFLOW_HOODIE_CRASH_AT"
+_crash_hits: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Test hook: SIGKILL this process at ``name`` when ``AIRFLOW_HOODIE_CRASH_AT`` says so.
+
+    The value is ``name`` or ``name:N`` (die on the N-th time the point is reached), so the
+    crash tests can kill a job between any two timeline transitions or mid-write, exactly
+    like an Airflow worker losing its task. Costs one dict lookup when unset.
+    """
+    import os
+
+    wanted = os.environ.get(_CRASH_ENV)
+    if not wanted:
+        return
+    target, _, nth = wanted.partition(":")
+    if target != name:
+        return
+    _crash_hits[name] = _crash_hits.get(name, 0) + 1
+    if _crash_hits[name] >= int(nth or 1):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
