@@ -207,3 +207,16 @@ def test_read_with_archived_commits(archived_table, conformance):
     inc = normalize_table(read_table(str(archived_table), query_type="incremental", start="20240101000000000"))
     assert inc == expected["snapshot"]
     assert normalize_table(read_table(str(archived_table))) == hudi_rs_rows(str(archived_table))
+
+
+def test_log_reports_corrupt_block(conformance, tmp_path):
+    data = (conformance / DATA_LOG).read_bytes()
+    bad = tmp_path / ".ff32ab89-5ad0-4968-83b4-89a34c95d32f-0_20250316025816068.log.1_0-54-122"
+    # a valid block, then the same block cut short: the second one is corrupt
+    bad.write_bytes(data + data[: len(data) // 2])
+    code, out, err = run("log", bad, "--json")
+    assert code == 0, err
+    blocks = json.loads(out)["blocks"]
+    assert [b["corrupt"] for b in blocks] == [False, True]
+    code, out, _ = run("log", bad)
+    assert "CORRUPT" in out
