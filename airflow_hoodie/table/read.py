@@ -299,13 +299,52 @@ def _max_workers(n: int) -> int:
     return max(1, min(n, int(os.environ.get("HOODIE_READ_THREADS", "0")) or min(32, (os.cpu_count() or 4) * 2)))
 
 
-def _read_slices(storage: Any, slices: Sequence[Any], opts: SliceReadOptions) -> list[pa.Table]:
+@dataclass(frozen=True)
+class _PartitionValues:
+    """Re-adds partition columns a writer dropped (``hoodie.datasource.write.drop.partition.columns``)."""
+
+    spec: PartitionSpec
+    schema: pa.Schema | None
+    filter: ds.Expression | None
+    columns: Sequence[str] | None
+
+    def apply(self, table: pa.Table, partition_path: str) -> pa.Table:
+        values = self.spec.values(partition_path) or {}
+        for name in self.spec.fields:
+            if name in table.column_names or name not in values:
+                continue
+            typ = pa.string()
+            if self.schema is not None and name in self.schema.names:
+                typ = self.schema.field(name).type
+            try:
+                scalar = _coerce(values[name], typ)
+            except HoodieError:
+                scalar, typ = pa.scalar(values[name]), pa.string()
+            col = pa.array([scalar.as_py() if isinstance(scalar, pa.Scalar) else scalar] * table.num_rows, typ)
+            table = table.append_column(pa.field(name, typ), col)
+        if self.filter is not None and table.num_rows:
+            table = table.filter(self.filter)
+        if self.columns is not None:
+            table = table.select([c for c in self.columns if c in table.column_names])
+        return table
+
+
+def _read_slices(
+    storage: Any, slices: Sequence[Any], opts: SliceReadOptions, partition_values: _PartitionValues | None = None
+) -> list[pa.Table]:
     if not slices:
         return []
+
+    def read_one(s: Any) -> pa.Table:
+        table = read_file_slice(storage, s, opts)
+        if partition_values is not None and table.num_columns:
+            table = partition_values.apply(table, s.partition_path)
+        return table
+
     if len(slices) == 1:
-        return [read_file_slice(storage, slices[0], opts)]
+        return [read_one(slices[0])]
     with ThreadPoolExecutor(max_workers=_max_workers(len(slices)), thread_name_prefix="hoodie-read") as pool:
-        return list(pool.map(lambda s: read_file_slice(storage, s, opts), slices))
+        return list(pool.map(read_one, slices))
 
 
 def _empty(schema: pa.Schema | None, columns: Sequence[str] | None) -> pa.Table:
@@ -374,8 +413,18 @@ def read_table(
         return _empty(schema, columns)
     latest = visible.last().timestamp
 
-    filter_expr = filters_to_expression(flt, schema) if flt else None
-    filter_columns = sorted({f[0] for f in flt})
+    spec = PartitionSpec.from_config(table.config)
+    partition_values = None
+    row_filters = flt
+    if spec.value_mappable and _truthy(table.config.get("hoodie.datasource.write.drop.partition.columns")):
+        # the files lack the partition columns: filter on them after adding them back from the path
+        part_filters = [f for f in flt if f[0] in spec.fields]
+        row_filters = [f for f in flt if f[0] not in spec.fields]
+        partition_values = _PartitionValues(
+            spec, schema, filters_to_expression(part_filters, schema) if part_filters else None, columns
+        )
+    filter_expr = filters_to_expression(row_filters, schema) if row_filters else None
+    filter_columns = sorted({f[0] for f in row_filters})
 
     window = None
     if query_type == "incremental":
@@ -392,7 +441,6 @@ def read_table(
     from airflow_hoodie.table.file_system_view import FileSystemView
 
     view = FileSystemView(table, timeline=timeline)
-    spec = PartitionSpec.from_config(table.config)
     all_partitions = list(view.partitions())
     partitions = set(prune_partitions(all_partitions, spec, flt, schema))
     if query_type == "read_optimized":
@@ -414,7 +462,7 @@ def read_table(
     valid = frozenset(i.timestamp for i in visible)
     opts = SliceReadOptions(
         merge_config=MergeConfig.from_properties(table.config),
-        columns=columns,
+        columns=columns if partition_values is None else None,
         filter=filter_expr,
         filter_columns=filter_columns,
         as_of=latest,
@@ -424,7 +472,7 @@ def read_table(
         base_only=query_type == "read_optimized" or not table.is_mor,
         schema=schema,
     )
-    parts = [t for t in _read_slices(table.storage, slices, opts) if t.num_columns]
+    parts = [t for t in _read_slices(table.storage, slices, opts, partition_values) if t.num_columns]
     if not parts:
         return _empty(schema, columns)
     result = _with_missing_columns(unify_tables(parts), schema, columns)

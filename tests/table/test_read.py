@@ -478,3 +478,23 @@ def test_filter_on_column_a_base_file_lacks(tmp_path):
     assert out.column("_hoodie_record_key").to_pylist() == ["b"]
     out = read_base_file(storage, str(path), ["_hoodie_record_key"], ds.field("added") == 1, ["added"])
     assert out.num_rows == 0 and out.column_names == ["_hoodie_record_key"]
+
+
+def test_dropped_partition_columns_come_back_from_the_path(conformance, tmp_path):
+    import pyarrow.parquet as pq
+
+    table_dir = _copy(conformance, COW_PLAIN, tmp_path)
+    for f in table_dir.rglob("*.parquet"):
+        t = pq.read_table(f)
+        pq.write_table(t.drop_columns(["byteField"]), f)
+    props = table_dir / ".hoodie/hoodie.properties"
+    props.write_text(
+        props.read_text().replace(
+            "hoodie.datasource.write.drop.partition.columns=false",
+            "hoodie.datasource.write.drop.partition.columns=true",
+        )
+    )
+    expected = json.loads((conformance / "expected/cow/v6_simplekeygen_nonhivestyle.json").read_text())
+    assert normalize_table(read_table(str(table_dir))) == expected["snapshot"]
+    t = read_table(str(table_dir), columns=["id", "byteField"], filters=[("byteField", ">=", 20)])
+    assert sorted(t.column("byteField").to_pylist()) == [20, 30]
