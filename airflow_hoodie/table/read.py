@@ -260,7 +260,9 @@ def _normalize_ts(ts: str | None) -> str | None:
     text = str(ts).strip()
     digits = "".join(ch for ch in text if ch.isdigit())
     if text.isdigit():
-        return text
+        # 17 (ms) and 14 (s) digit instants are Hudi's own; shorter ones mean the start of
+        # that day/hour/minute
+        return text if len(text) >= 14 else text.ljust(17, "0")
     if len(digits) >= 14:
         return (digits + "000")[:17]
     if len(digits) == 8:

@@ -498,3 +498,15 @@ def test_dropped_partition_columns_come_back_from_the_path(conformance, tmp_path
     assert normalize_table(read_table(str(table_dir))) == expected["snapshot"]
     t = read_table(str(table_dir), columns=["id", "byteField"], filters=[("byteField", ">=", 20)])
     assert sorted(t.column("byteField").to_pylist()) == [20, 30]
+
+
+def test_normalize_instant_spellings():
+    n = read_mod._normalize_ts
+    assert n("20240418172802262") == "20240418172802262"
+    assert n("20240418172802") == "20240418172802"
+    assert n("20240418") == "20240418000000000"
+    assert n("2024-04-18") == "20240418000000000"
+    assert n("2024-04-18 17:28:02") == "20240418172802000"
+    assert n("2024-04-18T17:28:02.262+00:00") == "20240418172802262"
+    with pytest.raises(HoodieConfigError):
+        n("soon")
