@@ -74,3 +74,17 @@ def test_agrees_with_hudi_rs(conformance: pathlib.Path, table_type: str, name: s
     else:
         case = expected["incremental_after_first"]
         assert hudi_rs_rows(path, "incremental", start=case["start_exclusive"], end=case["end"]) == case["rows"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [p.parent.name + "/" + p.name for p in sorted((conformance_dir() / "tables").glob("*/v6_*"))] or ["none"],
+)
+def test_every_instant_agrees_with_hudi_rs(conformance: pathlib.Path, name: str) -> None:
+    """Beyond the expected files: time travel and incremental reads at every commit."""
+    pytest.importorskip("hudi")
+    from tests.table.normalize import differences_from_hudi_rs
+
+    if name == "none":
+        pytest.skip("conformance corpus not found")
+    assert differences_from_hudi_rs(str(conformance / "tables" / name)) == []
