@@ -1,0 +1,137 @@
+"""Benchmark (not a test): compaction and clustering throughput vs plain pyarrow.
+
+    .venv/bin/python benchmarks/services.py [--rows 400000] [--spark]
+
+Builds a MERGE_ON_READ table (base files + log files of updates), then times
+  * compaction (schedule + execute) against a plain pyarrow read of the same base and
+    log-free rewrite of the base files (the floor: IO + parquet encode, no merge);
+  * clustering of many small files sorted by key against pyarrow read-all + sort + write.
+Prints one JSON line with rows/s and MB/s of each and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+
+def _batch(start: int, n: int, ts: int, parts: int) -> pa.Table:
+    ids = pa.array(range(start, start + n), pa.int64())
+    return pa.table({
+        "id": pc.utf8_lpad(pc.cast(ids, pa.string()), 10, "0"),
+        "p": pc.cast(pc.add(pc.bit_wise_and(ids, parts - 1), 0), pa.string()),
+        "ts": pa.array([ts] * n, pa.int64()),
+        "v": pc.multiply(ids, 3),
+        "payload": pa.array(["x" * 64] * n),
+    })
+
+
+def _files(base: str, suffix: str) -> list[str]:
+    out = []
+    for root, _d, fs in os.walk(base):
+        if ".hoodie" in root:
+            continue
+        out += [os.path.join(root, f) for f in fs if f.endswith(suffix) or (suffix == ".log" and ".log." in f)]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=400_000)
+    ap.add_argument("--spark", action="store_true", help="execute services on a local[4] SparkExecutor")
+    args = ap.parse_args()
+
+    from airflow_hoodie.actions import clustering as cu
+    from airflow_hoodie.actions import compaction as c
+    from airflow_hoodie.actions.executor import LocalExecutor
+    from airflow_hoodie.actions.write import write_arrow
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    executor = LocalExecutor()
+    if args.spark:
+        from airflow_hoodie.spark.executor import SparkExecutor
+        from airflow_hoodie.spark.session import get_or_create_session
+
+        executor = SparkExecutor(get_or_create_session("bench-services", master="local[4]"))
+
+    tmp = tempfile.mkdtemp(prefix="svc-bench-")
+    cfg = {"hoodie.table.name": "bench", "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+           "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "p",
+           "hoodie.datasource.write.precombine.field": "ts", "hoodie.parquet.compression.codec": "snappy"}
+    n = args.rows
+    # same codec for us and the pyarrow baseline (Hudi 0.14's default would be gzip)
+    SERVICE_CONF = HoodieConfig({"hoodie.parquet.compression.codec": "snappy"})
+    # ---------------------------------------------------------------- compaction
+    base = os.path.join(tmp, "mor")
+    t0 = time.perf_counter()
+    write_arrow(base, _batch(0, n, 1, 4), "insert", cfg)
+    for k in range(3):  # 3 delta commits of 10% updates each
+        write_arrow(base, _batch(k * n // 10, n // 10, 2 + k, 4), "upsert", cfg)
+    build_s = time.perf_counter() - t0
+    bases, logs = _files(base, ".parquet"), _files(base, ".log")
+    in_bytes = sum(os.path.getsize(f) for f in bases + logs)
+    t0 = time.perf_counter()
+    c.schedule_compaction(HoodieTable.load(base), HoodieConfig({}), force=True)
+    res = c.execute_pending_compactions(HoodieTable.load(base), executor, SERVICE_CONF)
+    comp_s = time.perf_counter() - t0
+    # baseline: plain pyarrow read + rewrite of the same base files (no log merge)
+    out = os.path.join(tmp, "plain")
+    os.makedirs(out)
+    t0 = time.perf_counter()
+    for i, f in enumerate(bases):
+        pq.write_table(pq.read_table(f), os.path.join(out, f"{i}.parquet"), compression="snappy")
+    plain_s = time.perf_counter() - t0
+    # ---------------------------------------------------------------- clustering
+    cbase = os.path.join(tmp, "cow")
+    ccfg = {**cfg, "hoodie.datasource.write.table.type": "COPY_ON_WRITE", "hoodie.parquet.small.file.limit": "0"}
+    chunks = 20
+    for k in range(chunks):
+        write_arrow(cbase, _batch(k, n // chunks, 1, 4).take(pc.sort_indices(_batch(k, n // chunks, 1, 4), [("v", "descending")])),
+                    "insert", ccfg)
+    small = _files(cbase, ".parquet")
+    c_bytes = sum(os.path.getsize(f) for f in small)
+    t0 = time.perf_counter()
+    cres = cu.run_clustering(HoodieTable.load(cbase), SERVICE_CONF.with_values({cu.SORT_COLUMNS: "id"}), executor)
+    clus_s = time.perf_counter() - t0
+    out2 = os.path.join(tmp, "plain2")
+    os.makedirs(out2)
+    t0 = time.perf_counter()
+    by_part: dict[str, list[str]] = {}
+    for f in small:
+        by_part.setdefault(os.path.dirname(f), []).append(f)
+    for i, (_p, fs) in enumerate(sorted(by_part.items())):
+        t = pa.concat_tables([pq.read_table(f) for f in fs])
+        pq.write_table(t.sort_by("id"), os.path.join(out2, f"{i}.parquet"), compression="snappy")
+    plain2_s = time.perf_counter() - t0
+
+    mb = 1024 * 1024
+    print(json.dumps({
+        "rows": n, "executor": "spark local[4]" if args.spark else "local", "table_build_s": round(build_s, 2),
+        "compaction": {"operations": res["operations"], "records": res["records_written"],
+                       "input_mb": round(in_bytes / mb, 1), "seconds": round(comp_s, 3),
+                       "rows_per_s": round(res["records_written"] / comp_s),
+                       "mb_per_s": round(in_bytes / mb / comp_s, 1)},
+        "plain_pyarrow_rewrite": {"seconds": round(plain_s, 3), "rows_per_s": round(n / plain_s)},
+        "compaction_vs_plain": round(comp_s / plain_s, 2),
+        "clustering": {"input_files": len(small), "output_files": cres["files_written"],
+                       "records": cres["records_written"], "input_mb": round(c_bytes / mb, 1),
+                       "seconds": round(clus_s, 3), "rows_per_s": round(cres["records_written"] / clus_s)},
+        "plain_pyarrow_sort_rewrite": {"seconds": round(plain2_s, 3), "rows_per_s": round(n / plain2_s)},
+        "clustering_vs_plain": round(clus_s / plain2_s, 2),
+        "table_dir": tmp,
+    }))
+
+
+if __name__ == "__main__":
+    main()
