@@ -1,0 +1,80 @@
+"""Restore: bring a table back to a completed commit by rolling back everything after it.
+
+Hudi's restore writes ``R.restore.requested`` (Avro ``HoodieRestorePlan`` listing the
+instants to undo, newest first), goes inflight, rolls each back (the upsert helper's
+rollback action, one rollback instant each, so every step is itself resumable) and
+completes ``R.restore`` with ``HoodieRestoreMetadata``. Cleans after the target stay (the
+files they removed were older than the target's slices). A rerun after a crash resumes
+the same plan and skips what is already gone.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from airflow_hoodie.actions.service_common import active_instants, deserialize_plan, find_instant, serialize_plan
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.instant import Action, Instant, State
+
+UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
+
+
+def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
+    from airflow_hoodie.actions.rollback import rollback_instant
+    from airflow_hoodie.table.instant import is_utc_timeline, new_instant_time
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    started = time.time()
+    tl = table.reload_timeline()
+    writer = TimelineWriter(table.storage, table.base_path)
+    pending = [i for i in active_instants(tl) if i.action == Action.RESTORE and i.state != State.COMPLETED]
+    if pending:
+        restore = pending[0]
+        plan = deserialize_plan("HoodieRestorePlan", tl.read_plan(restore))
+    else:
+        target = find_instant(tl, instant_time, Action.COMMITS)
+        if target is None or target.state != State.COMPLETED:
+            raise HoodieConfigError(
+                f"Cannot restore to {instant_time}: it is not a completed commit on the active timeline."
+            )
+        cleans = [i for i in active_instants(tl) if i.action == Action.CLEAN and i.state == State.COMPLETED]
+        if cleans:
+            earliest = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1])).get("earliestCommitToRetain")
+            sp = find_instant(tl, instant_time, [Action.SAVEPOINT])
+            if earliest and instant_time < earliest and sp is None:
+                raise HoodieConfigError(
+                    f"Cannot restore to {instant_time}: cleaning removed its files (earliestCommitToRetain "
+                    f"{earliest}) and no savepoint holds them."
+                )
+        undo = [i for i in active_instants(tl) if i.timestamp > instant_time and i.action in UNDOABLE]
+        undo.sort(key=lambda i: i.sort_key, reverse=True)
+        plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in undo], "version": 1}
+        last = active_instants(tl)[-1].timestamp
+        ts = new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
+        restore = writer.create_requested(Instant(ts, Action.RESTORE, State.REQUESTED),
+                                          serialize_plan("HoodieRestorePlan", plan))
+    ts = restore.timestamp
+    if restore.state == State.REQUESTED:
+        writer.transition_to_inflight(Instant(ts, Action.RESTORE, State.REQUESTED))
+    rollbacks: dict[str, list[dict[str, Any]]] = {}
+    for info in plan["instantsToRollback"]:
+        target_ts = info["commitTime"]
+        cur = table.reload_timeline()
+        still = [i for i in active_instants(cur) if i.timestamp == target_ts and i.action in UNDOABLE]
+        if not still:
+            continue
+        rb_ts = rollback_instant(table, target_ts, config)
+        rb = find_instant(table.reload_timeline(), rb_ts, [Action.ROLLBACK])
+        rollbacks[target_ts] = [deserialize_plan("HoodieRollbackMetadata", table.timeline.read_details(rb))]
+    meta = {
+        "startRestoreTime": ts, "timeTakenInMillis": int((time.time() - started) * 1000),
+        "instantsToRollback": [i["commitTime"] for i in plan["instantsToRollback"]],
+        "hoodieRestoreMetadata": rollbacks, "version": 1,
+        "restoreInstantInfo": plan["instantsToRollback"],
+    }
+    writer.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), serialize_plan("HoodieRestoreMetadata", meta))
+    table.reload_timeline()
+    return {"instant": ts, "action": Action.RESTORE, "state": "completed", "restored_to": instant_time,
+            "rolled_back": meta["instantsToRollback"]}
