@@ -37,9 +37,22 @@ def main(argv: list[str] | None = None) -> int:
         from airflow_hoodie.spark.session import get_or_create_session
         from airflow_hoodie.spark.upsert import read_source, upsert_dataframe
 
+        from airflow_hoodie.errors import HoodieIOError
+        from airflow_hoodie.spark.upsert import SOURCE_FORMATS
+        from airflow_hoodie.table.storage import Storage
+
         config = load_config(args)
+        # cheap checks first: a bad call fails in a second, before a JVM starts
         if args.operation not in OPERATIONS:
             raise HoodieConfigError(f"--operation {args.operation!r} is not one of {', '.join(OPERATIONS)}.")
+        if args.source_format.lower() not in SOURCE_FORMATS:
+            raise HoodieConfigError(f"--source-format {args.source_format!r} is not one of {', '.join(SOURCE_FORMATS)}.")
+        table_type = config.get("hoodie.table.type")
+        if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+            raise HoodieConfigError(f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+        src_storage, src_path = Storage.for_uri(args.source, None)
+        if not src_storage.exists(src_path):
+            raise HoodieIOError(f"Source path {args.source!r} does not exist; check --source.")
         unknown = config.unknown_keys()
         if unknown:
             print("WARNING: unknown hoodie.* settings (ignored): " + ", ".join(unknown), file=sys.stderr, flush=True)

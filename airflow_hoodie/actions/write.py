@@ -301,6 +301,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     out = pa.concat_tables([old_part, stamped]) if old_part is not None and old_part.num_rows else stamped
     # Hudi's merge handle keeps the file sorted the way it read it; new records go last.
     stats = write_base_file(storage, base_path, task.partition_path, file_name, out, ctx.avro_schema, ctx.props)
+    _fault_injection_pause()
     n_inserts = stamped.num_rows - n_updates
     elapsed = int((time.time() - started) * 1000)
     return [write_stat(
@@ -310,6 +311,14 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         runtimeStats={"totalScanTime": 0, "totalUpsertTime": elapsed if task.base_file else 0,
                       "totalCreateTime": 0 if task.base_file else elapsed},
     )]
+
+
+def _fault_injection_pause() -> None:
+    """Tests kill a job while its tasks are writing: AIRFLOW_HOODIE_TEST_PAUSE_AFTER_FILE=seconds."""
+    import os
+    pause = os.environ.get("AIRFLOW_HOODIE_TEST_PAUSE_AFTER_FILE")
+    if pause:
+        time.sleep(float(pause))
 
 
 def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: FileGroupTask,
@@ -353,6 +362,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         results = writer.append(blocks)
     finally:
         writer.close()
+    _fault_injection_pause()
     stats = []
     by_path: dict[str, list] = {}
     for r in results:

@@ -1,0 +1,167 @@
+"""The Spark write path and the upsert job, against a Python model, our reader and hudi-rs."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.read import read_table
+from tests.actions.test_write import conf
+from tests.actions.write_model import TableModel, actual, random_batch, to_arrow
+from tests.table.normalize import hudi_rs_rows, normalize_table
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+JOB = REPO / "spark_jobs" / "upsert.py"
+PY = sys.executable
+
+
+def df_of(spark, batch):
+    return spark.createDataFrame(to_arrow(batch))
+
+
+@pytest.mark.parametrize("table_type,partitioned,index", [
+    ("COPY_ON_WRITE", True, "BLOOM"),
+    ("COPY_ON_WRITE", False, "SIMPLE"),
+    ("MERGE_ON_READ", True, "SIMPLE"),
+    ("MERGE_ON_READ", False, "GLOBAL_BLOOM"),
+    ("COPY_ON_WRITE", True, "GLOBAL_SIMPLE"),
+    ("MERGE_ON_READ", True, "IN_MEMORY"),
+])
+def test_spark_upserts_match_model(spark, tmp_path, table_type, partitioned, index):
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    rng = random.Random(7)
+    base = str(tmp_path / "t")
+    glob = index.startswith("GLOBAL") or index == "IN_MEMORY"
+    model = TableModel(partitioned, glob)
+    parts = ["a", "b"] if partitioned else ["x"]
+    sticky = None if glob else {}
+    for step, op in enumerate(["bulk_insert", "upsert", "delete", "upsert"]):
+        batch = random_batch(rng, 50, 30, step * 10, parts, sticky)
+        if op == "bulk_insert":
+            batch = list({r["id"]: r for r in batch}.values()) if glob or not partitioned else \
+                list({(r["p"], r["id"]): r for r in batch}.values())
+        upsert_dataframe(spark, df_of(spark, batch), base, op, HoodieConfig(conf(table_type, partitioned, index)), "t")
+        model.apply(op, batch)
+        assert actual(read_table(base)) == model.expected(), f"step {step} ({op})"
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+
+
+def test_spark_overwrite_operations_and_read(spark, tmp_path):
+    from airflow_hoodie.spark import read
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    base = str(tmp_path / "t")
+    model = TableModel(True)
+    c = HoodieConfig(conf("MERGE_ON_READ"))
+    b1 = [{"id": i, "ts": 1, "p": "abc"[i % 3], "v": f"a{i}"} for i in range(30)]
+    upsert_dataframe(spark, df_of(spark, b1), base, "insert", c, "t"); model.apply("insert", b1)
+    b2 = [{"id": i, "ts": 2, "p": "a", "v": f"o{i}"} for i in range(100, 104)]
+    r = upsert_dataframe(spark, df_of(spark, b2), base, "insert_overwrite", c); model.apply("insert_overwrite", b2)
+    assert r.action == "replacecommit"
+    assert actual(read_table(base)) == model.expected()
+    df = read(spark, base, query_type="snapshot")
+    assert sorted(tuple(x) for x in df.select("id", "p", "ts", "v").collect()) == model.expected()
+    b3 = [{"id": 7, "ts": 3, "p": "c", "v": "t"}]
+    upsert_dataframe(spark, df_of(spark, b3), base, "insert_overwrite_table", c); model.apply("insert_overwrite_table", b3)
+    assert actual(read_table(base)) == model.expected()
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+
+
+def run_job(*args, env=None, timeout=300):
+    return subprocess.run([PY, str(JOB), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=str(REPO))
+
+
+def job_args(base, source, op="upsert", fmt="parquet", *extra):
+    return ["--base-path", base, "--table-name", "t", "--source", source, "--source-format", fmt, "--operation", op,
+            "--hoodie-conf", "hoodie.datasource.write.recordkey.field=id",
+            "--hoodie-conf", "hoodie.datasource.write.precombine.field=ts",
+            "--hoodie-conf", "hoodie.datasource.write.partitionpath.field=p",
+            "--spark-master", "local[2]", *extra]
+
+
+def hoodie_listing(base):
+    return sorted(p.name for p in (pathlib.Path(base) / ".hoodie").iterdir())
+
+
+def test_job_bad_input(tmp_path):
+    src = tmp_path / "src.parquet"
+    pq.write_table(to_arrow([{"id": 1, "ts": 1, "p": "a", "v": "x"}]), src)
+    base = str(tmp_path / "t")
+    # fast failures (no JVM needed)
+    r = run_job(*job_args(base, str(tmp_path / "nope.parquet")))
+    assert r.returncode != 0 and "does not exist" in r.stderr
+    r = run_job(*job_args(base, str(src), "upsert", "parquet", "--hoodie-conf", "hoodie.table.type=BOGUS"))
+    assert r.returncode != 0 and "not a table type" in r.stderr
+    r = run_job(*job_args(base, str(src), "merge"))
+    assert r.returncode != 0 and "--operation" in r.stderr
+    assert not pathlib.Path(base).exists()
+    # a good write, then bad batches leave it as it was
+    r = run_job(*job_args(base, str(src)))
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["state"] == "COMPLETED" and out["inserts"] == 1 and out["action"] == "commit"
+    before = hoodie_listing(base)
+    null_key = tmp_path / "null.parquet"
+    pq.write_table(pa.table({"id": pa.array([None, 2], pa.int64()), "ts": [1, 1], "p": ["a", "a"], "v": ["x", "y"]}), null_key)
+    no_key = tmp_path / "nokey.json"
+    no_key.write_text('{"ts": 1, "p": "a", "v": "x"}\n')
+    no_pre = tmp_path / "nopre.csv"
+    no_pre.write_text("id,p,v\n5,a,x\n")
+    r = run_job(*job_args(base, str(null_key)))
+    assert r.returncode != 0 and "HoodieKeyError" in r.stderr
+    r = run_job(*job_args(base, str(no_key), "upsert", "json"))
+    assert r.returncode != 0 and "Record key field 'id'" in r.stderr
+    r = run_job(*job_args(base, str(no_pre), "upsert", "csv"))
+    assert r.returncode != 0 and "Precombine field 'ts'" in r.stderr
+    assert hoodie_listing(base) == before
+    assert actual(read_table(base)) == [(1, "a", 1, "x")]
+
+
+def test_job_sigkill_mid_write_then_rerun(tmp_path):
+    rows = [{"id": i, "ts": 1, "p": "abcd"[i % 4], "v": f"v{i}"} for i in range(200)]
+    src = tmp_path / "src.parquet"
+    pq.write_table(to_arrow(rows), src)
+    base = str(tmp_path / "t")
+    proc = subprocess.Popen([PY, str(JOB), *job_args(base, str(src))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "AIRFLOW_HOODIE_TEST_PAUSE_AFTER_FILE": "60"}, cwd=str(REPO),
+                            start_new_session=True)
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline:
+            if list(pathlib.Path(base).rglob("*.parquet")):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the job never wrote a file")
+        time.sleep(1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    table = HoodieTable.load(base)
+    assert table.timeline.pending().instants and not table.timeline.completed().instants
+    assert len(read_table(base)) == 0
+    r = run_job(*job_args(base, str(src)))
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(out["rolled_back"]) == 1
+    got = read_table(base)
+    assert sorted(got.column("id").to_pylist()) == list(range(200))  # every record once
+    assert actual(got) == sorted((r["id"], r["p"], r["ts"], r["v"]) for r in rows)
+    assert normalize_table(got) == hudi_rs_rows(base)
+    # no file of the killed instant survived
+    killed = out["rolled_back"][0]
+    assert not [p for p in pathlib.Path(base).rglob("*.parquet") if killed in p.name]
