@@ -30,6 +30,20 @@ def _executor(args, app: str):
     return SparkExecutor(get_or_create_session(app, master=args.spark_master))
 
 
+def _config(args):
+    """Settings from --props/--hoodie-conf; unknown hoodie.* keys (typos) are reported on stderr."""
+    import airflow_hoodie.actions.archive  # noqa: F401 - registers the keys each service reads
+    import airflow_hoodie.actions.clean  # noqa: F401
+    import airflow_hoodie.actions.clustering  # noqa: F401
+    import airflow_hoodie.actions.compaction  # noqa: F401
+
+    config = load_config(args)
+    unknown = config.unknown_keys()
+    if unknown:
+        print("WARNING: unknown hoodie.* settings (ignored): " + ", ".join(unknown), file=sys.stderr, flush=True)
+    return config
+
+
 def _table(args):
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
@@ -43,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     def job() -> dict:
         from airflow_hoodie.actions.archive import run_archive
 
-        return run_archive(_table(args), load_config(args))
+        return run_archive(_table(args), _config(args))
 
     return run_job(job, args.result_file)
 

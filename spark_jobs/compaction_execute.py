@@ -31,6 +31,20 @@ def _executor(args, app: str):
     return SparkExecutor(get_or_create_session(app, master=args.spark_master))
 
 
+def _config(args):
+    """Settings from --props/--hoodie-conf; unknown hoodie.* keys (typos) are reported on stderr."""
+    import airflow_hoodie.actions.archive  # noqa: F401 - registers the keys each service reads
+    import airflow_hoodie.actions.clean  # noqa: F401
+    import airflow_hoodie.actions.clustering  # noqa: F401
+    import airflow_hoodie.actions.compaction  # noqa: F401
+
+    config = load_config(args)
+    unknown = config.unknown_keys()
+    if unknown:
+        print("WARNING: unknown hoodie.* settings (ignored): " + ", ".join(unknown), file=sys.stderr, flush=True)
+    return config
+
+
 def _table(args):
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
@@ -49,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         table = _table(args)
         if not args.instant_time and not pending_compaction_instants(table):
             return {"instant": None, "action": "compaction", "reason": "no pending compaction"}
-        return execute_pending_compactions(table, _executor(args, "hoodie-compaction"), load_config(args),
+        return execute_pending_compactions(table, _executor(args, "hoodie-compaction"), _config(args),
                                            args.instant_time, storage_options(args))
 
     return run_job(job, args.result_file)
