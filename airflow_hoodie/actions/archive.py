@@ -335,6 +335,8 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
     crash_point("archive.after_write")
     for inst in chosen:  # markers of archived writes (Hudi deletes .hoodie/.temp/<ts>)
         mk.delete_marker_dir(table.storage, table.base_path, inst.timestamp)
+        if inst.action in (Action.COMMIT, Action.DELTA_COMMIT):  # and compaction plans kept in .aux
+            table.storage.delete(table.storage.join(table.aux_path, f"{inst.timestamp}.compaction.requested"))
     deleted = []
     for f in deletion_order(files):
         crash_point("archive.delete")
@@ -397,8 +399,6 @@ def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
     """
     from airflow_hoodie.actions.service_common import serialize_plan
     from airflow_hoodie.table.file_naming import log_file_name
-    from airflow_hoodie.table.log_reader import read_log_blocks
-    from airflow_hoodie.table.log_writer import LogWriter
 
     if not config.get_bool(MERGE_ENABLE) or not flag(table.storage, "supports_append"):
         return 0
@@ -421,15 +421,10 @@ def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
     plan = {"version": 1, "candidate": [st.name for st in candidates], "mergedArchiveFileName": merged_name}
     plan_path = table.storage.join(folder, MERGE_PLAN_FILE)
     table.storage.write_bytes(plan_path, serialize_plan("HoodieMergeArchiveFilePlan", plan))
-    blocks = [b for st in candidates for b in read_log_blocks(table.storage, st.path) if not b.corrupt]
-    writer = LogWriter(table.storage, folder, ARCHIVE_FILE_ID, "", ARCHIVE_WRITE_TOKEN, ext=ARCHIVE_EXT)
-    writer._version = next_version - 1  # noqa: SLF001 - start the merged file as a new version
-    writer._rolled = True  # noqa: SLF001
-    try:
-        for b in blocks:
-            writer.append([b])
-    finally:
-        writer.close()
+    # A log file is a sequence of self-delimiting blocks, so the merged file is the
+    # candidates' blocks back to back; written atomically, then the candidates go.
+    merged_path = table.storage.join(folder, merged_name)
+    table.storage.write_bytes(merged_path, b"".join(table.storage.read_bytes(st.path) for st in candidates))
     for st in candidates:
         table.storage.delete(st.path)
     table.storage.delete(plan_path)
