@@ -17,7 +17,7 @@ update strategy refuses); :func:`check_no_pending_clustering` is that guard.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from airflow_hoodie.actions.service_common import MB
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
@@ -81,12 +81,15 @@ def slice_size(slice_: Any, default_size: int) -> int:
     return int(slice_.base_file.size) if slice_.base_file is not None else default_size
 
 
-def slice_info(slice_: Any) -> dict[str, Any]:
-    """Hudi's ``HoodieSliceInfo`` for one file slice."""
+def slice_info(slice_: Any, uri_of: Callable[[str], str] = lambda p: p) -> dict[str, Any]:
+    """Hudi's ``HoodieSliceInfo`` for one file slice.
+
+    Hudi 0.14 stores full paths here (``BaseFile.getPath``), empty when there is no base
+    file; ``uri_of`` turns our storage paths into such URIs.
+    """
     return {
-        "dataFilePath": slice_.base_file.path_rel if getattr(slice_.base_file, "path_rel", None)
-        else (f"{slice_.partition_path}/{slice_.base_file.file_name}".lstrip("/") if slice_.base_file else None),
-        "deltaFilePaths": [f"{slice_.partition_path}/{lf.file_name}".lstrip("/") for lf in slice_.log_files],
+        "dataFilePath": uri_of(slice_.base_file.path) if slice_.base_file is not None else "",
+        "deltaFilePaths": [uri_of(lf.path) for lf in slice_.log_files],
         "fileId": slice_.file_id,
         "partitionPath": slice_.partition_path,
         "bootstrapFilePath": "",
@@ -115,7 +118,8 @@ def select_partitions(partitions: Sequence[str], config: HoodieConfig) -> list[s
 
 
 def build_groups_for_partition(
-    slices: Sequence[Any], config: HoodieConfig, excluded: set[tuple[str, str]]
+    slices: Sequence[Any], config: HoodieConfig, excluded: set[tuple[str, str]],
+    uri_of: Callable[[str], str] = lambda p: p,
 ) -> list[dict[str, Any]]:
     small = config.get_int(SMALL_FILE_LIMIT)
     target = config.get_int(TARGET_FILE_MAX_BYTES)
@@ -145,7 +149,7 @@ def build_groups_for_partition(
         if len(g) < 2 and not single:
             continue
         out.append({
-            "slices": [slice_info(s) for s in g],
+            "slices": [slice_info(s, uri_of) for s in g],
             "metrics": group_metrics(g, default_size),
             "numOutputFileGroups": output_groups(total, target),
             "extraMetadata": None,
@@ -155,13 +159,14 @@ def build_groups_for_partition(
 
 
 def build_clustering_plan(
-    slices_by_partition: dict[str, Sequence[Any]], config: HoodieConfig, excluded: set[tuple[str, str]]
+    slices_by_partition: dict[str, Sequence[Any]], config: HoodieConfig, excluded: set[tuple[str, str]],
+    uri_of: Callable[[str], str] = lambda p: p,
 ) -> dict[str, Any] | None:
     """Hudi's ``HoodieClusteringPlan`` or None when no group qualifies."""
     max_groups = config.get_int(MAX_NUM_GROUPS)
     groups: list[dict[str, Any]] = []
     for partition in select_partitions(list(slices_by_partition), config):
-        for g in build_groups_for_partition(slices_by_partition[partition], config, excluded):
+        for g in build_groups_for_partition(slices_by_partition[partition], config, excluded, uri_of):
             if len(groups) >= max_groups:
                 break
             groups.append(g)
@@ -208,7 +213,7 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
         if s.base_file is None and not s.log_files:
             continue
         by_part.setdefault(s.partition_path, []).append(s)
-    plan = build_clustering_plan(by_part, config, excluded)
+    plan = build_clustering_plan(by_part, config, excluded, uri_of=table.storage.uri)
     if plan is None:
         return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no file slice qualifies for clustering"}
     instants = _active(tl)
@@ -244,6 +249,7 @@ def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> lis
         pdir = storage.join(base_path, part) if part else base_path
 
         def path_of(p: str) -> str:
+            # full URIs (Hudi 0.14 plans and ours) or bare names (older plans): same directory
             return storage.join(pdir, p.rstrip("/").rsplit("/", 1)[-1])
 
         base = None
