@@ -217,6 +217,16 @@ def schedule_compaction(
         raise HoodieConfigError(
             f"Compaction instant {ts} must be later than every instant on the timeline (latest {last})."
         )
+    inflight_writes = [i for i in instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
+                       and i.state != State.COMPLETED]
+    if inflight_writes:
+        from airflow_hoodie.errors import HoodieWriteConflictError
+
+        raise HoodieWriteConflictError(
+            f"Earliest write inflight instant time must be later than compaction time: write "
+            f"{inflight_writes[0].timestamp} is still pending. Let it finish, or roll it back "
+            "(rollback.py / the next upsert does it), then schedule the compaction again."
+        )
     if not force:
         decision = compaction_due(instants, config, ts)
         if not decision.due:

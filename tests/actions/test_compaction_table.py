@@ -118,3 +118,16 @@ def test_unknown_instant_is_a_clear_error(mor):
     base, _, _ = mor
     with pytest.raises(HoodieError, match="schedule one"):
         c.execute_compaction(load(base), "20200101000000000", LocalExecutor())
+
+
+def test_pending_write_blocks_scheduling(mor):
+    from airflow_hoodie.errors import HoodieWriteConflictError
+    from airflow_hoodie.table.instant import Action, Instant, State
+    from airflow_hoodie.table.timeline import TimelineWriter
+
+    base, _, _ = mor
+    t = load(base)
+    TimelineWriter(t.storage, t.base_path).create_requested(Instant("20990101000000000", Action.DELTA_COMMIT,
+                                                                    State.REQUESTED))
+    with pytest.raises(HoodieWriteConflictError, match="still pending"):
+        c.schedule_compaction(load(base), HoodieConfig({}))
