@@ -41,12 +41,14 @@ with DAG(
             for event in events
             if event.extra and event.extra.get("instant")
         )
+        # data writes only: compaction and clustering rewrite files but keep commit times
         writes = [v.timestamp for v in (load_views(base_path) or [])
-                  if v.state == "COMPLETED" and v.action in ("commit", "deltacommit", "replacecommit")]
+                  if v.state == "COMPLETED" and v.action in ("commit", "deltacommit", "replacecommit")
+                  and v.kind not in ("compaction", "logcompaction", "clustering")]
         end = instants[-1] if instants else (writes[-1] if writes else None)
         previous = ti.xcom_pull(task_ids="read_new_commits", include_prior_dates=True) if ti else None
         if isinstance(previous, dict) and previous.get("end"):
-            start = previous["end"]
+            start = previous["end"]  # resume exactly where the previous run stopped
         else:
             first = instants[0] if instants else end
             before = [w for w in writes if first is not None and w < first]
