@@ -168,3 +168,22 @@ def test_sigkill_archive_then_rerun(tmp_path, point):
     assert rc == 0
     assert [f for f in timeline_files(base) if f.endswith(".commit")] == [f"{t}.commit" for t in commits[4:]]
     assert sorted(load(base).archived_timeline().timestamps) == commits[:4]
+
+
+def test_savepoint_job_restore(tmp_path):
+    base = str(tmp_path / "cow")
+    cfg = table_config("COPY_ON_WRITE")
+    model = Model()
+    commits = []
+    for t in range(1, 4):
+        b = batch(range(t, t + 3), t)
+        commits.append(write(base, b, cfg))
+        model.upsert(b)
+    at = model.table()
+    rc, res = fast("savepoint", "--base-path", base, "--instant-time", commits[-1], tmp=str(tmp_path))
+    assert rc == 0 and res["state"] == "completed"
+    for t in range(5, 8):
+        write(base, batch(range(t, t + 3), t), cfg)
+    rc, res = fast("savepoint", "--base-path", base, "--instant-time", commits[-1], "--restore", tmp=str(tmp_path))
+    assert rc == 0 and res["action"] == "restore" and len(res["rolled_back"]) == 3
+    assert snapshot(base) == at
