@@ -430,6 +430,11 @@ class ExistingFile:
     base_size: int
     log_files: list[str]           # relative paths
     log_size: int = 0
+    in_clustering: bool = False    # under a pending clustering plan: no updates, no small-file inserts
+    # where the group's live keys are: with a pending compaction the latest slice is empty and
+    # the keys live in the previous slice (+ logs), i.e. the merged slice
+    lookup_base_file: str | None = None
+    lookup_log_files: list[str] | None = None
 
 
 def _rel(partition_path: str, name: str) -> str:
@@ -437,7 +442,8 @@ def _rel(partition_path: str, name: str) -> str:
 
 
 def existing_files(table: Any, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
-    """Latest committed file slices (excluding groups under pending clustering)."""
+    """Latest committed file slices; groups under pending clustering are flagged (the index must
+    still see their keys, or their records would be inserted a second time)."""
     from airflow_hoodie.table.file_system_view import FileSystemView
 
     view = FileSystemView(table)
@@ -453,15 +459,24 @@ def existing_files(table: Any, partitions: Iterable[str] | None = None) -> list[
     else:
         for p in parts:
             slices.extend(view.latest_file_slices(p))
+    merged = {}
+    try:
+        for p in (parts if parts is not None else [None]):
+            for ms in view.latest_merged_file_slices(p):
+                merged[(ms.partition_path, ms.file_id)] = ms
+    except Exception:  # noqa: BLE001 - view without merged slices
+        merged = {}
     for s in slices:
-        if (s.partition_path, s.file_id) in clustering:
-            continue
+        ms = merged.get((s.partition_path, s.file_id))
         bf = s.base_file
         logs = [_rel(s.partition_path, lf.file_name) for lf in s.log_files]
         out.append(ExistingFile(
             s.partition_path, s.file_id,
             _rel(s.partition_path, bf.file_name) if bf else None,
             s.base_instant, bf.size if bf else 0, logs, sum(lf.size for lf in s.log_files),
+            (s.partition_path, s.file_id) in clustering,
+            _rel(ms.partition_path, ms.base_file.file_name) if ms is not None and ms.base_file else None,
+            [_rel(ms.partition_path, lf.file_name) for lf in ms.log_files] if ms is not None else None,
         ))
     return out
 
@@ -509,6 +524,11 @@ def assign_buckets(
     bucket_of: dict[tuple[str, str], int] = {}
     for (part, fid), n in sorted(update_counts.items()):
         f = by_key.get((part, fid))
+        if f is not None and f.in_clustering:
+            from airflow_hoodie.errors import HoodieWriteConflictError
+            raise HoodieWriteConflictError(
+                f"{n} record(s) update file group {fid} in partition {part!r}, which a pending clustering "
+                "plan is rewriting (Hudi's reject-update strategy). Run or roll back the clustering first.")
         t = FileGroupTask(len(tasks), "UPDATE", part, fid, f.base_file if f else None,
                           f.base_instant if f else None, f.base_instant if f else "null",
                           list(f.log_files) if f else [], n)
@@ -523,7 +543,7 @@ def assign_buckets(
         plan: list[tuple[int, int]] = []
         if use_small_files and small_limit > 0 and not is_mor:
             smalls = sorted((f for f in files if f.partition_path == part and f.base_file
-                             and f.base_size < small_limit), key=lambda f: f.base_size)
+                             and not f.in_clustering and f.base_size < small_limit), key=lambda f: f.base_size)
             for f in smalls:
                 if remaining <= 0:
                     break
@@ -1047,8 +1067,10 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
     tl = client.table.timeline
     valid = [i.timestamp for i in tl.completed().instants]
     latest = valid[-1] if valid else ""
-    return [FileRef(client.base_uri, client.storage_options, f.partition_path, f.file_id, f.base_file,
-                    list(f.log_files), f.base_instant, valid, latest) for f in files]
+    return [FileRef(client.base_uri, client.storage_options, f.partition_path, f.file_id,
+                    f.lookup_base_file if f.lookup_log_files is not None else f.base_file,
+                    list(f.lookup_log_files if f.lookup_log_files is not None else f.log_files),
+                    f.base_instant, valid, latest) for f in files]
 
 
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
@@ -1096,8 +1118,6 @@ def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: 
                                         config.get_bool("hoodie.bloom.index.prune.by.ranges"))
         upd_flag = config.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
                                    else "hoodie.simple.index.update.partition.path")
-        if glob and client.table is not None:
-            pass
         batch = tag_records(batch, existing, index_type, upd_flag)
     else:
         batch = batch.append_column(LOC_PART, pa.nulls(batch.num_rows, pa.string())) \
