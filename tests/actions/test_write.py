@@ -217,3 +217,18 @@ def test_commit_callback_http(tmp_path):
         srv.shutdown()
     assert got and got[0][0] == "sekret"
     assert got[0][1]["commitTime"] == r.instant and got[0][1]["tableName"] == "t"
+
+
+def test_mor_log_rollover_and_blocks(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf("MERGE_ON_READ", partitioned=False, **{"hoodie.logfile.max.size": "600"})
+    model = TableModel(False)
+    rng = random.Random(3)
+    for step in range(4):
+        batch = random_batch(rng, 20, 15, step * 10, ["x"], {})
+        write_arrow(base, to_arrow(batch), "upsert", c, table_name="t")
+        model.apply("upsert", batch)
+    logs = sorted(p.name for p in (tmp_path / "t").glob(".*.log.*"))
+    assert len({n.split(".log.")[1].split("_")[0] for n in logs}) >= 2  # rolled over to new versions
+    assert actual(read_table(base)) == model.expected()
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
