@@ -139,7 +139,7 @@ def test_upsert_and_compaction_on_a_standalone_cluster(airflow_db, spark_cluster
 
     # the jobs ran on the cluster, with our package shipped to it
     apps = list(spark_cluster["work_dir"].glob("app-*"))
-    assert len(apps) >= 4, apps
+    assert len(apps) >= 3, apps  # both upserts and the compaction ran executors there
     shipped = list(spark_cluster["work_dir"].rglob("airflow_hoodie-*.zip"))
     assert shipped, "the package zip never reached the worker"
 
