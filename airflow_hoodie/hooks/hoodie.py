@@ -509,7 +509,28 @@ class HoodieHook(BaseHook):
         )
 
     def on_kill(self) -> None:
-        """Stop the running spark-submit (and its driver on a cluster)."""
-        if self._submit_hook is not None:
-            self._submit_hook.on_kill()
+        """Stop the running spark-submit, its Python driver, and its driver on a cluster.
+
+        SparkSubmitHook kills only the spark-submit JVM; in client mode our job's Python
+        driver is that JVM's child and would otherwise live on, still writing. Whatever
+        it left half done is an inflight instant the retry rolls back or finishes.
+        """
+        hook = self._submit_hook
+        if hook is None:
+            return
+        children: list[Any] = []
+        process = hook._submit_sp
+        if process is not None and process.poll() is None:
+            try:
+                import psutil
+
+                children = psutil.Process(process.pid).children(recursive=True)
+            except Exception:  # noqa: BLE001 - already gone, or psutil missing
+                children = []
+        hook.on_kill()
+        for child in children:
+            try:
+                child.kill()
+            except Exception:  # noqa: BLE001 - exited on its own
+                pass
 
