@@ -67,9 +67,8 @@ def _report(table_path: str) -> None:
     table = HoodieTable.load(table_path)
     print(f"\nTable {table_path} ({table.table_type})")
     print("\nTimeline (active):")
-    for instant in table.timeline.all_instants if hasattr(table.timeline, "all_instants") else table.timeline.instants:
-        if instant.is_completed:
-            print(f"  {instant.timestamp}  {instant.action:<14} {instant.state.value}")
+    for instant in table.timeline.instants:
+        print(f"  {instant.timestamp}  {instant.action:<14} {instant.state.value}")
     archived = table.archived_timeline()
     archived_instants = getattr(archived, "instants", [])
     print(f"Archived instants: {len(archived_instants)}")
@@ -83,9 +82,9 @@ def _report(table_path: str) -> None:
     ro = read_table(table_path, query_type="read_optimized")
     print(f"\nRows: snapshot={snapshot.num_rows} read_optimized={ro.num_rows}")
     try:
-        from hudi import HudiTableBuilder
+        from hudi import HudiReadOptions, HudiTableBuilder
 
-        batches = HudiTableBuilder.from_base_uri(table_path).build().read_snapshot()
+        batches = HudiTableBuilder.from_base_uri(table_path).build().read(HudiReadOptions())
         print(f"hudi-rs snapshot rows: {sum(b.num_rows for b in batches)}")
     except ImportError:
         print("hudi-rs not installed; skipped the independent read")
