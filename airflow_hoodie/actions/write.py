@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register, register_prefix
 from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieSchemaError
 from airflow_hoodie.table import markers as mk
+from airflow_hoodie.table.key_generator import KeyGenerator
 from airflow_hoodie.table.base_file_writer import (
     COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
     stamp_meta_columns, write_base_file,
@@ -961,14 +962,9 @@ def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str) -> p
     soft delete ('S'); the delete operation marks every record 'D'.
     """
     data = data.drop_columns([c for c in META_COLUMNS + INTERNAL_COLS if c in data.column_names])
-    try:
-        from airflow_hoodie.table.key_generator import KeyGenerator
-    except ImportError:  # bloom helper's key generators not landed yet: minimal local stand-in
-        keys, parts = _fallback_keys(data, props)
-    else:
-        kg = KeyGenerator.from_config(props)
-        keys = kg.record_keys(data)
-        parts = kg.partition_paths(data)
+    kg = KeyGenerator.from_config(props)
+    keys = kg.record_keys(data)
+    parts = kg.partition_paths(data)
     if operation == "delete":
         op = pa.array(["D"] * data.num_rows, pa.string())
     elif IS_DELETED in data.column_names:
@@ -1274,33 +1270,3 @@ def _maybe_callback(client: WriteClient, cfg: HoodieConfig, result: WriteResult)
         return
     from airflow_hoodie.actions.commit_callback import send_commit_callback
     send_commit_callback(cfg, client.table_name or "", client.base_uri, result.as_dict())
-
-
-def _fallback_keys(data: pa.Table, props: Mapping[str, str]) -> tuple[pa.Array, pa.Array]:
-    """Simple/Complex/NonPartitioned key generation (only until key_generator.py exists)."""
-    from airflow_hoodie.errors import HoodieKeyError
-    kfields = [f.strip() for f in (props.get(RECORD_KEY_FIELD) or "").split(",") if f.strip()]
-    pfields = [f.strip() for f in (props.get(PARTITION_FIELD) or "").split(",") if f.strip()]
-    cls = props.get("hoodie.datasource.write.keygenerator.class") or ""
-    hive = str(props.get("hoodie.datasource.write.hive_style_partitioning", "false")).lower() == "true"
-    for f in kfields:
-        if f not in data.column_names:
-            raise HoodieKeyError(f"Record key field {f!r} is not in the input.")
-        if data.column(f).null_count:
-            raise HoodieKeyError(f"Record key field {f!r} is null in {data.column(f).null_count} record(s); "
-                                 "every record needs a key.")
-    strs = [pc.cast(data.column(f), pa.string()) for f in kfields]
-    if len(kfields) == 1 and not cls.endswith("ComplexKeyGenerator"):
-        keys = strs[0]
-    else:
-        keys = pc.binary_join_element_wise(*[pc.binary_join_element_wise(pa.scalar(f + ":"), s, "") for f, s in zip(kfields, strs)], ",")
-    if not pfields or cls.endswith("NonpartitionedKeyGenerator"):
-        parts = pa.array([""] * data.num_rows, pa.string())
-    else:
-        ps = []
-        for f in pfields:
-            v = pc.fill_null(pc.cast(data.column(f), pa.string()), "__HIVE_DEFAULT_PARTITION__")
-            ps.append(pc.binary_join_element_wise(pa.scalar(f + "="), v, "") if hive else v)
-        parts = ps[0] if len(ps) == 1 else pc.binary_join_element_wise(*ps, "/")
-    as_arr = lambda a: a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a  # noqa: E731
-    return as_arr(keys), as_arr(parts)

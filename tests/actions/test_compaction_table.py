@@ -57,8 +57,6 @@ def test_trigger_not_met_and_nothing_to_compact(tmp_path, mor):
     assert c.schedule_compaction(load(cow), HoodieConfig({})).instant is None
 
 
-@pytest.mark.xfail(reason="write path (upsert helper): an update to a file group under a pending compaction "
-                          "is tagged as an insert (duplicate key) instead of a log on the new slice", strict=False)
 def test_logs_after_plan_go_to_new_slice_and_survive(mor):
     base, cfg, model = mor
     ts = c.schedule_compaction(load(base), HoodieConfig({})).instant.timestamp
