@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +35,9 @@ def _run(cmd: list[str], env: dict[str, str], log_dir: pathlib.Path, label: str)
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
     took = time.monotonic() - started
-    if proc.returncode != 0:
+    # `airflow dags test` can exit 0 for a run whose tasks failed: check the run's state too
+    failed_run = re.search(r"DagRun Finished:.*state=failed", log.read_text(encoding="utf-8", errors="replace"))
+    if proc.returncode != 0 or failed_run:
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         print("\n".join(tail), file=sys.stderr)
         raise SystemExit(f"demo step {label!r} failed (exit {proc.returncode}); full log: {log}")
