@@ -234,7 +234,7 @@ def instant_details(table: Any, instant: str, state: str | None = None) -> dict[
     timeline = table.timeline
     parsed = Instant.parse(instant) if not instant.isdigit() else None
     ts = parsed.timestamp if parsed else instant
-    current = timeline.get(ts)
+    current = timeline.get(ts, parsed.action if parsed else None)
     if current is None:
         archived = _archived_details(table, ts)
         if archived is not None:
@@ -248,7 +248,7 @@ def instant_details(table: Any, instant: str, state: str | None = None) -> dict[
     data, used = b"", current.state
     for st in candidates:
         try:
-            data = timeline.read_details(ts, st)
+            data = timeline.read_details(current, st)
         except HoodieError:
             if wanted:
                 raise

@@ -145,16 +145,12 @@ def active_instants(timeline: Any) -> list[Instant]:
     """One instant per (time, action) in its latest state.
 
     A savepoint carries the same instant time as the commit it pins, so collapsing by
-    time alone would hide one of them; services must see both.
+    time alone would hide one of them; services must see both. Same rule as
+    :class:`~airflow_hoodie.table.timeline.Timeline` (``collapse_states``).
     """
-    family = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
-    best: dict[tuple[str, str], Instant] = {}
-    for inst in timeline.all_instants:
-        key = (inst.timestamp, family.get(inst.action, inst.action))
-        cur = best.get(key)
-        if cur is None or inst.state.rank > cur.state.rank:
-            best[key] = inst
-    return sorted(best.values(), key=lambda i: i.sort_key)
+    from airflow_hoodie.table.timeline import collapse_states
+
+    return collapse_states(timeline.all_instants)
 
 
 def find_instant(timeline: Any, ts: str, actions: Iterable[str]) -> Instant | None:

@@ -1,7 +1,10 @@
 """The active timeline (``.hoodie/<instant files>``) and the one way to change it.
 
-:class:`Timeline` is an immutable snapshot: one :class:`Instant` per instant time, in
-its most advanced state, sorted as Hudi sorts them. Filters return new timelines, so a
+:class:`Timeline` is an immutable snapshot: one :class:`Instant` per instant (instant
+time + action family), in its most advanced state, sorted as Hudi sorts them. The
+requested/inflight/completed files of one instant collapse to one :class:`Instant`
+(``T.compaction.requested`` + ``T.commit`` is one compaction), but two instants sharing
+a time stay apart: a savepoint has the same time as the commit it pins. Filters return new timelines, so a
 caller can pass a narrowed view (``completed()``, ``as_of(ts)``) around safely.
 
 :class:`TimelineWriter` moves instants through their states. Each step *creates* one
@@ -26,8 +29,32 @@ def meta_path(base_path: str) -> str:
     return Storage.join(base_path, METAFOLDER)
 
 
+#: Pending actions whose completed file is stored under another action.
+_FAMILY = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+
+
+def action_family(action: str) -> str:
+    """The action an instant's files share across states (compaction -> commit, ...)."""
+    return _FAMILY.get(action, action)
+
+
+def instant_key(inst: Instant) -> tuple[str, str]:
+    """Identity of one instant across its state files: (instant time, action family)."""
+    return (inst.timestamp, action_family(inst.action))
+
+
+def _get_rank(inst: Instant) -> int:
+    """Which instant :meth:`Timeline.get` returns for a bare time: writes before others,
+    savepoints last (a savepoint shares the time of the commit it pins)."""
+    if inst.action in Action.WRITE:
+        return 0
+    if inst.action == Action.SAVEPOINT:
+        return 2
+    return 1
+
+
 class Timeline:
-    """Sorted instants of the active timeline, one per instant time (latest state)."""
+    """Sorted instants of the active timeline, one per (time, action family), latest state."""
 
     def __init__(
         self,
@@ -37,7 +64,11 @@ class Timeline:
         history: Sequence[Instant] | None = None,
     ) -> None:
         self._instants: list[Instant] = sorted(instants, key=lambda i: i.sort_key)
-        self._by_ts = {i.timestamp: i for i in self._instants}
+        self._by_key: dict[tuple[str, str], Instant] = {instant_key(i): i for i in self._instants}
+        # Every instant at a time, the one get(ts) prefers first.
+        self._by_ts: dict[str, list[Instant]] = {}
+        for inst in sorted(self._instants, key=_get_rank):
+            self._by_ts.setdefault(inst.timestamp, []).append(inst)
         self.storage = storage
         self.base_path = base_path
         # Every instant file seen (all states), so the original action of a completed
@@ -59,8 +90,8 @@ class Timeline:
 
     def _derive(self, instants: Iterable[Instant]) -> "Timeline":
         keep = list(instants)
-        ts = {i.timestamp for i in keep}
-        return Timeline(keep, self.storage, self.base_path, [h for h in self._history if h.timestamp in ts])
+        keys = {instant_key(i) for i in keep}
+        return Timeline(keep, self.storage, self.base_path, [h for h in self._history if instant_key(h) in keys])
 
     # ------------------------------------------------------------------ access
     @property
@@ -74,7 +105,8 @@ class Timeline:
 
     @property
     def timestamps(self) -> list[str]:
-        return [i.timestamp for i in self._instants]
+        """Distinct instant times, sorted (a commit and its savepoint count once)."""
+        return list(dict.fromkeys(i.timestamp for i in self._instants))
 
     def __iter__(self) -> Iterator[Instant]:
         return iter(self._instants)
@@ -87,14 +119,32 @@ class Timeline:
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Instant):
-            return self._by_ts.get(item.timestamp) == item
+            return self._by_key.get(instant_key(item)) == item
         return item in self._by_ts
 
     def __repr__(self) -> str:
         return f"Timeline({[str(i) for i in self._instants]})"
 
-    def get(self, ts: str) -> Instant | None:
-        return self._by_ts.get(ts)
+    def get(self, ts: str, action: str | None = None) -> Instant | None:
+        """The instant at ``ts`` (in its latest state).
+
+        Without ``action``, a write (commit, deltacommit, replacecommit, compaction,
+        logcompaction) is preferred over other actions, and a savepoint comes last, so
+        ``get(ts)`` of a savepointed commit is the commit. ``action`` picks one; a
+        pending action matches its completed form (``compaction`` finds ``T.commit``
+        only if it was a compaction, ``commit`` finds a compaction in any state).
+        """
+        if action is None:
+            found = self._by_ts.get(ts)
+            return found[0] if found else None
+        inst = self._by_key.get((ts, action_family(action)))
+        if inst is not None and action in _FAMILY and self.original_action(ts, inst.action) != action:
+            return None
+        return inst
+
+    def get_all(self, ts: str) -> list[Instant]:
+        """Every instant at ``ts`` (usually one; a savepointed commit gives two), sorted."""
+        return sorted(self._by_ts.get(ts, ()), key=lambda i: i.sort_key)
 
     def contains(self, ts: str) -> bool:
         return ts in self._by_ts
@@ -114,15 +164,30 @@ class Timeline:
         """Hudi's visibility test for a file's instant: on this timeline or archived."""
         return self.contains(ts) or self.is_before_timeline_starts(ts)
 
-    def original_action(self, ts: str) -> str | None:
-        """The action an instant was requested as (``compaction`` for a completed compaction)."""
-        hist = [h for h in self._history if h.timestamp == ts]
+    def original_action(self, ts: str, action: str | None = None) -> str | None:
+        """The action an instant was requested as (``compaction`` for a completed compaction).
+
+        ``action`` names the instant when several share ``ts`` (any state's action);
+        without it, the instant :meth:`get` returns.
+        """
+        if action is None:
+            cur = self.get(ts)
+            if cur is None:
+                hist = [h for h in self._history if h.timestamp == ts]
+                if not hist:
+                    return None
+                action = min(hist, key=_get_rank).action
+            else:
+                action = cur.action
+        key = (ts, action_family(action))
+        hist = [h for h in self._history if instant_key(h) == key]
         if not hist:
             return None
-        return hist[0].action
+        # Pending files carry the requested action; the completed one may not.
+        return min(hist, key=lambda h: h.state.rank).action
 
     def is_compaction(self, ts: str) -> bool:
-        return self.original_action(ts) == Action.COMPACTION
+        return self.original_action(ts, Action.COMMIT) == Action.COMPACTION
 
     # ------------------------------------------------------------------ filters
     def filter(
@@ -232,8 +297,10 @@ class Timeline:
     def read_details(self, instant: Instant | str, state: State | None = None) -> bytes:
         """Content of an instant's file (its metadata or plan).
 
-        ``instant`` may be a timestamp; ``state`` picks a file other than the current
-        one, e.g. ``State.REQUESTED`` for a compaction/clustering/clean plan.
+        ``instant`` may be a timestamp (the instant :meth:`get` returns: the write, not a
+        savepoint at the same time; pass the savepoint :class:`Instant` for its file);
+        ``state`` picks a file other than the current one, e.g. ``State.REQUESTED`` for a
+        compaction/clustering/clean plan.
         """
         if self.storage is None:
             raise HoodieTimelineError("This timeline was not loaded from storage.")
@@ -258,7 +325,7 @@ class Timeline:
             instant = found
         if state is None or state == instant.state:
             return instant
-        action = self.original_action(instant.timestamp) or instant.action
+        action = self.original_action(instant.timestamp, instant.action) or instant.action
         base = Instant(instant.timestamp, action, State.INFLIGHT if action == Action.SAVEPOINT else State.REQUESTED)
         return {State.REQUESTED: base.requested() if action != Action.SAVEPOINT else base,
                 State.INFLIGHT: base.inflight(),
@@ -266,12 +333,19 @@ class Timeline:
 
 
 def collapse_states(files: Iterable[Instant]) -> list[Instant]:
-    """One instant per time, in its most advanced state (Hudi keeps the same view)."""
-    best: dict[str, Instant] = {}
+    """One instant per (time, action family), in its most advanced state.
+
+    The state files of one instant collapse (``T.compaction.requested``,
+    ``T.compaction.inflight`` and ``T.commit`` are one compaction), whatever order
+    they are listed in; instants that only share a time (a commit and its savepoint)
+    stay separate, as in Hudi.
+    """
+    best: dict[tuple[str, str], Instant] = {}
     for inst in files:
-        cur = best.get(inst.timestamp)
+        key = instant_key(inst)
+        cur = best.get(key)
         if cur is None or inst.state.rank > cur.state.rank:
-            best[inst.timestamp] = inst
+            best[key] = inst
     return sorted(best.values(), key=lambda i: i.sort_key)
 
 

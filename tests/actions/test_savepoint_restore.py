@@ -9,6 +9,7 @@ from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.storage import Storage
 
 from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, timeline_files, write
 
@@ -33,8 +34,8 @@ def test_restore_to_savepoint(tmp_path, table_type):
     res = rs.restore_to(load(base), commits[-1])
     assert res["state"] == "completed" and len(res["rolled_back"]) >= 4
     assert f"{res['instant']}.restore" in timeline_files(base)
-    # (the savepoint shares its instant time with the commit; drop it before reading, see
-    # the timeline helper's per-timestamp collapse)
+    # the savepoint shares its instant time with the commit; reads see both
+    assert snapshot(base) == at
     sp.delete_savepoint(load(base), commits[-1])
     assert snapshot(base) == at
     with pytest.raises(HoodieConfigError):
@@ -50,12 +51,20 @@ def test_restore_refuses_cleaned_commit(tmp_path):
         rs.restore_to(load(base), commits[0])
 
 
-@pytest.mark.xfail(reason="timeline helper: Timeline collapses instants by timestamp, so a savepoint hides the "
-                          "deltacommit it pins (same instant time) and readers drop that commit's log blocks",
-                   strict=False)
-def test_savepoint_does_not_change_reads(tmp_path):
+@pytest.fixture(params=["listed", "reversed"])
+def listing_order(request, monkeypatch):
+    """Run with storage listings as returned, and reversed: the timeline must not depend
+    on the order ``T.deltacommit`` and ``T.savepoint`` are listed in."""
+    if request.param == "reversed":
+        orig = Storage.list_dir
+        monkeypatch.setattr(Storage, "list_dir", lambda self, *a, **k: list(reversed(orig(self, *a, **k))))
+    return request.param
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_savepoint_does_not_change_reads(tmp_path, table_type, listing_order):
     base = str(tmp_path / "t")
-    cfg = table_config("MERGE_ON_READ")
+    cfg = table_config(table_type)
     model = Model()
     commits = []
     for t in range(1, 4):
@@ -63,4 +72,16 @@ def test_savepoint_does_not_change_reads(tmp_path):
         commits.append(write(base, b, cfg))
         model.upsert(b)
     sp.create_savepoint(load(base), commits[-1])
+    tl = load(base).timeline
+    assert tl.get(commits[-1]).action != "savepoint"
+    assert tl.get(commits[-1], "savepoint").is_completed
+    assert tl.completed_commits().timestamps == commits
+    assert snapshot(base) == model.table()
+    # more writes and a compaction on top of the savepointed commit
+    b = batch(range(3, 8), 4)
+    write(base, b, cfg)
+    model.upsert(b)
+    if table_type == "MERGE_ON_READ":
+        c.schedule_compaction(load(base), HoodieConfig({}), force=True)
+        c.execute_pending_compactions(load(base), LocalExecutor())
     assert snapshot(base) == model.table()

@@ -180,3 +180,73 @@ def test_completed_commits_match_hudi_rs(conformance):
                                    (Action.DELTA_COMMIT, rs.get_completed_deltacommits),
                                    (Action.REPLACE_COMMIT, rs.get_completed_replacecommits)]:
                 assert ours.filter(actions=action).timestamps == [i.timestamp for i in getter()], (tdir, action)
+
+
+@pytest.mark.parametrize("order", ["sorted", "reversed"])
+def test_savepoint_shares_time_with_its_commit(tmp_path, monkeypatch, order):
+    """T.deltacommit and T.savepoint are two instants; the state files of each collapse."""
+    storage, base = Storage.for_uri(str(tmp_path / "t"))
+    if order == "reversed":
+        orig = Storage.list_dir
+        monkeypatch.setattr(Storage, "list_dir", lambda self, *a, **k: list(reversed(orig(self, *a, **k))))
+    w = TimelineWriter(storage, base)
+    t1, t2, t3 = "20250101000000001", "20250101000000002", "20250101000000003"
+    dc = Instant(t1, Action.DELTA_COMMIT, State.REQUESTED)
+    w.create_requested(dc)
+    w.transition_to_inflight(dc, b"dc-inflight")
+    w.complete(dc, b'{"dc": 1}')
+    sp = Instant(t1, Action.SAVEPOINT, State.INFLIGHT)
+    w.create_inflight(sp, b"sp-inflight")
+    w.complete(sp, b"sp")
+    comp = Instant(t2, Action.COMPACTION, State.REQUESTED)
+    w.create_requested(comp, b"plan")
+    w.transition_to_inflight(comp)
+    w.complete(comp, b'{"c": 1}')
+    sp2 = Instant(t2, Action.SAVEPOINT, State.INFLIGHT)  # savepoint of a compaction, still inflight
+    w.create_inflight(sp2)
+    lc = Instant(t3, Action.LOG_COMPACTION, State.REQUESTED)
+    w.create_requested(lc, b"lplan")
+    w.transition_to_inflight(lc)
+    w.complete(lc, b'{"lc": 1}')
+
+    tl = Timeline.load(storage, base)
+    dc_done = Instant(t1, Action.DELTA_COMMIT, State.COMPLETED)
+    sp_done = Instant(t1, Action.SAVEPOINT, State.COMPLETED)
+    c_done = Instant(t2, Action.COMMIT, State.COMPLETED)
+    sp2_infl = Instant(t2, Action.SAVEPOINT, State.INFLIGHT)
+    lc_done = Instant(t3, Action.DELTA_COMMIT, State.COMPLETED)
+    assert tl.instants == [dc_done, sp_done, c_done, sp2_infl, lc_done]
+    assert len(tl.all_instants) == 12
+    assert tl.timestamps == [t1, t2, t3]
+    # get(ts) prefers the write; action= picks either
+    assert tl.get(t1) == dc_done and tl.get(t2) == c_done and tl.get(t3) == lc_done
+    assert tl.get(t1, Action.SAVEPOINT) == sp_done and tl.get(t2, Action.SAVEPOINT) == sp2_infl
+    assert tl.get(t1, Action.DELTA_COMMIT) == dc_done and tl.get(t1, Action.COMMIT) is None
+    assert tl.get(t2, Action.COMPACTION) == c_done and tl.get(t2, Action.COMMIT) == c_done
+    assert tl.get(t3, Action.LOG_COMPACTION) == lc_done
+    assert tl.get(t1, Action.LOG_COMPACTION) is None
+    assert tl.get_all(t1) == [dc_done, sp_done]
+    assert dc_done in tl and sp_done in tl and sp2_infl in tl
+    assert Instant(t2, Action.SAVEPOINT, State.COMPLETED) not in tl
+    assert tl.is_compaction(t2) and not tl.is_compaction(t1)
+    assert tl.original_action(t3) == Action.LOG_COMPACTION
+    assert tl.original_action(t1, Action.SAVEPOINT) == Action.SAVEPOINT
+    # filters keep each instant whole
+    assert tl.write_timeline().instants == [dc_done, c_done, lc_done]
+    assert tl.completed_commits().timestamps == [t1, t2, t3]
+    assert tl.completed().instants == [dc_done, sp_done, c_done, lc_done]
+    assert tl.pending().instants == [sp2_infl]
+    assert not tl.pending_compactions() and not tl.write_timeline().pending()
+    assert tl.savepoints().instants == [sp_done, sp2_infl]
+    assert tl.savepoints().completed().timestamps == [t1]
+    assert tl.as_of(t1).instants == [dc_done, sp_done]
+    assert tl.after(t1).write_timeline().timestamps == [t2, t3]
+    assert len(tl.savepoints().all_instants) == 3  # history follows the instants kept
+    assert len(tl.write_timeline().all_instants) == 9
+    # contents: a bare time reads the write; the savepoint's files by its instant
+    assert tl.read_details(t1) == b'{"dc": 1}'
+    assert tl.read_details(t1, State.INFLIGHT) == b"dc-inflight"
+    assert tl.read_details(sp_done) == b"sp"
+    assert tl.read_details(sp_done, State.INFLIGHT) == b"sp-inflight"
+    assert tl.read_plan(t2) == b"plan" and tl.read_plan(t3) == b"lplan"
+    assert tl.savepoints().completed().read_details(t1) == b"sp"
