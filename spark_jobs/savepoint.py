@@ -15,25 +15,7 @@ try:
 except ImportError:  # run from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from airflow_hoodie.spark.job import base_parser, load_config, run_job, storage_options  # noqa: E402
-
-
-def _executor(args, app: str):
-    """Spark tasks, or in-process with --local (small tables, tests)."""
-    if getattr(args, "local", False):
-        from airflow_hoodie.actions.executor import LocalExecutor
-
-        return LocalExecutor()
-    from airflow_hoodie.spark.executor import SparkExecutor
-    from airflow_hoodie.spark.session import get_or_create_session
-
-    return SparkExecutor(get_or_create_session(app, master=args.spark_master))
-
-
-def _table(args):
-    from airflow_hoodie.table.hoodie_table import HoodieTable
-
-    return HoodieTable.load(args.base_path, storage_options(args) or None)
+from airflow_hoodie.spark.job import base_parser, load_config, load_table, run_job  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     def job() -> dict:
         from airflow_hoodie.actions.savepoint import create_savepoint, delete_savepoint
 
-        table = _table(args)
+        table = load_table(args)
         if args.restore:
             from airflow_hoodie.actions.restore import restore_to
 

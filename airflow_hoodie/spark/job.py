@@ -75,3 +75,39 @@ def run_job(main: Callable[[], Mapping[str, Any]], result_file: str | None) -> i
         return EXIT_FAILURE
     emit_result(result, result_file)
     return 0
+
+
+def job_executor(args: argparse.Namespace, app_name: str):
+    """Spark tasks for plan operations, or in-process with ``--local`` (small tables, tests)."""
+    if getattr(args, "local", False):
+        from airflow_hoodie.actions.executor import LocalExecutor
+
+        return LocalExecutor()
+    from airflow_hoodie.spark.executor import SparkExecutor
+    from airflow_hoodie.spark.session import get_or_create_session
+
+    return SparkExecutor(get_or_create_session(app_name, master=args.spark_master))
+
+
+def service_config(args: argparse.Namespace) -> HoodieConfig:
+    """Settings of a table-service job; unknown ``hoodie.*`` keys (typos) reported on stderr.
+
+    The service modules are imported first because importing one registers the keys it
+    reads, and a key is only "unknown" once every service had its say.
+    """
+    import airflow_hoodie.actions.archive  # noqa: F401
+    import airflow_hoodie.actions.clean  # noqa: F401
+    import airflow_hoodie.actions.clustering  # noqa: F401
+    import airflow_hoodie.actions.compaction  # noqa: F401
+
+    config = load_config(args)
+    unknown = config.unknown_keys()
+    if unknown:
+        print("WARNING: unknown hoodie.* settings (ignored): " + ", ".join(unknown), file=sys.stderr, flush=True)
+    return config
+
+
+def load_table(args: argparse.Namespace):
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    return HoodieTable.load(args.base_path, storage_options(args) or None)
