@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_hoodie.table.avro_convert import META_COLUMNS
 from airflow_hoodie.table.storage import Storage
 
 COMMIT_TIME = "_hoodie_commit_time"
@@ -24,7 +25,6 @@ COMMIT_SEQNO = "_hoodie_commit_seqno"
 RECORD_KEY = "_hoodie_record_key"
 PARTITION_PATH = "_hoodie_partition_path"
 FILE_NAME = "_hoodie_file_name"
-META_COLUMNS: tuple[str, ...] = (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)
 #: An input column that turns a record into a delete (Hudi's soft-delete marker).
 IS_DELETED = "_hoodie_is_deleted"
 

@@ -32,15 +32,9 @@ from airflow_hoodie.table.record_merger import (
     merge_records,
     unify_tables,
 )
+from airflow_hoodie.table.avro_convert import META_COLUMNS
 from airflow_hoodie.table.storage import Storage
 
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 
 @dataclass
