@@ -79,8 +79,8 @@ def file_keys(ref: FileRef) -> pa.Table:
     n = len(keys)
     return pa.table({
         "key": keys.cast(pa.string()),
-        "partition": pa.array([ref.partition_path] * n, pa.string()),
-        "file_id": pa.array([ref.file_id] * n, pa.string()),
+        "partition": pa.repeat(pa.scalar(ref.partition_path, pa.string()), n),
+        "file_id": pa.repeat(pa.scalar(ref.file_id, pa.string()), n),
     }, schema=KEYS_SCHEMA)
 
 

@@ -99,9 +99,11 @@ def _group_writer(ctx: W.WriteContext, tasks: dict[int, W.FileGroupTask], keep: 
 
 
 def _existing_keys_df(spark: Any, refs: list) -> Any:
+    from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
     n = len(refs)
-    idx = spark.createDataFrame([(i,) for i in range(n)], "i int").repartition(max(1, min(n, spark.sparkContext.defaultParallelism * 2)))
+    # spark.range: no Python-side rows, no shuffle (createDataFrame + repartition cost a job)
+    idx = spark.range(0, n, 1, max(1, min(n, spark.sparkContext.defaultParallelism * 2))).select(F.col("id").cast("int").alias("i"))
     return idx.mapInArrow(partial(_keys_of_files, refs), from_arrow_schema(KEYS_SCHEMA))
 
 
@@ -197,10 +199,18 @@ def upsert_dataframe(
         files = []
     tagged = tagged.persist()
     try:
-        upd_counts = {(r[0], r[1]): r[2] for r in
-                      tagged.filter(F.col(LOC_FILE).isNotNull()).groupBy(LOC_PART, LOC_FILE).count().collect()}
-        ins_counts = {r[0]: r[1] for r in
-                      tagged.filter(F.col(LOC_FILE).isNull()).groupBy(PARTITION_PATH).count().collect()}
+        # one job for both: updates count per (located partition, file group), inserts per partition
+        is_ins = F.col(LOC_FILE).isNull()
+        counts = (tagged.groupBy(F.when(is_ins, F.col(PARTITION_PATH)).alias("__ip"),
+                                 F.when(~is_ins, F.col(LOC_PART)).alias("__up"), F.col(LOC_FILE))
+                  .count().collect())
+        upd_counts: dict[tuple[str, str], int] = {}
+        ins_counts: dict[str, int] = {}
+        for ip, up, fid, n in counts:
+            if fid is None:
+                ins_counts[ip] = ins_counts.get(ip, 0) + n
+            else:
+                upd_counts[(up, fid)] = upd_counts.get((up, fid), 0) + n
     except Exception as exc:  # noqa: BLE001
         raise _translate(exc) from exc
     avg = W.average_record_size(client.table, cfg)

@@ -78,11 +78,11 @@ def stamp_meta_columns(
     n = data.num_rows
     cols = data_columns(data)
     arrays = [
-        pa.array([commit_time] * n, pa.string()) if n else pa.array([], pa.string()),
+        pa.repeat(pa.scalar(commit_time, pa.string()), n),
         seqno_array(commit_time, partition_id, seq_start, n),
         pa.chunked_array([record_keys]) if isinstance(record_keys, pa.Array) else record_keys,
-        pa.array([partition_path] * n, pa.string()),
-        pa.array([file_name] * n, pa.string()),
+        pa.repeat(pa.scalar(partition_path, pa.string()), n),
+        pa.repeat(pa.scalar(file_name, pa.string()), n),
     ]
     arrays = [a.cast(pa.string()) for a in arrays]
     return pa.Table.from_arrays(arrays + [data.column(c) for c in cols], names=list(META_COLUMNS) + cols)
