@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 
@@ -35,3 +36,6 @@ def spark():
     session = get_or_create_session("airflow-hoodie-tests", master="local[2]")
     yield session
     session.stop()
+    # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,
+    # after pytest closed the log stream; that prints a bogus "Logging error" traceback.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
