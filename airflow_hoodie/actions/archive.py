@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from airflow_hoodie.actions.service_common import active_instants as _active
 from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
@@ -256,13 +255,13 @@ def _archive_context(table: Any, tl: Any) -> ArchiveContext:
     from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.service_common import deserialize_plan
 
-    cleans = [i for i in _active(tl) if i.action == Action.CLEAN and is_completed(i)]
+    cleans = [i for i in tl.instants if i.action == Action.CLEAN and is_completed(i)]
     earliest = None
     if cleans:
         meta = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1]))
         earliest = meta.get("earliestCommitToRetain") or None
     clustering = frozenset(
-        i.timestamp for i in _active(tl)
+        i.timestamp for i in tl.instants
         if i.action == Action.REPLACE_COMMIT and is_completed(i)
         and _is_clustering(tl, i, table_state)
     )
@@ -312,7 +311,7 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
     merged = recover_merge(table)
     tl = table.reload_timeline()
     ctx = _archive_context(table, tl)
-    chosen = instants_to_archive(_active(tl), settings, ctx)
+    chosen = instants_to_archive(tl.instants, settings, ctx)
     if not chosen:
         merge = merge_archive_files_if_needed(table, config)
         return {"instant": None, "action": "archive", "reason": "nothing to archive under the current rules",

@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from airflow_hoodie.actions.service_common import active_instants as _active
 from airflow_hoodie.actions.service_common import (
     action_instant, completed_commits, instant_minus_hours, is_completed, is_pending,
 )
@@ -228,7 +227,7 @@ def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None
 
     policy = policy_of(config)
     tl = table.reload_timeline()
-    instants = list(_active(tl))
+    instants = tl.instants
     latest = instants[-1].timestamp if instants else None
     earliest = earliest_commit_to_retain(instants, policy, config.get_int(COMMITS_RETAINED),
                                          config.get_int(HOURS_RETAINED), latest)
@@ -309,7 +308,7 @@ def run_clean(table: Any, config: HoodieConfig, executor: Any,
               storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Finish any pending clean first (Hudi does), else plan a new one and execute it."""
     tl = table.reload_timeline()
-    pending = [i for i in _active(tl) if i.action == Action.CLEAN and i.state != State.COMPLETED]
+    pending = [i for i in tl.instants if i.action == Action.CLEAN and i.state != State.COMPLETED]
     if pending:
         results = [execute_clean(table, p, executor, storage_options) for p in pending]
         return {**results[-1], "resumed": [p.timestamp for p in pending]}

@@ -192,7 +192,6 @@ def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
 from dataclasses import dataclass  # noqa: E402
 from typing import Mapping  # noqa: E402
 
-from airflow_hoodie.actions.service_common import active_instants as _active  # noqa: E402
 from airflow_hoodie.errors import HoodieConfigError  # noqa: E402
 from airflow_hoodie.table.instant import Action, Instant, State  # noqa: E402
 
@@ -216,7 +215,7 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
     plan = build_clustering_plan(by_part, config, excluded, uri_of=table.storage.uri)
     if plan is None:
         return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no file slice qualifies for clustering"}
-    instants = _active(tl)
+    instants = tl.instants
     last = instants[-1].timestamp if instants else None
     ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
     TimelineWriter(table.storage, table.base_path).create_requested(
@@ -355,7 +354,7 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
     schema = sc.table_avro_schema(table)
     sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
         or (config.get(SORT_COLUMNS) if config else None) or ""
-    valid = frozenset(i.timestamp for i in _active(tl) if i.state == State.COMPLETED and i.timestamp < instant_time)
+    valid = frozenset(i.timestamp for i in tl.instants if i.state == State.COMPLETED and i.timestamp < instant_time)
     ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
                                 {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
                                 tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
@@ -383,7 +382,7 @@ def pending_clustering_instants(table: Any) -> list[Instant]:
     from airflow_hoodie.actions import table_state
 
     tl = table.reload_timeline()
-    return [i for i in _active(tl) if i.action == Action.REPLACE_COMMIT and i.state != State.COMPLETED
+    return [i for i in tl.instants if i.action == Action.REPLACE_COMMIT and i.state != State.COMPLETED
             and table_state.clustering_plan_of(tl, i) is not None]
 
 

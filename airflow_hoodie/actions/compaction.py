@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from airflow_hoodie.actions.service_common import active_instants as _active
-from airflow_hoodie.actions.service_common import MB, completed_commits, is_completed, seconds_between
+from airflow_hoodie.actions.service_common import MB, is_completed, seconds_between
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.instant import Action, Instant, State
@@ -208,7 +207,7 @@ def schedule_compaction(
     if not table.is_mor:
         return CompactionSchedule(None, None, "table is COPY_ON_WRITE; compaction applies to MERGE_ON_READ")
     timeline = table.timeline
-    instants = list(_active(timeline))
+    instants = timeline.instants
     last = max((i.timestamp for i in instants), default=None)
     ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
     if instant_time and timeline.get(instant_time) is not None:
@@ -350,7 +349,7 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
 
 
 def pending_compaction_instants(table: Any) -> list[Instant]:
-    return [i for i in _active(table.timeline) if i.action == Action.COMPACTION and i.state != State.COMPLETED]
+    return [i for i in table.timeline.instants if i.action == Action.COMPACTION and i.state != State.COMPLETED]
 
 
 def execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None = None,
@@ -391,7 +390,7 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     writer.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
     sc.crash_point("compaction.after_inflight")
     schema = sc.table_avro_schema(table)
-    valid = frozenset(i.timestamp for i in _active(timeline) if i.state == State.COMPLETED
+    valid = frozenset(i.timestamp for i in timeline.instants if i.state == State.COMPLETED
                       and i.timestamp < instant_time)
     ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
                                 schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_hoodie.actions.service_common import active_instants, deserialize_plan, find_instant, serialize_plan
+from airflow_hoodie.actions.service_common import deserialize_plan, find_instant, serialize_plan
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.instant import Action, Instant, State
@@ -29,7 +29,7 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
     started = time.time()
     tl = table.reload_timeline()
     writer = TimelineWriter(table.storage, table.base_path)
-    pending = [i for i in active_instants(tl) if i.action == Action.RESTORE and i.state != State.COMPLETED]
+    pending = [i for i in tl.instants if i.action == Action.RESTORE and i.state != State.COMPLETED]
     if pending:
         restore = pending[0]
         plan = deserialize_plan("HoodieRestorePlan", tl.read_plan(restore))
@@ -39,7 +39,7 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
             raise HoodieConfigError(
                 f"Cannot restore to {instant_time}: it is not a completed commit on the active timeline."
             )
-        cleans = [i for i in active_instants(tl) if i.action == Action.CLEAN and i.state == State.COMPLETED]
+        cleans = [i for i in tl.instants if i.action == Action.CLEAN and i.state == State.COMPLETED]
         if cleans:
             earliest = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1])).get("earliestCommitToRetain")
             sp = find_instant(tl, instant_time, [Action.SAVEPOINT])
@@ -48,10 +48,10 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
                     f"Cannot restore to {instant_time}: cleaning removed its files (earliestCommitToRetain "
                     f"{earliest}) and no savepoint holds them."
                 )
-        undo = [i for i in active_instants(tl) if i.timestamp > instant_time and i.action in UNDOABLE]
+        undo = [i for i in tl.instants if i.timestamp > instant_time and i.action in UNDOABLE]
         undo.sort(key=lambda i: i.sort_key, reverse=True)
         plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in undo], "version": 1}
-        last = active_instants(tl)[-1].timestamp
+        last = tl.instants[-1].timestamp
         ts = new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
         restore = writer.create_requested(Instant(ts, Action.RESTORE, State.REQUESTED),
                                           serialize_plan("HoodieRestorePlan", plan))
@@ -62,7 +62,7 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
     for info in plan["instantsToRollback"]:
         target_ts = info["commitTime"]
         cur = table.reload_timeline()
-        still = [i for i in active_instants(cur) if i.timestamp == target_ts and i.action in UNDOABLE]
+        still = [i for i in cur.instants if i.timestamp == target_ts and i.action in UNDOABLE]
         if not still:
             continue
         rb_ts = rollback_instant(table, target_ts, config)

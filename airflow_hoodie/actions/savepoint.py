@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_hoodie.actions.service_common import active_instants as _active
 from airflow_hoodie.actions.service_common import serialize_plan
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.instant import Action, Instant, State
@@ -57,7 +56,7 @@ def create_savepoint(table: Any, instant_time: str, user: str = "", comments: st
             f"Cannot savepoint {instant_time}: it is not a completed commit on the active timeline of "
             f"{table.base_uri}. Pick one listed by `airflow-hoodie timeline`."
         )
-    cleans = [i for i in _active(tl) if i.action == Action.CLEAN and i.state == State.COMPLETED]
+    cleans = [i for i in tl.instants if i.action == Action.CLEAN and i.state == State.COMPLETED]
     if cleans:
         from airflow_hoodie.actions.service_common import deserialize_plan
 

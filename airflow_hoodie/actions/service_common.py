@@ -141,22 +141,10 @@ def reconcile_with_markers(table: Any, instant_time: str, written: set[str]) -> 
     return gone
 
 
-def active_instants(timeline: Any) -> list[Instant]:
-    """One instant per (time, action) in its latest state.
-
-    A savepoint carries the same instant time as the commit it pins, so collapsing by
-    time alone would hide one of them; services must see both. Same rule as
-    :class:`~airflow_hoodie.table.timeline.Timeline` (``collapse_states``).
-    """
-    from airflow_hoodie.table.timeline import collapse_states
-
-    return collapse_states(timeline.all_instants)
-
-
 def find_instant(timeline: Any, ts: str, actions: Iterable[str]) -> Instant | None:
     """The instant at ``ts`` whose action is one of ``actions`` (compaction counts as commit)."""
     wanted = set(actions)
-    for inst in active_instants(timeline):
+    for inst in timeline.instants:
         if inst.timestamp == ts and (inst.action in wanted or
                                      (inst.action == Action.COMMIT and Action.COMPACTION in wanted)):
             return inst

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from airflow_hoodie.actions.service_common import active_instants as _active
 from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.table.file_group import BaseFile, FileGroup, LogFile, build_file_groups
 from airflow_hoodie.table.instant import Action, Instant, State
@@ -24,7 +23,7 @@ def _plan_bytes(timeline: Any, instant: Instant) -> bytes:
 def pending_compaction_operations(timeline: Any) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
     """(partition, fileId) -> (compaction instant, HoodieCompactionOperation) of pending plans."""
     out: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-    for inst in _active(timeline):
+    for inst in timeline.instants:
         if inst.action != Action.COMPACTION or inst.state == State.COMPLETED:
             continue
         data = _plan_bytes(timeline, inst)
@@ -50,7 +49,7 @@ def clustering_plan_of(timeline: Any, instant: Instant) -> dict[str, Any] | None
 
 def pending_clustering_file_groups(timeline: Any) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
-    for inst in _active(timeline):
+    for inst in timeline.instants:
         if inst.action != Action.REPLACE_COMMIT or inst.state == State.COMPLETED:
             continue
         plan = clustering_plan_of(timeline, inst)
@@ -63,7 +62,7 @@ def pending_clustering_file_groups(timeline: Any) -> dict[tuple[str, str], str]:
 def replaced_file_groups(timeline: Any) -> dict[tuple[str, str], str]:
     """(partition, fileId) -> completed replacecommit that replaced it."""
     out: dict[tuple[str, str], str] = {}
-    for inst in _active(timeline):
+    for inst in timeline.instants:
         if inst.action != Action.REPLACE_COMMIT or inst.state != State.COMPLETED:
             continue
         meta = json.loads(timeline.read_details(inst) or b"{}")
@@ -75,7 +74,7 @@ def replaced_file_groups(timeline: Any) -> dict[tuple[str, str], str]:
 
 def savepointed_files(timeline: Any) -> set[str]:
     files: set[str] = set()
-    for inst in _active(timeline):
+    for inst in timeline.instants:
         if inst.action != Action.SAVEPOINT or inst.state != State.COMPLETED:
             continue
         meta = deserialize_plan("HoodieSavepointMetadata", timeline.read_details(inst))
@@ -92,7 +91,7 @@ def list_file_groups(table: Any, timeline: Any) -> dict[tuple[str, str], FileGro
     Pending compaction instants add their (still empty) new slice.
     """
     storage, base_path = table.storage, table.base_path
-    completed = {i.timestamp for i in _active(timeline) if i.state == State.COMPLETED}
+    completed = {i.timestamp for i in timeline.instants if i.state == State.COMPLETED}
     first = timeline.first()
     bases: list[BaseFile] = []
     logs: list[LogFile] = []

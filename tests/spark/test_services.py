@@ -9,7 +9,7 @@ from airflow_hoodie.actions import archive as ar
 from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.actions import compaction as c
-from airflow_hoodie.actions.service_common import active_instants, deserialize_plan
+from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.instant import Action, State
 
@@ -31,7 +31,7 @@ def _retained(base):
     """Commits time travel must still serve: on the active timeline and at/after the latest
     clean's earliestCommitToRetain."""
     t = load(base)
-    inst = active_instants(t.timeline)
+    inst = t.timeline.instants
     cleans = [i for i in inst if i.action == Action.CLEAN and i.state == State.COMPLETED]
     low = ""
     if cleans:
