@@ -10,7 +10,7 @@ the keys of the remaining files exactly). Both give the same answer; BLOOM reads
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

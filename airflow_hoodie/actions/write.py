@@ -26,7 +26,7 @@ from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieSchemaEr
 from airflow_hoodie.table import markers as mk
 from airflow_hoodie.table.key_generator import KeyGenerator
 from airflow_hoodie.table.base_file_writer import (
-    COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
+    IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
     stamp_meta_columns, write_base_file,
 )
 from airflow_hoodie.table.storage import Storage
@@ -718,7 +718,6 @@ class WriteClient:
         return self.table
 
     def _check_table_matches(self) -> None:
-        tc = self.table.config
         want = self.config.get(TABLE_TYPE)
         if TABLE_TYPE in self.config or "hoodie.datasource.write.table.type" in self.config:
             if want not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
@@ -1224,7 +1223,6 @@ def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieCon
                 executor: Any = None) -> WriteResult:
     """The whole write flow over an in-memory Arrow table (local tests, small batches)."""
     from airflow_hoodie.actions.executor import LocalExecutor
-    from airflow_hoodie.table.instant import Action
     config = config if isinstance(config, HoodieConfig) else HoodieConfig(dict(config))
     executor = executor or LocalExecutor()
     client = WriteClient(base_uri, config, storage_options, table_name)
