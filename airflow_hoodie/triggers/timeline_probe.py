@@ -10,15 +10,15 @@ Why a listing rather than the parsed :class:`Timeline`: a sensor must tell a com
 *clustering* replacecommit from an ``insert_overwrite`` one. Hudi keeps the
 ``.compaction.requested`` / ``.replacecommit.requested`` files next to the completed
 instant until archival, so the full set of files per timestamp answers both questions.
-File names are parsed by :meth:`airflow_hoodie.table.instant.Instant.parse` when the
-format layer provides it, else by the equivalent rules below (table version 6 naming).
+File names are parsed by :meth:`airflow_hoodie.table.instant.Instant.parse`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
+
+from airflow_hoodie.table.instant import Instant
 
 REQUESTED = "REQUESTED"
 INFLIGHT = "INFLIGHT"
@@ -30,11 +30,6 @@ _COMPLETES_AS = {"compaction": "commit", "logcompaction": "deltacommit", "cluste
 
 #: table-service kinds a HoodiePendingServiceSensor can wait on
 SERVICES = ("compaction", "logcompaction", "clustering")
-
-_NAME_RE = re.compile(
-    r"^(?P<ts>\d+)(?:_(?P<completion>\d+))?\.(?P<action>[a-z]+)(?:\.(?P<state>requested|inflight))?$"
-)
-
 
 @dataclass(frozen=True)
 class TimelineFile:
@@ -78,36 +73,12 @@ def normalize_state(state: Any) -> str:
     return text
 
 
-def _parse_with_contract(name: str) -> tuple[str, str, str] | None | bool:
-    """Parse with the format layer's Instant.parse; False when that module is missing."""
-    try:
-        from airflow_hoodie.table.instant import Instant
-    except ImportError:
-        return False
-    try:
-        parsed = Instant.parse(name)
-        if parsed is None:
-            return None
-        return parsed.timestamp, str(getattr(parsed.action, "value", parsed.action)), normalize_state(parsed.state)
-    except Exception:  # noqa: BLE001 - a half-written format layer must not break sensors
-        return False
-
-
 def parse_instant_file_name(name: str) -> tuple[str, str, str] | None:
     """``(timestamp, action, state)`` of a timeline file name, or None for other files."""
-    contract = _parse_with_contract(name)
-    if contract is not False:
-        return contract  # type: ignore[return-value]
-    match = _NAME_RE.match(name)
-    if not match:
+    parsed = Instant.parse(name)
+    if parsed is None:
         return None
-    action = match.group("action")
-    state = match.group("state")
-    if action == "inflight" and state is None:  # "ts.inflight" is an inflight commit
-        return match.group("ts"), "commit", INFLIGHT
-    if action in ("properties", "crc"):
-        return None
-    return match.group("ts"), action, (state or "completed").upper()
+    return parsed.timestamp, str(getattr(parsed.action, "value", parsed.action)), normalize_state(parsed.state)
 
 
 def list_timeline(base_uri: str, storage_options: Mapping[str, Any] | None = None) -> list[TimelineFile] | None:
