@@ -326,7 +326,8 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
 
     from airflow_hoodie.actions import service_common as sc
     from airflow_hoodie.actions import table_state
-    from airflow_hoodie.actions.write import _ensure_partition_metadata, commit_metadata_json
+    from airflow_hoodie.actions.write import commit_metadata_json
+    from airflow_hoodie.table.partition_metadata import write_partition_metadata
     from airflow_hoodie.table import markers as mk
     from airflow_hoodie.table.timeline import TimelineWriter
 
@@ -365,7 +366,7 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
         for s in g["slices"]:
             replaced.setdefault(s.get("partitionPath") or "", []).append(s["fileId"])
     for part in sorted(replaced):
-        _ensure_partition_metadata(table.storage, table.base_path, part, instant_time)
+        write_partition_metadata(table.storage, table.base_path, part, instant_time)
     sc.crash_point("clustering.before_commit")
     body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced)
     writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -24,7 +23,9 @@ import pyarrow.parquet as pq
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register, register_prefix
 from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieSchemaError
 from airflow_hoodie.table import markers as mk
+from airflow_hoodie.table.file_naming import base_file_name, log_file_name, make_write_token, new_file_id
 from airflow_hoodie.table.key_generator import KeyGenerator
+from airflow_hoodie.table.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.base_file_writer import (
     IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
     stamp_meta_columns, write_base_file,
@@ -162,20 +163,10 @@ def _task_attempt() -> tuple[int, int]:
     return 0, 0
 
 
-def make_write_token(partition_id: int, stage_id: int, attempt_id: int) -> str:
-    try:
-        from airflow_hoodie.table.file_naming import make_write_token as _m
-        return _m(partition_id, stage_id, attempt_id)
-    except ImportError:
-        return f"{partition_id}-{stage_id}-{attempt_id}"
 
 
-def base_file_name(file_id: str, write_token: str, instant: str) -> str:
-    return f"{file_id}_{write_token}_{instant}.parquet"
 
 
-def new_file_id() -> str:
-    return f"{uuid.uuid4()}-0"
 
 
 def write_stat(**kw: Any) -> dict[str, Any]:
@@ -356,7 +347,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     latest_version = _latest_log_version(storage, part_dir, task.file_id, base_instant)
     for v in {max(latest_version, 1), latest_version + 1}:
         mk.create_marker(storage, base_path, ctx.instant_time, task.partition_path,
-                         _log_name(task.file_id, base_instant, v, token), mk.IO_APPEND)
+                         log_file_name(task.file_id, base_instant, v, token), mk.IO_APPEND)
     writer = LogWriter(storage, part_dir, task.file_id, base_instant, token,
                        max_file_size=int(ctx.props.get("hoodie.logfile.max.size", 1073741824)))
     try:
@@ -390,12 +381,6 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     return stats
 
 
-def _log_name(file_id: str, base_instant: str, version: int, token: str) -> str:
-    try:
-        from airflow_hoodie.table.file_naming import log_file_name
-        return log_file_name(file_id, base_instant, version, token)
-    except ImportError:
-        return f".{file_id}_{base_instant}.log.{version}_{token}"
 
 
 def _latest_log_version(storage: Storage, part_dir: str, file_id: str, base_instant: str) -> int:
@@ -835,7 +820,7 @@ class WriteClient:
                 # a retried or speculative task left a duplicate file: Hudi deletes it before commit
                 self.storage.delete(self.storage.join(self.base_path, m.data_path))
         for part in sorted({st.get("partitionPath") or "" for st in stats}):
-            _ensure_partition_metadata(self.storage, self.base_path, part, instant_time)
+            write_partition_metadata(self.storage, self.base_path, part, instant_time)
         schema_json = json.dumps(avro_schema, separators=(",", ":"))
         body = commit_metadata_json(stats, operation, schema_json, replaced)
         TimelineWriter(self.storage, self.base_path).complete(Instant(instant_time, action, State.INFLIGHT), body)
@@ -852,21 +837,6 @@ def _requested_replace_metadata(operation: str) -> bytes:
         return b""
 
 
-def _ensure_partition_metadata(storage: Storage, base_path: str, partition_path: str, instant_time: str) -> None:
-    try:
-        from airflow_hoodie.table.partition_metadata import write_partition_metadata
-        write_partition_metadata(storage, base_path, partition_path, instant_time)
-        return
-    except ImportError:
-        pass
-    d = storage.join(base_path, partition_path) if partition_path else base_path
-    path = storage.join(d, ".hoodie_partition_metadata")
-    if storage.exists(path):
-        return
-    depth = len([p for p in partition_path.split("/") if p]) if partition_path else 0
-    text = (f"#partition metadata\n#{time.strftime('%a %b %d %H:%M:%S UTC %Y', time.gmtime())}\n"
-            f"commitTime={instant_time}\npartitionDepth={depth}\n")
-    storage.create_if_absent(path, text.encode())
 
 
 # ---------------------------------------------------------------------------- schema evolution

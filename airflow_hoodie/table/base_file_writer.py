@@ -89,10 +89,8 @@ def stamp_meta_columns(
 
 
 def _bloom_footer(keys: pa.ChunkedArray, props: Mapping[str, str]) -> dict[bytes, bytes]:
-    try:
-        from airflow_hoodie.table import bloom_filter as bf_mod
-    except ImportError:  # bloom helper not landed: footers without a filter still read fine
-        return {}
+    from airflow_hoodie.table import bloom_filter as bf_mod
+
     bf = bf_mod.bloom_filter_from_config(props)
     bf.add_many(keys.combine_chunks())
     type_code = getattr(bf, "type_code", None) or props.get("hoodie.bloom.index.filter.type", "DYNAMIC_V0")
