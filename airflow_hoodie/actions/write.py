@@ -828,14 +828,11 @@ class WriteClient:
 
 
 def _requested_replace_metadata(operation: str) -> bytes:
-    try:
-        from airflow_hoodie.table import avro_codec
-        return avro_codec.serialize("HoodieRequestedReplaceMetadata", {
-            "operationType": OPERATION_TYPE.get(operation, operation), "clusteringPlan": None,
-            "extraMetadata": {}, "version": 1})
-    except Exception:  # noqa: BLE001 - codec not available: Hudi readers accept an empty requested file
-        return b""
+    from airflow_hoodie.table import avro_codec
 
+    return avro_codec.serialize("HoodieRequestedReplaceMetadata", {
+        "operationType": OPERATION_TYPE.get(operation, operation), "clusteringPlan": None,
+        "extraMetadata": {}, "version": 1})
 
 
 
