@@ -182,8 +182,8 @@ def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
 
 # --------------------------------------------------------------------------------- log
 def cmd_log(args: argparse.Namespace, out: TextIO) -> int:
-    from airflow_hoodie.table.log_reader import describe_log_file
-    from airflow_hoodie.table.storage import Storage
+    from airflow_hoodie.table.log.log_reader import describe_log_file
+    from airflow_hoodie.table.storage.storage import Storage
 
     storage, path = Storage.for_uri(args.file, _storage_options(args.storage_option) or None)
     if not storage.exists(path):
@@ -229,7 +229,7 @@ def instant_details(table: Any, instant: str, state: str | None = None) -> dict[
     state's file is shown, falling back to the requested file (where plans live) when the
     latest one is empty.
     """
-    from airflow_hoodie.table.instant import Instant, State
+    from airflow_hoodie.table.timeline.instant import Instant, State
 
     timeline = table.timeline
     parsed = Instant.parse(instant) if not instant.isdigit() else None
@@ -291,13 +291,13 @@ def decode_instant_content(data: bytes, action: str) -> Any:
     if not data:
         return None
     if data[:4] == b"Obj\x01":
-        from airflow_hoodie.table import avro_codec
+        from airflow_hoodie.table.metadata import avro_codec
 
         return avro_codec.deserialize(data)
     text = data.decode("utf-8", errors="replace").strip()
     if text.startswith("{"):
         try:
-            from airflow_hoodie.table.commit_metadata import parse_commit_metadata
+            from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 
             return parse_commit_metadata(data, action).to_dict()
         except (ImportError, HoodieError, ValueError, KeyError, TypeError):

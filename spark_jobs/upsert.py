@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from airflow_hoodie.errors import HoodieIOError
         from airflow_hoodie.spark.upsert import SOURCE_FORMATS
-        from airflow_hoodie.table.storage import Storage
+        from airflow_hoodie.table.storage.storage import Storage
 
         config = load_config(args)
         # cheap checks first: a bad call fails in a second, before a JVM starts

@@ -167,7 +167,7 @@ def archived_table(conformance, tmp_path):
 
     from airflow_hoodie.actions.archive import archive_entry, write_archive_entries
     from airflow_hoodie.table.hoodie_table import HoodieTable
-    from airflow_hoodie.table.instant import Instant
+    from airflow_hoodie.table.timeline.instant import Instant
 
     dst = tmp_path / "t"
     shutil.copytree(conformance / "tables/cow/v6_simplekeygen_nonhivestyle", dst)

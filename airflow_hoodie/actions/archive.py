@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 MIN_COMMITS = "hoodie.keep.min.commits"
 MAX_COMMITS = "hoodie.keep.max.commits"
@@ -229,7 +229,7 @@ _ENTRY_FIELDS = {
 def archive_entry(instant_file: Instant, data: bytes, plan_for_compaction_inflight: bytes | None = None) -> dict[str, Any]:
     """One ``HoodieArchivedMetaEntry`` for one instant file (as Hudi's MetadataConversionUtils)."""
     from airflow_hoodie.actions.service_common import deserialize_plan
-    from airflow_hoodie.table.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+    from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 
     rec: dict[str, Any] = {"commitTime": instant_file.timestamp, "actionType": instant_file.action,
                            "actionState": instant_file.state.name, "version": 1}
@@ -278,9 +278,9 @@ def _is_clustering(tl: Any, inst: Instant, table_state: Any) -> bool:
 
 def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: int) -> str:
     """Append entries (``batch`` records per Avro data block) to the archive log."""
-    from airflow_hoodie.table import avro_codec
-    from airflow_hoodie.table.log_block import BlockType, HeaderKey, LogBlock, encode_avro_records
-    from airflow_hoodie.table.log_writer import LogWriter
+    from airflow_hoodie.table.metadata import avro_codec
+    from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock, encode_avro_records
+    from airflow_hoodie.table.log.log_writer import LogWriter
 
     schema = avro_codec.schema_json("HoodieArchivedMetaEntry")
     folder = _archive_dir(table)
@@ -303,8 +303,8 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
     """Archive what the rules allow; then merge small archive files if enabled."""
     import time
 
-    from airflow_hoodie.table import markers as mk
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.file_group import markers as mk
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     settings = ArchiveSettings.from_config(config)
@@ -354,7 +354,7 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- archive file merging
 def _archive_files(table: Any) -> list[Any]:
-    from airflow_hoodie.table.file_naming import parse_log_file_name
+    from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
 
     folder = _archive_dir(table)
     if not table.storage.exists(folder):
@@ -397,7 +397,7 @@ def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
     Returns how many files were merged (0 when disabled, storage cannot append, or too few).
     """
     from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.file_naming import log_file_name
+    from airflow_hoodie.table.file_group.file_naming import log_file_name
 
     if not config.get_bool(MERGE_ENABLE) or not flag(table.storage, "supports_append"):
         return 0
@@ -413,7 +413,7 @@ def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
     if len(candidates) < batch:
         return 0
     folder = _archive_dir(table)
-    from airflow_hoodie.table.file_naming import parse_log_file_name
+    from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
 
     next_version = max(parse_log_file_name(st.name).version for st in files) + 1
     merged_name = log_file_name(ARCHIVE_FILE_ID, "", next_version, ARCHIVE_WRITE_TOKEN, ARCHIVE_EXT)

@@ -22,7 +22,7 @@ from airflow_hoodie.actions.service_common import (
 )
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 POLICY = "hoodie.cleaner.policy"
 COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
@@ -222,8 +222,8 @@ def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None
     """Compute the cleaner plan and write ``T.clean.requested``; (None, None, reason) if nothing to do."""
     from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.instant import is_utc_timeline, new_instant_time
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     policy = policy_of(config)
     tl = table.reload_timeline()
@@ -257,7 +257,7 @@ def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None
 
 def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[str, str]) -> tuple[str, str, bool]:
     """One delete (executor task): (partition, path, ok); a missing file counts as deleted."""
-    from airflow_hoodie.table.storage import Storage
+    from airflow_hoodie.table.storage.storage import Storage
 
     from airflow_hoodie.actions.service_common import crash_point
 
@@ -277,7 +277,7 @@ def execute_clean(table: Any, instant: Instant, executor: Any,
     from functools import partial
 
     from airflow_hoodie.actions.service_common import deserialize_plan, serialize_plan
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     tl = table.reload_timeline()

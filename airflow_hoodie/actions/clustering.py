@@ -193,15 +193,15 @@ from dataclasses import dataclass  # noqa: E402
 from typing import Mapping  # noqa: E402
 
 from airflow_hoodie.errors import HoodieConfigError  # noqa: E402
-from airflow_hoodie.table.instant import Action, Instant, State  # noqa: E402
+from airflow_hoodie.table.timeline.instant import Action, Instant, State  # noqa: E402
 
 
 def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
     """Plan clustering and write ``T.replacecommit.requested``; no instant when nothing qualifies."""
     from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.instant import is_utc_timeline, new_instant_time
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.reload_timeline()
     groups = table_state.list_file_groups(table, tl)
@@ -240,7 +240,7 @@ class ClusteringTaskContext:
 
 
 def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
-    from airflow_hoodie.table.file_group import BaseFile, FileSlice, LogFile
+    from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 
     out = []
     for info in group["slices"]:
@@ -270,13 +270,13 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
     import pyarrow as pa
 
     from airflow_hoodie.actions.write import _task_attempt, write_stat
-    from airflow_hoodie.table import markers as mk
-    from airflow_hoodie.table.avro_convert import avro_to_arrow_schema, conform_table
-    from airflow_hoodie.table.base_file_writer import FILE_NAME, with_meta_fields, write_base_file
-    from airflow_hoodie.table.file_naming import base_file_name, make_write_token, new_file_id
-    from airflow_hoodie.table.file_slice_reader import SliceReadOptions, read_file_slice
+    from airflow_hoodie.table.file_group import markers as mk
+    from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
+    from airflow_hoodie.table.file_group.base_file_writer import FILE_NAME, with_meta_fields, write_base_file
+    from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token, new_file_id
+    from airflow_hoodie.table.file_group.file_slice_reader import SliceReadOptions, read_file_slice
     from airflow_hoodie.table.record_merger import merge_config_from_table
-    from airflow_hoodie.table.storage import Storage
+    from airflow_hoodie.table.storage.storage import Storage
 
     index, group = indexed
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
@@ -327,9 +327,9 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
     from airflow_hoodie.actions import service_common as sc
     from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.write import commit_metadata_json
-    from airflow_hoodie.table.partition_metadata import write_partition_metadata
-    from airflow_hoodie.table import markers as mk
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+    from airflow_hoodie.table.file_group import markers as mk
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     tl = table.reload_timeline()

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from airflow_hoodie.actions.service_common import MB, is_completed, seconds_between
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
 MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
@@ -200,8 +200,8 @@ def schedule_compaction(
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
     from airflow_hoodie.actions import table_state
-    from airflow_hoodie.table.instant import new_instant_time, is_utc_timeline
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
     from airflow_hoodie.actions.service_common import serialize_plan
 
     if not table.is_mor:
@@ -269,7 +269,7 @@ def _file_name(value: str | None) -> str | None:
 
 
 def _op_slice(storage: Any, base_path: str, op: Mapping[str, Any]) -> Any:
-    from airflow_hoodie.table.file_group import BaseFile, FileSlice, LogFile
+    from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 
     part = op.get("partitionPath") or ""
     pdir = storage.join(base_path, part) if part else base_path
@@ -302,13 +302,13 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     import pyarrow.compute as pc
 
     from airflow_hoodie.actions.write import _task_attempt, write_stat
-    from airflow_hoodie.table import markers as mk
-    from airflow_hoodie.table.avro_convert import avro_to_arrow_schema, conform_table
-    from airflow_hoodie.table.base_file_writer import FILE_NAME, RECORD_KEY, with_meta_fields, write_base_file
-    from airflow_hoodie.table.file_naming import base_file_name, make_write_token
-    from airflow_hoodie.table.file_slice_reader import SliceReadOptions, read_file_slice
+    from airflow_hoodie.table.file_group import markers as mk
+    from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
+    from airflow_hoodie.table.file_group.base_file_writer import FILE_NAME, RECORD_KEY, with_meta_fields, write_base_file
+    from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
+    from airflow_hoodie.table.file_group.file_slice_reader import SliceReadOptions, read_file_slice
     from airflow_hoodie.table.record_merger import merge_config_from_table
-    from airflow_hoodie.table.storage import Storage
+    from airflow_hoodie.table.storage.storage import Storage
 
     index, op = indexed_op
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
@@ -326,7 +326,7 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     base_rows = 0
     updated = merged.num_rows
     if slice_.base_file is not None:
-        from airflow_hoodie.table.file_slice_reader import read_base_file
+        from airflow_hoodie.table.file_group.file_slice_reader import read_base_file
 
         base_keys = read_base_file(storage, slice_.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
         base_rows = len(base_keys)
@@ -364,8 +364,8 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
 
     from airflow_hoodie.actions import service_common as sc
     from airflow_hoodie.actions.write import commit_metadata_json
-    from airflow_hoodie.table import markers as mk
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.file_group import markers as mk
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     timeline = table.reload_timeline()

@@ -16,15 +16,15 @@ from typing import Any
 from airflow_hoodie.actions.service_common import deserialize_plan, find_instant, serialize_plan
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
 
 
 def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     from airflow_hoodie.actions.rollback import rollback_instant
-    from airflow_hoodie.table.instant import is_utc_timeline, new_instant_time
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     tl = table.reload_timeline()

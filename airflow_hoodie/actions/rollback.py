@@ -16,8 +16,8 @@ from typing import Any, Mapping
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieError, HoodieTimelineError
-from airflow_hoodie.table import markers as mk
-from airflow_hoodie.table.storage import Storage
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.storage.storage import Storage
 
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction")
 
@@ -38,7 +38,7 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
         if not data:
             return True
         try:
-            from airflow_hoodie.table import avro_codec
+            from airflow_hoodie.table.metadata import avro_codec
             md = avro_codec.deserialize(data, "HoodieRequestedReplaceMetadata")
             return str(md.get("operationType") or "").upper() != "CLUSTER"
         except Exception:  # noqa: BLE001
@@ -104,7 +104,7 @@ def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, 
 
 
 def _encode(name: str, record: Mapping[str, Any]) -> bytes:
-    from airflow_hoodie.table import avro_codec
+    from airflow_hoodie.table.metadata import avro_codec
     return avro_codec.serialize(name, dict(record))
 
 
@@ -114,9 +114,9 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
 
     A pending rollback of the same target (killed earlier) is resumed from its plan.
     """
-    from airflow_hoodie.table.instant import Instant, State, new_instant_time
-    from airflow_hoodie.table.timeline import TimelineWriter
-    from airflow_hoodie.table import avro_codec
+    from airflow_hoodie.table.timeline.instant import Instant, State, new_instant_time
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
+    from airflow_hoodie.table.metadata import avro_codec
 
     tl = table.timeline.reload() if hasattr(table.timeline, "reload") else table.timeline
     inst = tl.get(target)
@@ -181,8 +181,8 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
 def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: str,
                            pm: dict[str, Any], logs: Mapping[str, int]) -> None:
     """A rollback command block at the end of each log file the failed write appended to."""
-    from airflow_hoodie.table import log_block as lb
-    from airflow_hoodie.table.log_block import serialize_block
+    from airflow_hoodie.table.log import log_block as lb
+    from airflow_hoodie.table.log.log_block import serialize_block
     storage = table.storage
     pm["rollbackLogFiles"] = pm["rollbackLogFiles"] or {}
     pm["logFilesFromFailedCommit"] = pm["logFilesFromFailedCommit"] or {}

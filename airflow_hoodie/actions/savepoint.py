@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow_hoodie.actions.service_common import serialize_plan
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 SAVEPOINT_METADATA = "HoodieSavepointMetadata"
 
@@ -41,7 +41,7 @@ def savepoint_files(table: Any, instant_time: str) -> dict[str, list[str]]:
 
 def create_savepoint(table: Any, instant_time: str, user: str = "", comments: str = "") -> dict[str, Any]:
     """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is reported)."""
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.reload_timeline()
     from airflow_hoodie.actions.service_common import find_instant
@@ -85,7 +85,7 @@ def create_savepoint(table: Any, instant_time: str, user: str = "", comments: st
 
 def delete_savepoint(table: Any, instant_time: str) -> dict[str, Any]:
     """Remove the savepoint at ``instant_time`` (idempotent)."""
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     deleted = TimelineWriter(table.storage, table.base_path).delete_instant_files(
         instant_time, Action.SAVEPOINT, completed_first=True)

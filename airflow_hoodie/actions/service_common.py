@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Iterable
 
-from airflow_hoodie.table.instant import Action, Instant, State, parse_instant_time
+from airflow_hoodie.table.timeline.instant import Action, Instant, State, parse_instant_time
 
 MB = 1024 * 1024
 
@@ -56,13 +56,13 @@ def action_instant(instant: Instant) -> dict[str, str]:
 
 def serialize_plan(schema_name: str, record: dict[str, Any]) -> bytes:
     """Avro container bytes for a plan/metadata record, via the shared Avro codec."""
-    from airflow_hoodie.table import avro_codec  # the avro helper's module
+    from airflow_hoodie.table.metadata import avro_codec  # the avro helper's module
 
     return avro_codec.serialize(schema_name, record)
 
 
 def deserialize_plan(schema_name: str | None, data: bytes) -> dict[str, Any]:
-    from airflow_hoodie.table import avro_codec
+    from airflow_hoodie.table.metadata import avro_codec
 
     return avro_codec.deserialize(data, schema_name)
 
@@ -105,8 +105,8 @@ def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable
     then the marker directory goes and the instant is back to requested. Returns the
     relative paths deleted.
     """
-    from airflow_hoodie.table import markers as mk
-    from airflow_hoodie.table.file_naming import parse_base_file_name, parse_log_file_name
+    from airflow_hoodie.table.file_group import markers as mk
+    from airflow_hoodie.table.file_group.file_naming import parse_base_file_name, parse_log_file_name
 
     storage, base = table.storage, table.base_path
     deleted: list[str] = []
@@ -131,7 +131,7 @@ def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable
 
 def reconcile_with_markers(table: Any, instant_time: str, written: set[str]) -> list[str]:
     """Delete files a retried/speculative task left behind (marked but not in the stats)."""
-    from airflow_hoodie.table import markers as mk
+    from airflow_hoodie.table.file_group import markers as mk
 
     gone = []
     for m in mk.list_markers(table.storage, table.base_path, instant_time):

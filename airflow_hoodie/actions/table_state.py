@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 from airflow_hoodie.actions.service_common import deserialize_plan
-from airflow_hoodie.table.file_group import BaseFile, FileGroup, LogFile, build_file_groups
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileGroup, LogFile, build_file_groups
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 
 def _plan_bytes(timeline: Any, instant: Instant) -> bytes:

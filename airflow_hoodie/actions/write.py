@@ -22,15 +22,15 @@ import pyarrow.parquet as pq
 
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register, register_prefix
 from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieSchemaError
-from airflow_hoodie.table import markers as mk
-from airflow_hoodie.table.file_naming import base_file_name, log_file_name, make_write_token, new_file_id
-from airflow_hoodie.table.key_generator import KeyGenerator
-from airflow_hoodie.table.partition_metadata import write_partition_metadata
-from airflow_hoodie.table.base_file_writer import (
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.file_naming import base_file_name, log_file_name, make_write_token, new_file_id
+from airflow_hoodie.table.keygen.key_generator import KeyGenerator
+from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.file_group.base_file_writer import (
     IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
     stamp_meta_columns, write_base_file,
 )
-from airflow_hoodie.table.storage import Storage
+from airflow_hoodie.table.storage.storage import Storage
 
 # ----------------------------------------------------------------------------- settings
 TABLE_TYPE = "hoodie.table.type"
@@ -252,7 +252,7 @@ def merge_cow(
 
 
 def _arrow_data_schema(avro_schema: Mapping[str, Any]) -> pa.Schema:
-    from airflow_hoodie.table.avro_convert import avro_to_arrow_schema
+    from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
     return avro_to_arrow_schema(avro_schema)
 
 
@@ -316,8 +316,8 @@ def _fault_injection_pause() -> None:
 def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: FileGroupTask,
                    records: pa.Table, token: str, data_schema: pa.Schema) -> list[dict[str, Any]]:
     """MOR update bucket: Avro data block for upserts, delete block for deletes, one log append."""
-    from airflow_hoodie.table import log_block as lb
-    from airflow_hoodie.table.log_writer import LogWriter
+    from airflow_hoodie.table.log import log_block as lb
+    from airflow_hoodie.table.log.log_writer import LogWriter
 
     ops = records.column(OP_COL)
     is_delete = pc.is_in(ops, value_set=DELETE_OPS)
@@ -365,7 +365,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         rel = f"{task.partition_path}/{name}" if task.partition_path else name
         appended = sum(r.size for r in rs)
         try:
-            from airflow_hoodie.table.file_naming import parse_log_file_name
+            from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
             version = parse_log_file_name(name).version
         except Exception:  # noqa: BLE001
             version = 1
@@ -396,7 +396,7 @@ def _latest_log_version(storage: Storage, part_dir: str, file_id: str, base_inst
 
 
 def _with_meta(avro_schema: Mapping[str, Any]) -> dict[str, Any]:
-    from airflow_hoodie.table.base_file_writer import with_meta_fields
+    from airflow_hoodie.table.file_group.base_file_writer import with_meta_fields
     return with_meta_fields(avro_schema)
 
 
@@ -430,7 +430,7 @@ def _rel(partition_path: str, name: str) -> str:
 def existing_files(table: Any, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
     """Latest committed file slices; groups under pending clustering are flagged (the index must
     still see their keys, or their records would be inserted a second time)."""
-    from airflow_hoodie.table.file_system_view import FileSystemView
+    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 
     view = FileSystemView(table)
     try:
@@ -745,7 +745,7 @@ class WriteClient:
         return self.table is not None and self.table.table_type == "MERGE_ON_READ"
 
     def commit_action(self, operation: str) -> str:
-        from airflow_hoodie.table.instant import Action
+        from airflow_hoodie.table.timeline.instant import Action
         if operation in ("insert_overwrite", "insert_overwrite_table"):
             return Action.REPLACE_COMMIT
         return Action.DELTA_COMMIT if self.is_mor else Action.COMMIT
@@ -784,7 +784,7 @@ class WriteClient:
         return done
 
     def new_instant_time(self) -> str:
-        from airflow_hoodie.table.instant import new_instant_time, is_utc_timeline
+        from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
         last = None
         if self.table is not None:
             tl = self.table.timeline
@@ -796,24 +796,24 @@ class WriteClient:
         return new_instant_time(utc=utc, after=last)
 
     def start(self, instant_time: str, action: str, operation: str) -> None:
-        from airflow_hoodie.table.instant import Instant, State
-        from airflow_hoodie.table.timeline import TimelineWriter
+        from airflow_hoodie.table.timeline.instant import Instant, State
+        from airflow_hoodie.table.timeline.timeline import TimelineWriter
         content = b""
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
         TimelineWriter(self.storage, self.base_path).create_requested(Instant(instant_time, action, State.REQUESTED), content)
 
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
-        from airflow_hoodie.table.instant import Instant, State
-        from airflow_hoodie.table.timeline import TimelineWriter
+        from airflow_hoodie.table.timeline.instant import Instant, State
+        from airflow_hoodie.table.timeline.timeline import TimelineWriter
         TimelineWriter(self.storage, self.base_path).transition_to_inflight(
             Instant(instant_time, action, State.REQUESTED), workload_profile_json(tasks, operation))
 
     def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
                avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> None:
         """Reconcile against markers, write partition metadata, complete the instant, drop markers."""
-        from airflow_hoodie.table.instant import Instant, State
-        from airflow_hoodie.table.timeline import TimelineWriter
+        from airflow_hoodie.table.timeline.instant import Instant, State
+        from airflow_hoodie.table.timeline.timeline import TimelineWriter
         written = {st["path"] for st in stats if st.get("path")}
         for m in mk.list_markers(self.storage, self.base_path, instant_time):
             if m.io_type in (mk.IO_CREATE, mk.IO_MERGE) and m.data_path not in written:
@@ -828,7 +828,7 @@ class WriteClient:
 
 
 def _requested_replace_metadata(operation: str) -> bytes:
-    from airflow_hoodie.table import avro_codec
+    from airflow_hoodie.table.metadata import avro_codec
 
     return avro_codec.serialize("HoodieRequestedReplaceMetadata", {
         "operationType": OPERATION_TYPE.get(operation, operation), "clusteringPlan": None,
@@ -874,7 +874,7 @@ def evolve_schema(table_avro: Mapping[str, Any] | None, incoming: pa.Schema, tab
     A column whose type cannot be read as the stored type raises HoodieSchemaError before
     anything is written, so an incompatible batch leaves the table untouched.
     """
-    from airflow_hoodie.table.avro_convert import arrow_schema_to_avro, avro_to_arrow_schema, table_record_name
+    from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro, avro_to_arrow_schema, table_record_name
 
     incoming = pa.schema([f for f in incoming if f.name not in META_COLUMNS and f.name not in INTERNAL_COLS
                           and f.name != PARTITION_PATH and f.name != RECORD_KEY])

@@ -19,7 +19,7 @@ from airflow_hoodie.actions import write as W
 from airflow_hoodie.actions.index import KEYS_SCHEMA, LOC_FILE, LOC_PART, is_global, validate_index_type
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieKeyError, HoodieSchemaError
-from airflow_hoodie.table.base_file_writer import PARTITION_PATH, RECORD_KEY
+from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
 
 SOURCE_FORMATS = ("parquet", "json", "csv", "orc")
 _HOODIE_ERRORS = {"HoodieKeyError": HoodieKeyError, "HoodieSchemaError": HoodieSchemaError}
@@ -30,7 +30,7 @@ def read_source(spark: Any, path: str, fmt: str, options: Mapping[str, str] | No
     fmt = (fmt or "parquet").lower()
     if fmt not in SOURCE_FORMATS:
         raise HoodieError(f"--source-format {fmt!r} is not supported; use one of {', '.join(SOURCE_FORMATS)}.")
-    from airflow_hoodie.table.storage import Storage
+    from airflow_hoodie.table.storage.storage import Storage
     storage, fs_path = Storage.for_uri(path, None)
     if not storage.exists(fs_path):
         raise HoodieIOError(f"Source path {path!r} does not exist; check --source.")

@@ -11,10 +11,10 @@ from typing import Any, Mapping
 
 from airflow_hoodie.errors import HoodieTableExistsError, HoodieTableNotFoundError
 from airflow_hoodie.table import properties as P
-from airflow_hoodie.table.instant import new_instant_time
+from airflow_hoodie.table.timeline.instant import new_instant_time
 from airflow_hoodie.table.properties import TableConfig
-from airflow_hoodie.table.storage import Storage
-from airflow_hoodie.table.timeline import METAFOLDER, Timeline
+from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
 
 TEMP_FOLDER = ".temp"
 AUX_FOLDER = ".aux"
@@ -151,12 +151,12 @@ class HoodieTable:
         return self.config
 
     def archived_timeline(self):  # -> ArchivedTimeline (imported lazily: needs the log reader)
-        from airflow_hoodie.table.archived_timeline import ArchivedTimeline
+        from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
 
         return ArchivedTimeline.load(self.storage, self.base_path, self.config.archivelog_folder)
 
     def file_system_view(self, timeline: Timeline | None = None):  # -> FileSystemView
-        from airflow_hoodie.table.file_system_view import FileSystemView
+        from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 
         return FileSystemView(self, timeline)
 

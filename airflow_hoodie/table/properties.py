@@ -19,7 +19,7 @@ from airflow_hoodie.errors import (
     HoodieCorruptedDataError,
     HoodieTableNotFoundError,
 )
-from airflow_hoodie.table.storage import Storage
+from airflow_hoodie.table.storage.storage import Storage
 
 PROPERTIES_FILE = "hoodie.properties"
 PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"

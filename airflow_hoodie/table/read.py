@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from airflow_hoodie.errors import HoodieConfigError, HoodieError
-from airflow_hoodie.table.file_slice_reader import META_COLUMNS, SliceReadOptions, read_file_slice
+from airflow_hoodie.table.file_group.file_slice_reader import META_COLUMNS, SliceReadOptions, read_file_slice
 from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
@@ -237,7 +237,7 @@ def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
     if not avro_schema:
         return None
     try:
-        from airflow_hoodie.table.avro_convert import avro_to_arrow_schema
+        from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
 
         schema = avro_to_arrow_schema(json.loads(avro_schema) if isinstance(avro_schema, str) else avro_schema)
     except Exception:  # noqa: BLE001 - schema is a convenience here; the data decides
@@ -440,7 +440,7 @@ def read_table(
         filter_expr = commit_expr if filter_expr is None else (filter_expr & commit_expr)
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME_COLUMN})
 
-    from airflow_hoodie.table.file_system_view import FileSystemView
+    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 
     view = FileSystemView(table, timeline=timeline)
     all_partitions = list(view.partitions())

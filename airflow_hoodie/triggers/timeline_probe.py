@@ -10,7 +10,7 @@ Why a listing rather than the parsed :class:`Timeline`: a sensor must tell a com
 *clustering* replacecommit from an ``insert_overwrite`` one. Hudi keeps the
 ``.compaction.requested`` / ``.replacecommit.requested`` files next to the completed
 instant until archival, so the full set of files per timestamp answers both questions.
-File names are parsed by :meth:`airflow_hoodie.table.instant.Instant.parse`.
+File names are parsed by :meth:`airflow_hoodie.table.timeline.instant.Instant.parse`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
-from airflow_hoodie.table.instant import Instant
+from airflow_hoodie.table.timeline.instant import Instant
 
 REQUESTED = "REQUESTED"
 INFLIGHT = "INFLIGHT"
@@ -83,7 +83,7 @@ def parse_instant_file_name(name: str) -> tuple[str, str, str] | None:
 
 def list_timeline(base_uri: str, storage_options: Mapping[str, Any] | None = None) -> list[TimelineFile] | None:
     """The instant files of the active timeline; None when no table exists at ``base_uri``."""
-    from airflow_hoodie.table.storage import Storage
+    from airflow_hoodie.table.storage.storage import Storage
 
     storage, base = Storage.for_uri(base_uri, storage_options)
     meta = Storage.join(base, ".hoodie")

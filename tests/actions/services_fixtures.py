@@ -1,10 +1,10 @@
-"""Plain stand-ins for file slices/groups, shaped like airflow_hoodie.table.file_group's."""
+"""Plain stand-ins for file slices/groups, shaped like airflow_hoodie.table.file_group.file_group's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 
 @dataclass

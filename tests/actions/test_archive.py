@@ -3,7 +3,7 @@ import pytest
 from airflow_hoodie.actions import archive as ar
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.instant import Action, State
+from airflow_hoodie.table.timeline.instant import Action, State
 
 from tests.actions.services_fixtures import inst, ts
 

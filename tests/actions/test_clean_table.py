@@ -7,7 +7,7 @@ from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.table.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
 
@@ -98,7 +98,7 @@ def test_crash_after_requested_and_after_inflight(tmp_path):
     # crash after some deletes (inflight): rerun completes with missing files counted as deleted
     base2, model2, snaps2 = _cow(tmp_path / "b")
     inst2, plan2, _ = cl.plan_clean(load(base2), conf)
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     t = load(base2)
     TimelineWriter(t.storage, t.base_path).transition_to_inflight(

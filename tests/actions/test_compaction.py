@@ -1,6 +1,6 @@
 from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.table.instant import Action, State
+from airflow_hoodie.table.timeline.instant import Action, State
 
 from tests.actions.services_fixtures import inst, slice_, ts
 

@@ -120,8 +120,8 @@ def test_unknown_instant_is_a_clear_error(mor):
 
 def test_pending_write_blocks_scheduling(mor):
     from airflow_hoodie.errors import HoodieWriteConflictError
-    from airflow_hoodie.table.instant import Action, Instant, State
-    from airflow_hoodie.table.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.instant import Action, Instant, State
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     base, _, _ = mor
     t = load(base)

@@ -9,7 +9,7 @@ from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.storage import Storage
+from airflow_hoodie.table.storage.storage import Storage
 
 from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, timeline_files, write
 

@@ -11,7 +11,7 @@ from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.table.instant import Action, State
+from airflow_hoodie.table.timeline.instant import Action, State
 
 from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, write
 

@@ -45,7 +45,7 @@ def test_create(tmp_path):
 
 
 def test_new_instant_time_and_update_config(tmp_path, monkeypatch):
-    import airflow_hoodie.table.instant as instant_mod
+    import airflow_hoodie.table.timeline.instant as instant_mod
 
     monkeypatch.setattr(instant_mod, "_last_instant", "")  # keep the far-future floor out of other tests
     t = HoodieTable.create(str(tmp_path / "t"), {"hoodie.table.name": "t", "hoodie.table.timeline.timezone": "UTC"})

@@ -14,7 +14,7 @@ from airflow_hoodie.table.properties import (
     dump_java_properties,
     load_java_properties,
 )
-from airflow_hoodie.table.storage import Storage
+from airflow_hoodie.table.storage.storage import Storage
 
 
 def _all_props(conformance):

@@ -1,0 +1,1 @@
+"""Hudi's bloom filters, byte-compatible with its Java implementation."""

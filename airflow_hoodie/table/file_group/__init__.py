@@ -1,0 +1,1 @@
+"""File groups and slices: naming, the file-system view, base files, markers."""

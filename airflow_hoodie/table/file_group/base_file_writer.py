@@ -1,0 +1,151 @@
+"""Parquet base files as Hudi writes them: meta columns first, bloom filter and key range in the footer.
+
+Hudi's HoodieAvroWriteSupport puts ``org.apache.hudi.bloomfilter``,
+``hoodie_bloom_filter_type_code``, ``hoodie_min_record_key`` and ``hoodie_max_record_key``
+next to parquet-avro's ``parquet.avro.schema`` / ``writer.model.name=avro`` in the file
+footer. The BLOOM index of every engine (Hudi, hudi-rs, us) prunes files with those keys,
+so a base file without them would be read correctly but never found by a lookup.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from airflow_hoodie.table.schema.avro_convert import META_COLUMNS
+from airflow_hoodie.table.storage.storage import Storage
+
+COMMIT_TIME = "_hoodie_commit_time"
+COMMIT_SEQNO = "_hoodie_commit_seqno"
+RECORD_KEY = "_hoodie_record_key"
+PARTITION_PATH = "_hoodie_partition_path"
+FILE_NAME = "_hoodie_file_name"
+#: An input column that turns a record into a delete (Hudi's soft-delete marker).
+IS_DELETED = "_hoodie_is_deleted"
+
+AVRO_SCHEMA_KEY = "parquet.avro.schema"
+WRITER_MODEL_KEY = "writer.model.name"
+
+
+@dataclass
+class BaseFileStats:
+    """What a write stat needs to know about one base file written."""
+
+    path: str  # relative to the table base path, '/'-separated
+    file_name: str
+    partition_path: str
+    num_records: int
+    file_size: int
+    min_record_key: str | None
+    max_record_key: str | None
+
+
+def with_meta_fields(avro_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's Avro record schema with Hudi's five meta fields in front (as parquet-avro stores it)."""
+    fields = [f for f in avro_schema.get("fields", []) if f["name"] not in META_COLUMNS]
+    meta = [{"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in META_COLUMNS]
+    out = dict(avro_schema)
+    out["fields"] = meta + list(fields)
+    return out
+
+
+def data_columns(table: pa.Table) -> list[str]:
+    return [n for n in table.column_names if n not in META_COLUMNS]
+
+
+def seqno_array(commit_time: str, partition_id: int, start: int, count: int) -> pa.Array:
+    """``<instant>_<sparkPartitionId>_<recordIndex>``, Hudi's HoodieRecord.generateSequenceId."""
+    prefix = f"{commit_time}_{partition_id}_"
+    idx = pc.cast(pa.array(range(start, start + count), pa.int64()), pa.string())
+    return pc.binary_join_element_wise(pa.scalar(prefix), idx, "")
+
+
+def stamp_meta_columns(
+    data: pa.Table,
+    record_keys: pa.Array | pa.ChunkedArray,
+    partition_path: str,
+    commit_time: str,
+    file_name: str,
+    partition_id: int = 0,
+    seq_start: int = 0,
+) -> pa.Table:
+    """Return ``data`` (without meta columns) with freshly filled meta columns in front."""
+    n = data.num_rows
+    cols = data_columns(data)
+    arrays = [
+        pa.repeat(pa.scalar(commit_time, pa.string()), n),
+        seqno_array(commit_time, partition_id, seq_start, n),
+        pa.chunked_array([record_keys]) if isinstance(record_keys, pa.Array) else record_keys,
+        pa.repeat(pa.scalar(partition_path, pa.string()), n),
+        pa.repeat(pa.scalar(file_name, pa.string()), n),
+    ]
+    arrays = [a.cast(pa.string()) for a in arrays]
+    return pa.Table.from_arrays(arrays + [data.column(c) for c in cols], names=list(META_COLUMNS) + cols)
+
+
+def _bloom_footer(keys: pa.ChunkedArray, props: Mapping[str, str]) -> dict[bytes, bytes]:
+    from airflow_hoodie.table.bloom import bloom_filter as bf_mod
+
+    bf = bf_mod.bloom_filter_from_config(props)
+    bf.add_many(keys.combine_chunks())
+    type_code = getattr(bf, "type_code", None) or props.get("hoodie.bloom.index.filter.type", "DYNAMIC_V0")
+    return {
+        bf_mod.BLOOM_FILTER_KEY.encode(): bf.serialize().encode(),
+        bf_mod.BLOOM_FILTER_TYPE_KEY.encode(): str(type_code).encode(),
+    }
+
+
+def _legacy_list_schema(schema: pa.Schema) -> pa.Schema:
+    return schema
+
+
+def write_base_file(
+    storage: Storage,
+    base_path: str,
+    partition_path: str,
+    file_name: str,
+    table: pa.Table,
+    avro_schema: Mapping[str, Any],
+    props: Mapping[str, str] | None = None,
+    compression: str | None = None,
+) -> BaseFileStats:
+    """Write ``table`` (meta columns first, already filled) as a Hudi parquet base file.
+
+    ``avro_schema`` is the table's record schema without meta fields; the footer gets it
+    with them, as parquet-avro does. Returns the stats a WriteStat is built from.
+    """
+    props = dict(props or {})
+    keys = table.column(RECORD_KEY)
+    footer: dict[bytes, bytes] = {}
+    if table.num_rows:
+        mm = pc.min_max(keys)
+        min_key, max_key = mm["min"].as_py(), mm["max"].as_py()
+        footer.update(_bloom_footer(keys, props))
+    else:
+        min_key = max_key = None
+    if min_key is not None:
+        footer[b"hoodie_min_record_key"] = min_key.encode()
+        footer[b"hoodie_max_record_key"] = max_key.encode()
+    footer[AVRO_SCHEMA_KEY.encode()] = json.dumps(with_meta_fields(avro_schema), separators=(",", ":")).encode()
+    footer[WRITER_MODEL_KEY.encode()] = b"avro"
+    table = table.replace_schema_metadata(None)
+    codec = compression or props.get("hoodie.parquet.compression.codec", "gzip")
+    rel = f"{partition_path}/{file_name}" if partition_path else file_name
+    part_dir = storage.join(base_path, partition_path) if partition_path else base_path
+    storage.mkdirs(part_dir)
+    full = storage.join(part_dir, file_name)
+    page_size = int(props.get("hoodie.parquet.page.size", 1024 * 1024))
+    with storage.open_output(full) as out:
+        with pq.ParquetWriter(
+            out, table.schema, compression=None if codec in ("", "uncompressed", "none") else codec,
+            data_page_size=page_size, store_schema=False, write_statistics=True,
+        ) as writer:
+            writer.write_table(table, row_group_size=int(props.get("hoodie.parquet.row.group.rows", 1 << 20)))
+            writer.add_key_value_metadata({k.decode(): v.decode() for k, v in footer.items()})
+    size = storage.size(full)
+    return BaseFileStats(rel, file_name, partition_path, table.num_rows, size, min_key, max_key)

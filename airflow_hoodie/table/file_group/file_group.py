@@ -1,0 +1,171 @@
+"""File groups and file slices: how base and log files relate (Hudi's data model).
+
+A *file group* ``(partition, fileId)`` holds the versions of one set of records. Each
+*file slice* is one version, keyed by its base instant: at most one base file written
+at that instant plus the log files appended on top of it (their names carry the same
+base instant). Compaction or an update on a COW table starts a new slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from airflow_hoodie.table.file_group.file_naming import parse_base_file_name, parse_log_file_name
+from airflow_hoodie.table.timeline.instant import normalize_instant_time
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    path: str
+    file_name: str
+    file_id: str
+    commit_time: str
+    write_token: str
+    size: int
+    partition_path: str
+
+    @classmethod
+    def from_path(cls, path: str, size: int, partition_path: str) -> "BaseFile | None":
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        parsed = parse_base_file_name(name)
+        if parsed is None:
+            return None
+        return cls(path, name, parsed.file_id, parsed.instant, parsed.write_token, size, partition_path)
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A log file; ``sort_key`` is Hudi's ``LogFileComparator`` (oldest first)."""
+
+    path: str
+    file_name: str
+    file_id: str
+    base_instant: str
+    version: int
+    write_token: str | None
+    size: int
+    partition_path: str
+    suffix: str = ""
+
+    @classmethod
+    def from_path(cls, path: str, size: int, partition_path: str) -> "LogFile | None":
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        parsed = parse_log_file_name(name)
+        if parsed is None or parsed.ext != ".log":
+            return None
+        return cls(
+            path, name, parsed.file_id, parsed.base_instant, parsed.version,
+            parsed.write_token, size, partition_path, parsed.suffix,
+        )
+
+    @property
+    def sort_key(self) -> tuple:
+        # base instant, then version, then write token (missing token first), then suffix
+        token = (0, "") if self.write_token is None else (1, self.write_token)
+        return (self.base_instant, self.version, token, self.suffix)
+
+    def __lt__(self, other: "LogFile") -> bool:
+        return self.sort_key < other.sort_key
+
+
+@dataclass
+class FileSlice:
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: BaseFile | None = None
+    log_files: list[LogFile] = field(default_factory=list)
+
+    @property
+    def file_group_id(self) -> tuple[str, str]:
+        return (self.partition_path, self.file_id)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.base_file is None and not self.log_files
+
+    @property
+    def latest_log_file(self) -> LogFile | None:
+        return self.log_files[-1] if self.log_files else None
+
+    @property
+    def total_size(self) -> int:
+        return (self.base_file.size if self.base_file else 0) + sum(lf.size for lf in self.log_files)
+
+    def sort_logs(self) -> None:
+        self.log_files.sort(key=lambda lf: lf.sort_key)
+
+    def with_base_file(self, base_file: BaseFile | None) -> "FileSlice":
+        return FileSlice(self.partition_path, self.file_id, self.base_instant, base_file, list(self.log_files))
+
+
+@dataclass
+class FileGroup:
+    partition_path: str
+    file_id: str
+    slices: list[FileSlice] = field(default_factory=list)
+
+    @property
+    def file_group_id(self) -> tuple[str, str]:
+        return (self.partition_path, self.file_id)
+
+    def slice_at(self, base_instant: str) -> FileSlice | None:
+        for s in self.slices:
+            if s.base_instant == base_instant:
+                return s
+        return None
+
+    def _get_or_add(self, base_instant: str) -> FileSlice:
+        s = self.slice_at(base_instant)
+        if s is None:
+            s = FileSlice(self.partition_path, self.file_id, base_instant)
+            self.slices.append(s)
+            self.slices.sort(key=lambda x: normalize_instant_time(x.base_instant))
+        return s
+
+    def add_base_file(self, bf: BaseFile) -> None:
+        self._get_or_add(bf.commit_time).base_file = bf
+
+    def add_log_file(self, lf: LogFile) -> None:
+        s = self._get_or_add(lf.base_instant)
+        s.log_files.append(lf)
+        s.sort_logs()
+
+    def add_empty_slice(self, base_instant: str) -> None:
+        """A pending compaction opens a new slice at its instant (Hudi ``addNewFileSliceAtInstant``)."""
+        self._get_or_add(base_instant)
+
+    def latest_slice(self) -> FileSlice | None:
+        return self.slices[-1] if self.slices else None
+
+    def latest_slice_before_or_on(self, ts: str) -> FileSlice | None:
+        lim = normalize_instant_time(ts)
+        cands = [s for s in self.slices if normalize_instant_time(s.base_instant) <= lim]
+        return cands[-1] if cands else None
+
+    def latest_base_file(self) -> BaseFile | None:
+        for s in reversed(self.slices):
+            if s.base_file is not None:
+                return s.base_file
+        return None
+
+    def all_base_files(self) -> list[BaseFile]:
+        return [s.base_file for s in self.slices if s.base_file is not None]
+
+    def all_log_files(self) -> list[LogFile]:
+        return [lf for s in self.slices for lf in s.log_files]
+
+
+def build_file_groups(
+    base_files: Iterable[BaseFile], log_files: Iterable[LogFile]
+) -> dict[tuple[str, str], FileGroup]:
+    """Group files by ``(partition, fileId)`` and slice them by base instant."""
+    groups: dict[tuple[str, str], FileGroup] = {}
+    for bf in base_files:
+        key = (bf.partition_path, bf.file_id)
+        groups.setdefault(key, FileGroup(*key)).add_base_file(bf)
+    for lf in log_files:
+        key = (lf.partition_path, lf.file_id)
+        groups.setdefault(key, FileGroup(*key)).add_log_file(lf)
+    return groups

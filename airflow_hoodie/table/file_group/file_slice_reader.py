@@ -1,0 +1,227 @@
+"""Reading one file slice: its base file merged with its log files, as a pyarrow table.
+
+A file slice is the unit a merge-on-read reader works on: one base file (or none, for a
+file group created by log appends) and the log files written after it. The log scanner
+decides which blocks count (committed, not rolled back, not corrupt, not after the
+as-of instant); the record merger decides which version of each key wins. This module
+only moves data between them and keeps the read as narrow as the query allows:
+
+* a slice without log files needs no merge, so projection *and* filters go straight into
+  the parquet read;
+* a slice with log files is read with the columns the merge needs (record key, ordering
+  field, delete markers) and filtered only after merging, because a base row that fails
+  the filter may be replaced by a log row that passes it (and the other way round).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieIOError
+from airflow_hoodie.table.record_merger import (
+    IS_DELETED_COLUMN,
+    RECORD_KEY_COLUMN,
+    DeleteSet,
+    MergeConfig,
+    Piece,
+    merge_records,
+    unify_tables,
+)
+from airflow_hoodie.table.schema.avro_convert import META_COLUMNS
+from airflow_hoodie.table.storage.storage import Storage
+
+
+
+@dataclass
+class SliceReadOptions:
+    """What a query wants from every slice it reads.
+
+    ``columns``: columns to return (None: all). ``filter``: a pyarrow expression over the
+    returned rows (its columns must be readable, they need not be returned). ``as_of``:
+    the latest instant whose log blocks count. ``valid_instants``: the instant times that
+    are committed (blocks of any other instant are ignored, as Hudi's scanner does).
+    ``base_only``: read-optimized query, log files ignored.
+    """
+
+    merge_config: MergeConfig = field(default_factory=MergeConfig)
+    columns: Sequence[str] | None = None
+    filter: ds.Expression | None = None
+    filter_columns: Sequence[str] = ()
+    as_of: str | None = None
+    valid_instants: frozenset[str] | None = None
+    timeline_start: str | None = None
+    inflight_instants: frozenset[str] = frozenset()
+    base_only: bool = False
+    schema: pa.Schema | None = None
+
+
+def _read_columns(available: Sequence[str], wanted: Sequence[str] | None) -> list[str] | None:
+    if wanted is None:
+        return None
+    have = set(available)
+    return [c for c in dict.fromkeys(wanted) if c in have]
+
+
+def read_base_file(
+    storage: Storage,
+    path: str,
+    columns: Sequence[str] | None = None,
+    filter: ds.Expression | None = None,
+    filter_columns: Sequence[str] = (),
+) -> pa.Table:
+    """Read a parquet base file, pushing the projection and the filter into the scan.
+
+    Columns the file does not have (added to the table schema later) are skipped here and
+    filled with nulls by the caller. A filter on such a column sees nulls (so ``=``/``<``...
+    reject the row), as a reader of the evolved table would.
+    """
+    try:
+        pf = pq.ParquetFile(storage.open_input(path))
+    except FileNotFoundError as exc:
+        raise HoodieIOError(
+            f"base file {path} is listed by the timeline but missing on storage; the table may be "
+            "being cleaned concurrently, retry the read"
+        ) from exc
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise HoodieCorruptedDataError(f"cannot read base file {path}: {exc}") from exc
+    names = pf.schema_arrow.names
+    cols = _read_columns(names, columns)
+    try:
+        if filter is None:
+            return pf.read(columns=cols)
+        absent = [c for c in filter_columns if c not in names]
+        if absent:
+            table = pf.read(columns=None if cols is None else cols + [c for c in filter_columns if c in names])
+            for c in absent:
+                table = table.append_column(c, pa.nulls(table.num_rows))
+            table = table.filter(filter)
+            keep = [c for c in table.column_names if c not in absent and (cols is None or c in cols)]
+            return table.select(keep)
+        dataset = ds.dataset(path, format="parquet", filesystem=storage.fs)
+        return dataset.to_table(columns=cols, filter=filter)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise HoodieCorruptedDataError(f"cannot read base file {path}: {exc}") from exc
+
+
+def scan_log_pieces(
+    storage: Storage,
+    log_paths: Sequence[str],
+    as_of: str | None,
+    valid_instants: Iterable[str] | None,
+    timeline_start: str | None = None,
+    inflight_instants: Iterable[str] = (),
+) -> list[Piece]:
+    """The data tables and delete sets of a slice's log files, in the order they were written.
+
+    Block validity (committed instants, rollback command blocks, corrupt blocks, the as-of
+    cut) is the log scanner's job (:func:`airflow_hoodie.table.log.log_reader.scan_log_files`);
+    this keeps its interleaving of data and delete blocks, which the merge needs.
+    """
+    if not log_paths:
+        return []
+    from airflow_hoodie.table.log import log_reader
+
+    result = log_reader.scan_log_files(
+        storage,
+        list(log_paths),
+        as_of,
+        valid_instants if valid_instants is not None else (),
+        timeline_start=timeline_start,
+        inflight_instants=inflight_instants,
+    )
+    pieces: list[Piece] = []
+    for block in result.blocks:
+        if block.is_delete:
+            if block.deletes:
+                pieces.append(DeleteSet.from_records(block.deletes))
+        elif block.table is not None and block.table.num_rows:
+            pieces.append(block.table)
+    return pieces
+
+
+def _conform(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
+    """Cast a log block's columns to the base file's types where they differ only in width
+    (Avro has no int8/int16, so Spark's byte/short columns come back as int32)."""
+    if schema is None:
+        return table
+    cols = []
+    for name, col in zip(table.column_names, table.columns):
+        idx = schema.get_field_index(name)
+        if idx >= 0 and schema.field(idx).type != col.type:
+            try:
+                col = col.cast(schema.field(idx).type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
+def _finish(table: pa.Table, opts: SliceReadOptions, filtered: bool) -> pa.Table:
+    if opts.filter is not None and not filtered and table.num_rows:
+        table = table.filter(opts.filter)
+    if opts.columns is not None:
+        table = table.select([c for c in opts.columns if c in table.column_names])
+    return table
+
+
+def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None) -> pa.Table:
+    """Rows of one file slice as a reader sees them (merged, filtered, projected).
+
+    ``file_slice`` is a :class:`airflow_hoodie.table.file_group.file_group.FileSlice` (anything with
+    ``base_file`` (``.path``) and ``log_files`` (each ``.path``), in log order).
+    """
+    opts = opts or SliceReadOptions()
+    base = getattr(file_slice, "base_file", None)
+    logs = [] if opts.base_only else list(getattr(file_slice, "log_files", None) or [])
+    cfg = opts.merge_config
+
+    if not logs:
+        if base is None:
+            return pa.table({})
+        wanted = None
+        if opts.columns is not None:
+            wanted = list(opts.columns) + list(opts.filter_columns)
+        table = read_base_file(storage, base.path, wanted, opts.filter, opts.filter_columns)
+        return _finish(table, opts, filtered=True)
+
+    wanted = None
+    if opts.columns is not None:
+        extra = [RECORD_KEY_COLUMN, IS_DELETED_COLUMN]
+        if cfg.ordering_field:
+            extra.append(cfg.ordering_field)
+        if cfg.delete_field:
+            extra.append(cfg.delete_field)
+        wanted = list(opts.columns) + list(opts.filter_columns) + extra
+    pieces: list[Piece] = []
+    base_schema = opts.schema
+    if base is not None:
+        base_table = read_base_file(storage, base.path, wanted)
+        base_schema = base_table.schema
+        pieces.append(base_table)
+    log_pieces = scan_log_pieces(
+        storage,
+        [lf.path for lf in logs],
+        opts.as_of,
+        opts.valid_instants,
+        opts.timeline_start,
+        opts.inflight_instants,
+    )
+    for piece in log_pieces:
+        if isinstance(piece, pa.Table):
+            if wanted is not None:
+                piece = piece.select(_read_columns(piece.column_names, wanted) or [])
+            piece = _conform(piece, base_schema)
+        pieces.append(piece)
+    data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
+    if not data_pieces:
+        return pa.table({})
+    merged = merge_records(pieces, cfg, has_base=base is not None)
+    return _finish(merged, opts, filtered=False)
+
+
+__all__ = ["META_COLUMNS", "SliceReadOptions", "read_base_file", "read_file_slice", "scan_log_pieces", "unify_tables"]

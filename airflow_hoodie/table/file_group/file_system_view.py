@@ -1,0 +1,312 @@
+"""Which files of a table are visible, grouped into file groups and slices.
+
+Mirrors Hudi 0.14's ``AbstractTableFileSystemView`` semantics:
+
+* a file slice exists when its base instant is a completed write, a compaction
+  instant (pending ones open the new slice), or older than the active timeline
+  (archived); files of failed or in-flight writes stay invisible;
+* the base file a pending compaction is producing is never visible;
+* log files cannot tell which instant wrote their blocks, so they are visible with
+  their slice and the log reader filters blocks by instant;
+* file groups replaced by a completed replacecommit (insert overwrite, clustering)
+  are hidden; pending clustering and compaction plans are exposed for writers.
+
+One recursive listing of the base path feeds the whole view, which is cheap on object
+stores (one paginated LIST instead of one per partition).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TYPE_CHECKING
+
+from airflow_hoodie.errors import HoodieCorruptedDataError
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileGroup, FileSlice, LogFile, build_file_groups
+from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
+from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
+from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
+
+if TYPE_CHECKING:
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+
+def _deserialize_avro(data: bytes) -> dict:
+    from airflow_hoodie.table.metadata import avro_codec
+
+    return avro_codec.deserialize(data)
+
+
+class FileSystemView:
+    """File groups of a table as seen through ``timeline`` (default: the table's)."""
+
+    def __init__(self, table: "HoodieTable", timeline: Timeline | None = None) -> None:
+        self.table = table
+        self.storage = table.storage
+        self.base_path = table.base_path.rstrip("/")
+        self.timeline = timeline if timeline is not None else table.timeline
+        self._partitions: list[str] | None = None
+        self._groups: dict[tuple[str, str], FileGroup] | None = None
+        self._replace_cache: dict[str, dict[str, list[str]]] = {}
+        self._compaction_ops: dict[tuple[str, str], tuple[str, dict]] | None = None
+        self._clustering: dict[tuple[str, str], str] | None = None
+
+    # ------------------------------------------------------------------ listing
+    def _load(self) -> None:
+        if self._groups is not None:
+            return
+        prefix = self.base_path + "/"
+        meta_prefix = prefix + METAFOLDER + "/"
+        files: list[tuple[str, str, int]] = []  # (partition, path, size)
+        partitions: set[str] = set()
+        for st in self._list_data_files():
+            if st.is_dir or st.path.startswith(meta_prefix):
+                continue
+            rel = st.path[len(prefix):] if st.path.startswith(prefix) else st.path
+            part, _, name = rel.rpartition("/")
+            if is_partition_metafile(name):
+                partitions.add(part)
+            else:
+                files.append((part, st.path, st.size))
+        ext = self.table.config.base_file_extension
+        bases: list[BaseFile] = []
+        logs: list[LogFile] = []
+        for part, path, size in files:
+            if part not in partitions:
+                continue
+            name = path.rsplit("/", 1)[-1]
+            if name.startswith("."):
+                lf = LogFile.from_path(path, size, part)
+                if lf is not None:
+                    logs.append(lf)
+            else:
+                bf = BaseFile.from_path(path, size, part)
+                if bf is not None and bf.file_name.endswith(ext):
+                    bases.append(bf)
+        self._partitions = sorted(partitions)
+        self._groups = build_file_groups(bases, logs)
+
+    def _list_data_files(self):
+        """Every file under the base path except ``.hoodie`` (which may hold a big metadata table)."""
+        for st in self.storage.list_dir(self.base_path):
+            if not st.is_dir:
+                yield st
+            elif st.name != METAFOLDER:
+                yield from self.storage.list_dir(st.path, recursive=True)
+
+    def refresh(self, timeline: Timeline | None = None) -> None:
+        """Forget the listing (and optionally switch timeline) after the table changed."""
+        self._groups = None
+        self._partitions = None
+        self._compaction_ops = None
+        self._clustering = None
+        if timeline is not None:
+            self.timeline = timeline
+
+    def partitions(self) -> list[str]:
+        """Relative partition paths (``""`` for the non-partitioned table), sorted."""
+        self._load()
+        return list(self._partitions or [])
+
+    def all_file_groups(self, partition: str | None = None) -> list[FileGroup]:
+        """Every file group on storage with every file, committed or not (for rollback/clean tools)."""
+        self._load()
+        assert self._groups is not None
+        return [
+            g for k, g in sorted(self._groups.items()) if partition is None or k[0] == partition
+        ]
+
+    # --------------------------------------------------------------- visibility
+    def _timeline_as_of(self, as_of: str | None) -> Timeline:
+        return self.timeline.as_of(as_of) if as_of else self.timeline
+
+    def _visible_instants(self, as_of: str | None) -> tuple[set[str], set[str], str | None, str | None]:
+        """(visible base instants, pending compactions, last visible, start of timeline)."""
+        tl = self._timeline_as_of(as_of)
+        visible_tl = tl.completed_and_compaction()
+        visible = set(visible_tl.timestamps)
+        pending_compaction = set(tl.pending_compactions().timestamps)
+        last = max(visible, key=normalize_instant_time) if visible else None
+        # Hudi's getFirstNonSavepointCommit on the (unbounded) visible write timeline:
+        # archival may leave savepointed instants before a hole, so they do not count.
+        savepoints = set(self.timeline.savepoints().timestamps)
+        start = next(
+            (ts for ts in self.timeline.completed_and_compaction().timestamps if ts not in savepoints),
+            None,
+        )
+        return visible, pending_compaction, last, start
+
+    def _slice_committed(
+        self, base_instant: str, visible: set[str], last: str | None, start: str | None, as_of: str | None
+    ) -> bool:
+        if last is None:
+            return False
+        bi = normalize_instant_time(base_instant)
+        if bi > normalize_instant_time(last):
+            return False
+        if as_of and bi > normalize_instant_time(as_of):
+            return False
+        if base_instant in visible:
+            return True
+        # Files older than the active timeline belong to archived (completed) instants.
+        return start is not None and bi < normalize_instant_time(start)
+
+    def _visible_group(self, group: FileGroup, visible: set[str], pending: set[str],
+                       last: str | None, start: str | None, as_of: str | None) -> FileGroup:
+        out = FileGroup(group.partition_path, group.file_id)
+        for s in group.slices:
+            if not self._slice_committed(s.base_instant, visible, last, start, as_of):
+                continue
+            base = s.base_file if s.base_instant not in pending else None
+            out.slices.append(FileSlice(s.partition_path, s.file_id, s.base_instant, base, list(s.log_files)))
+        return out
+
+    def file_groups(
+        self, partition: str | None = None, as_of: str | None = None, include_replaced: bool = False
+    ) -> list[FileGroup]:
+        """File groups with only their visible slices (groups with none are dropped)."""
+        self._load()
+        assert self._groups is not None
+        visible, pending, last, start = self._visible_instants(as_of)
+        replaced = set() if include_replaced else self.replaced_file_groups(as_of)
+        ops = self.pending_compaction_operations() if pending else {}
+        out = []
+        for key, group in sorted(self._groups.items()):
+            if partition is not None and key[0] != partition:
+                continue
+            if key in replaced:
+                continue
+            vg = self._visible_group(group, visible, pending, last, start, as_of)
+            op = ops.get(key)
+            if op is not None and op[0] in pending and vg.slices:
+                vg.add_empty_slice(op[0])
+            if vg.slices:
+                out.append(vg)
+        return out
+
+    def latest_file_slices(self, partition: str | None = None, as_of: str | None = None) -> list[FileSlice]:
+        """The latest visible slice of every live file group (Hudi ``getLatestFileSlices``).
+
+        With a pending compaction, the latest slice of an affected group is the new one
+        at the compaction instant: only the log files written after the plan, no base
+        file. Snapshot readers want :meth:`latest_merged_file_slices` instead.
+        """
+        out = []
+        for g in self.file_groups(partition, as_of):
+            s = g.latest_slice()
+            if s is not None:
+                out.append(s)
+        return out
+
+    def latest_merged_file_slices(
+        self, partition: str | None = None, as_of: str | None = None
+    ) -> list[FileSlice]:
+        """Latest slices, a pending compaction's new slice merged into the previous one.
+
+        Hudi's ``getLatestMergedFileSlicesBeforeOrOn``: the merged slice keeps the
+        previous base file and base instant and carries the log files of both slices
+        in order, which is what a snapshot read of a MOR table must merge.
+        """
+        _, pending, _, _ = self._visible_instants(as_of)
+        out = []
+        for g in self.file_groups(partition, as_of):
+            s = g.latest_slice()
+            if s is None:
+                continue
+            if s.base_instant in pending and len(g.slices) >= 2:
+                prev = g.slices[-2]
+                merged = FileSlice(
+                    s.partition_path, s.file_id, prev.base_instant, prev.base_file,
+                    sorted(prev.log_files + s.log_files, key=lambda lf: lf.sort_key),
+                )
+                s = merged
+            if not s.is_empty:
+                out.append(s)
+        return out
+
+    def latest_base_files(self, partition: str | None = None, as_of: str | None = None) -> list[BaseFile]:
+        """Latest visible base file per live file group (read-optimized queries)."""
+        out = []
+        for g in self.file_groups(partition, as_of):
+            bf = g.latest_base_file()
+            if bf is not None:
+                out.append(bf)
+        return out
+
+    def latest_file_slice(self, partition: str, file_id: str, as_of: str | None = None) -> FileSlice | None:
+        for s in self.latest_file_slices(partition, as_of):
+            if s.file_id == file_id:
+                return s
+        return None
+
+    # ------------------------------------------------------------- replacements
+    def _replace_file_ids(self, ts: str) -> dict[str, list[str]]:
+        if ts not in self._replace_cache:
+            data = self.timeline.read_details(Instant(ts, Action.REPLACE_COMMIT, State.COMPLETED))
+            try:
+                meta = json.loads(data.decode("utf-8")) if data.strip() else {}
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise HoodieCorruptedDataError(
+                    f"Replacecommit {ts} metadata is not valid JSON: {exc}. The instant file is corrupt."
+                ) from exc
+            self._replace_cache[ts] = dict(meta.get("partitionToReplaceFileIds") or {})
+        return self._replace_cache[ts]
+
+    def replaced_file_groups(self, as_of: str | None = None) -> set[tuple[str, str]]:
+        """``(partition, fileId)`` replaced by completed replacecommits (at or before ``as_of``)."""
+        tl = self._timeline_as_of(as_of).filter(actions=Action.REPLACE_COMMIT, states=State.COMPLETED)
+        out: set[tuple[str, str]] = set()
+        for inst in tl:
+            for part, fids in self._replace_file_ids(inst.timestamp).items():
+                out.update((part, fid) for fid in fids or [])
+        return out
+
+    def replace_instants_by_group(self, as_of: str | None = None) -> dict[tuple[str, str], str]:
+        """Which replacecommit replaced each replaced file group (cleaner needs the time)."""
+        tl = self._timeline_as_of(as_of).filter(actions=Action.REPLACE_COMMIT, states=State.COMPLETED)
+        out: dict[tuple[str, str], str] = {}
+        for inst in tl:
+            for part, fids in self._replace_file_ids(inst.timestamp).items():
+                for fid in fids or []:
+                    out[(part, fid)] = inst.timestamp
+        return out
+
+    # ----------------------------------------------------------- pending plans
+    def pending_compaction_operations(self) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+        """``{(partition, fileId): (compaction instant, HoodieCompactionOperation dict)}``."""
+        if self._compaction_ops is None:
+            ops: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+            for inst in self.timeline.pending_compactions():
+                plan = self._read_plan(inst.timestamp, "compaction")
+                for op in (plan or {}).get("operations") or []:
+                    ops[(op.get("partitionPath") or "", op["fileId"])] = (inst.timestamp, op)
+            self._compaction_ops = ops
+        return dict(self._compaction_ops)
+
+    def pending_clustering_file_groups(self) -> dict[tuple[str, str], str]:
+        """``{(partition, fileId): replacecommit instant}`` for groups in pending clustering plans."""
+        if self._clustering is None:
+            out: dict[tuple[str, str], str] = {}
+            for inst in self.timeline.pending_replace():
+                meta = self._read_plan(inst.timestamp, "replacecommit")
+                plan = (meta or {}).get("clusteringPlan") or {}
+                for group in plan.get("inputGroups") or []:
+                    for sl in group.get("slices") or []:
+                        out[(sl.get("partitionPath") or "", sl["fileId"])] = inst.timestamp
+            self._clustering = out
+        return dict(self._clustering)
+
+    def _read_plan(self, ts: str, what: str) -> dict | None:
+        data = self.timeline.read_plan(ts)
+        if not data:
+            return None
+        try:
+            return _deserialize_avro(data)
+        except Exception as exc:  # fastavro raises many types on bad input
+            raise HoodieCorruptedDataError(
+                f"The {what} plan {ts}.{what}.requested cannot be decoded ({exc}); "
+                "the file is corrupt or not an Avro plan."
+            ) from exc
+
+    def file_groups_in_pending_services(self) -> set[tuple[str, str]]:
+        """Groups a writer must not touch: in pending compaction or clustering."""
+        return set(self.pending_compaction_operations()) | set(self.pending_clustering_file_groups())

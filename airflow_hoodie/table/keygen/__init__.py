@@ -1,0 +1,1 @@
+"""Key generators and the timestamp formats they use."""

@@ -1,0 +1,1 @@
+"""Hudi's binary log format: blocks, the writer and the reader."""

@@ -1,0 +1,241 @@
+"""Appending blocks to a file group's log files, as ``HoodieLogFormatWriter`` does.
+
+A writer targets one file slice: (partition, file id, base instant). On its first
+append it looks for the latest log file version of that slice:
+
+* found, storage can append (local, HDFS) and the file is below the size threshold:
+  the blocks are appended to that file, which keeps its name and write token;
+* found otherwise (object stores cannot append; or the file is full): a new file with
+  version + 1 and this writer's write token is created;
+* none: version 1 with this writer's write token.
+
+After each ``append`` call, if the current file has grown past
+``hoodie.logfile.max.size`` (default 1 GiB) the writer rolls over, so the next call
+starts version + 1 (Hudi checks after the call, so one call's blocks never split).
+The output stream stays open between calls (on object stores the object only appears
+when :meth:`LogWriter.close` completes the upload), so always close the writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from airflow_hoodie.config import ConfigKey, register
+from airflow_hoodie.errors import HoodieIOError
+from airflow_hoodie.table.file_group.file_naming import log_file_name, parse_log_file_name
+from airflow_hoodie.table.log.log_block import LogBlock, serialize_block
+from airflow_hoodie.table.storage.storage import Storage
+
+LOG_FILE_MAX_SIZE = ConfigKey(
+    "hoodie.logfile.max.size",
+    str(1024 * 1024 * 1024),
+    "LogFile max size in bytes; a writer rolls over to the next log file version past it.",
+)
+LOG_BLOCK_MAX_SIZE = ConfigKey(
+    "hoodie.logfile.data.block.max.size",
+    str(256 * 1024 * 1024),
+    "Max size of one data block appended to a log file; larger batches are split.",
+)
+register(LOG_FILE_MAX_SIZE, LOG_BLOCK_MAX_SIZE)
+
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024 * 1024
+#: Hudi's ``HoodieLogFile.LOGFILE_BASE_VERSION``.
+LOGFILE_BASE_VERSION = 1
+LOG_EXTENSION = ".log"
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Where one ``append`` call's blocks landed (Hudi's ``AppendResult``)."""
+
+    log_path: str
+    offset: int
+    size: int
+
+    @property
+    def file_name(self) -> str:
+        return self.log_path.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def version(self) -> int:
+        parsed = parse_log_file_name(self.file_name)
+        return parsed.version if parsed else LOGFILE_BASE_VERSION
+
+
+def latest_log_file(
+    storage: Storage, partition_dir: str, file_id: str, base_instant: str,
+    ext: str = LOG_EXTENSION,
+) -> tuple[int, str | None, str | None, int]:
+    """(version, write token, path, size) of the slice's latest log file, or
+    (0, None, None, 0) if it has none. Ties on version break on the write token, as
+    Hudi's log file comparator does."""
+    best: tuple[int, str, str, int] | None = None
+    for st in storage.list_dir(partition_dir):
+        if st.is_dir:
+            continue
+        parsed = parse_log_file_name(st.name)
+        if (
+            parsed is None
+            or parsed.file_id != file_id
+            or parsed.base_instant != base_instant
+            or parsed.ext != ext
+            or parsed.suffix
+        ):
+            continue
+        cand = (parsed.version, parsed.write_token or "", st.path, st.size)
+        if best is None or cand[:2] > best[:2]:
+            best = cand
+    if best is None:
+        return 0, None, None, 0
+    return best[0], best[1] or None, best[2], best[3]
+
+
+class LogWriter:
+    """Appends log blocks to one file slice's log files (see module doc)."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        partition_dir: str,
+        file_id: str,
+        base_instant: str,
+        write_token: str,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        ext: str = LOG_EXTENSION,
+    ) -> None:
+        self.storage = storage
+        self.partition_dir = partition_dir
+        self.file_id = file_id
+        self.base_instant = base_instant
+        self.write_token = write_token
+        self.max_file_size = int(max_file_size)
+        self.ext = ext
+        self._out: Any = None
+        self._path: str | None = None
+        self._version = 0
+        self._pos = 0
+        self._rolled = False  # next open must create version + 1
+        self._closed = False
+
+    # ------------------------------------------------------------------ state
+    @property
+    def log_path(self) -> str | None:
+        """Path of the file the next ``append`` writes to (None before the first)."""
+        return self._path
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def current_size(self) -> int:
+        return self._pos
+
+    def _path_for(self, version: int, token: str | None) -> str:
+        name = log_file_name(self.file_id, self.base_instant, version, token, self.ext)
+        return self.storage.join(self.partition_dir, name)
+
+    def _resolve(self) -> tuple[str, int, bool, int]:
+        """(path, version, append?, current size) the next append would write to."""
+        if self._rolled:
+            version, path, size = self._version, None, 0
+        else:
+            version, _token, path, size = latest_log_file(
+                self.storage, self.partition_dir, self.file_id, self.base_instant, self.ext
+            )
+        if path is not None and self.storage.supports_append and size < self.max_file_size:
+            return path, version, True, size
+        new_version = version + 1 if version else LOGFILE_BASE_VERSION
+        new_path = self._path_for(new_version, self.write_token)
+        while self.storage.exists(new_path):  # someone else created it: move on
+            new_version += 1
+            new_path = self._path_for(new_version, self.write_token)
+        return new_path, new_version, False, 0
+
+    def next_log_path(self) -> str:
+        """The file the next :meth:`append` writes to (create the APPEND marker for this
+        name before appending, as Hudi does); resolving does not open anything."""
+        if self._out is not None and self._path is not None:
+            return self._path
+        return self._resolve()[0]
+
+    def _open(self) -> None:
+        """Open the output stream: append to the latest file or create the next."""
+        path, version, append, size = self._resolve()
+        self._out = self.storage.open_append(path) if append else self.storage.open_output(path)
+        self._path, self._version, self._pos = path, version, size
+        self._rolled = False
+
+    # ------------------------------------------------------------------ writing
+    def append(self, blocks: Sequence[LogBlock]) -> list[AppendResult]:
+        """Write ``blocks`` to the current log file; one :class:`AppendResult` per file
+        written (always one: a call's blocks stay together, as in Hudi). Each block's
+        ``offset`` and ``size`` are set to where it landed."""
+        if self._closed:
+            raise HoodieIOError("LogWriter is closed; create a new writer to append more blocks.")
+        if not blocks:
+            return []
+        payloads = [serialize_block(b) for b in blocks]
+        if self._out is None:
+            self._open()
+        start = self._pos
+        try:
+            pos = start
+            for block, data in zip(blocks, payloads):
+                self._out.write(data)
+                block.offset, block.size = pos, len(data)
+                pos += len(data)
+            self._out.flush()
+        except (OSError, pa.ArrowException) as exc:
+            raise HoodieIOError(
+                f"Cannot append to log file {self.storage.uri(self._path or '')!r}: {exc}"
+            ) from exc
+        self._pos = pos
+        result = AppendResult(self._path or "", start, pos - start)
+        if self._pos > self.max_file_size:
+            self._roll_over()
+        return [result]
+
+    def append_block(self, block: LogBlock) -> AppendResult:
+        """Append one block (Hudi's ``appendBlock``)."""
+        return self.append([block])[0]
+
+    def _roll_over(self) -> None:
+        self._close_stream()
+        self._rolled = True
+
+    def _close_stream(self) -> None:
+        if self._out is not None:
+            try:
+                self._out.close()
+            except (OSError, pa.ArrowException) as exc:
+                raise HoodieIOError(
+                    f"Cannot finish log file {self.storage.uri(self._path or '')!r}: {exc}"
+                ) from exc
+            finally:
+                self._out = None
+
+    def close(self) -> None:
+        """Flush and close the current file (completes the upload on object stores)."""
+        if not self._closed:
+            self._close_stream()
+            self._closed = True
+
+    def __enter__(self) -> "LogWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = [
+    "AppendResult",
+    "DEFAULT_MAX_FILE_SIZE",
+    "LOGFILE_BASE_VERSION",
+    "LOG_FILE_MAX_SIZE",
+    "LogWriter",
+    "latest_log_file",
+]

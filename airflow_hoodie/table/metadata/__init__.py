@@ -1,0 +1,1 @@
+"""Hudi's metadata documents: commit metadata, Avro plans and their codec."""

@@ -1,0 +1,1 @@
+"""Schemas: Arrow <-> Avro conversion and the meta fields."""

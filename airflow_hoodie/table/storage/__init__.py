@@ -1,0 +1,1 @@
+"""The storage facade over pyarrow.fs."""

@@ -1,0 +1,1 @@
+"""The timeline: instants, the active and the archived timeline."""

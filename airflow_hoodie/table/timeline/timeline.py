@@ -1,0 +1,447 @@
+"""The active timeline (``.hoodie/<instant files>``) and the one way to change it.
+
+:class:`Timeline` is an immutable snapshot: one :class:`Instant` per instant (instant
+time + action family), in its most advanced state, sorted as Hudi sorts them. The
+requested/inflight/completed files of one instant collapse to one :class:`Instant`
+(``T.compaction.requested`` + ``T.commit`` is one compaction), but two instants sharing
+a time stay apart: a savepoint has the same time as the commit it pins. Filters return new timelines, so a
+caller can pass a narrowed view (``completed()``, ``as_of(ts)``) around safely.
+
+:class:`TimelineWriter` moves instants through their states. Each step *creates* one
+new file with ``Storage.create_if_absent``; it never rewrites a file, so a reader sees
+either the previous state or the new one with its full content, and two writers racing
+for the same instant cannot both win.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Iterable, Iterator, Sequence
+
+from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
+from airflow_hoodie.table.storage.storage import Storage
+
+METAFOLDER = ".hoodie"
+
+
+def meta_path(base_path: str) -> str:
+    return Storage.join(base_path, METAFOLDER)
+
+
+#: Pending actions whose completed file is stored under another action.
+_FAMILY = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+
+
+def action_family(action: str) -> str:
+    """The action an instant's files share across states (compaction -> commit, ...)."""
+    return _FAMILY.get(action, action)
+
+
+def instant_key(inst: Instant) -> tuple[str, str]:
+    """Identity of one instant across its state files: (instant time, action family)."""
+    return (inst.timestamp, action_family(inst.action))
+
+
+def _get_rank(inst: Instant) -> int:
+    """Which instant :meth:`Timeline.get` returns for a bare time: writes before others,
+    savepoints last (a savepoint shares the time of the commit it pins)."""
+    if inst.action in Action.WRITE:
+        return 0
+    if inst.action == Action.SAVEPOINT:
+        return 2
+    return 1
+
+
+class Timeline:
+    """Sorted instants of the active timeline, one per (time, action family), latest state."""
+
+    def __init__(
+        self,
+        instants: Iterable[Instant],
+        storage: Storage | None = None,
+        base_path: str | None = None,
+        history: Sequence[Instant] | None = None,
+    ) -> None:
+        self._instants: list[Instant] = sorted(instants, key=lambda i: i.sort_key)
+        self._by_key: dict[tuple[str, str], Instant] = {instant_key(i): i for i in self._instants}
+        # Every instant at a time, the one get(ts) prefers first.
+        self._by_ts: dict[str, list[Instant]] = {}
+        for inst in sorted(self._instants, key=_get_rank):
+            self._by_ts.setdefault(inst.timestamp, []).append(inst)
+        self.storage = storage
+        self.base_path = base_path
+        # Every instant file seen (all states), so the original action of a completed
+        # compaction (stored as "commit") stays knowable.
+        self._history: list[Instant] = sorted(history or self._instants, key=lambda i: i.sort_key)
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, storage: Storage, base_path: str) -> "Timeline":
+        """Read the instant files under ``<base_path>/.hoodie`` (non-instant files ignored)."""
+        files = storage.list_dir(meta_path(base_path))
+        history = [inst for st in files if not st.is_dir for inst in [Instant.parse(st.name)] if inst]
+        return cls(collapse_states(history), storage, base_path, history)
+
+    def reload(self) -> "Timeline":
+        if self.storage is None or self.base_path is None:
+            raise HoodieTimelineError("This timeline was not loaded from storage; nothing to reload.")
+        return Timeline.load(self.storage, self.base_path)
+
+    def _derive(self, instants: Iterable[Instant]) -> "Timeline":
+        keep = list(instants)
+        keys = {instant_key(i) for i in keep}
+        return Timeline(keep, self.storage, self.base_path, [h for h in self._history if instant_key(h) in keys])
+
+    # ------------------------------------------------------------------ access
+    @property
+    def instants(self) -> list[Instant]:
+        return list(self._instants)
+
+    @property
+    def all_instants(self) -> list[Instant]:
+        """Every instant file (all states) behind this timeline, sorted."""
+        return list(self._history)
+
+    @property
+    def timestamps(self) -> list[str]:
+        """Distinct instant times, sorted (a commit and its savepoint count once)."""
+        return list(dict.fromkeys(i.timestamp for i in self._instants))
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self._instants)
+
+    def __len__(self) -> int:
+        return len(self._instants)
+
+    def __bool__(self) -> bool:
+        return bool(self._instants)
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Instant):
+            return self._by_key.get(instant_key(item)) == item
+        return item in self._by_ts
+
+    def __repr__(self) -> str:
+        return f"Timeline({[str(i) for i in self._instants]})"
+
+    def get(self, ts: str, action: str | None = None) -> Instant | None:
+        """The instant at ``ts`` (in its latest state).
+
+        Without ``action``, a write (commit, deltacommit, replacecommit, compaction,
+        logcompaction) is preferred over other actions, and a savepoint comes last, so
+        ``get(ts)`` of a savepointed commit is the commit. ``action`` picks one; a
+        pending action matches its completed form (``compaction`` finds ``T.commit``
+        only if it was a compaction, ``commit`` finds a compaction in any state).
+        """
+        if action is None:
+            found = self._by_ts.get(ts)
+            return found[0] if found else None
+        inst = self._by_key.get((ts, action_family(action)))
+        if inst is not None and action in _FAMILY and self.original_action(ts, inst.action) != action:
+            return None
+        return inst
+
+    def get_all(self, ts: str) -> list[Instant]:
+        """Every instant at ``ts`` (usually one; a savepointed commit gives two), sorted."""
+        return sorted(self._by_ts.get(ts, ()), key=lambda i: i.sort_key)
+
+    def contains(self, ts: str) -> bool:
+        return ts in self._by_ts
+
+    def first(self) -> Instant | None:
+        return self._instants[0] if self._instants else None
+
+    def last(self) -> Instant | None:
+        return self._instants[-1] if self._instants else None
+
+    def is_before_timeline_starts(self, ts: str) -> bool:
+        """True if ``ts`` precedes the first instant (its commit was archived)."""
+        first = self.first()
+        return first is not None and normalize_instant_time(ts) < normalize_instant_time(first.timestamp)
+
+    def contains_or_before_timeline_starts(self, ts: str) -> bool:
+        """Hudi's visibility test for a file's instant: on this timeline or archived."""
+        return self.contains(ts) or self.is_before_timeline_starts(ts)
+
+    def original_action(self, ts: str, action: str | None = None) -> str | None:
+        """The action an instant was requested as (``compaction`` for a completed compaction).
+
+        ``action`` names the instant when several share ``ts`` (any state's action);
+        without it, the instant :meth:`get` returns.
+        """
+        if action is None:
+            cur = self.get(ts)
+            if cur is None:
+                hist = [h for h in self._history if h.timestamp == ts]
+                if not hist:
+                    return None
+                action = min(hist, key=_get_rank).action
+            else:
+                action = cur.action
+        key = (ts, action_family(action))
+        hist = [h for h in self._history if instant_key(h) == key]
+        if not hist:
+            return None
+        # Pending files carry the requested action; the completed one may not.
+        return min(hist, key=lambda h: h.state.rank).action
+
+    def is_compaction(self, ts: str) -> bool:
+        return self.original_action(ts, Action.COMMIT) == Action.COMPACTION
+
+    # ------------------------------------------------------------------ filters
+    def filter(
+        self,
+        actions: Iterable[str] | str | None = None,
+        states: Iterable[State] | State | None = None,
+    ) -> "Timeline":
+        """Instants whose action (as stored now) and state match.
+
+        A pending compaction has action ``compaction``; once completed it is a
+        ``commit``. Ask for both if you want compactions in every state.
+        """
+        acts = {actions} if isinstance(actions, str) else (set(actions) if actions is not None else None)
+        sts = {states} if isinstance(states, State) else (set(states) if states is not None else None)
+        return self._derive(
+            i
+            for i in self._instants
+            if (acts is None or i.action in acts) and (sts is None or i.state in sts)
+        )
+
+    def completed(self) -> "Timeline":
+        return self.filter(states=State.COMPLETED)
+
+    def pending(self) -> "Timeline":
+        return self.filter(states=(State.REQUESTED, State.INFLIGHT))
+
+    def inflight(self) -> "Timeline":
+        return self.filter(states=State.INFLIGHT)
+
+    def requested(self) -> "Timeline":
+        return self.filter(states=State.REQUESTED)
+
+    def write_timeline(self) -> "Timeline":
+        """commit, deltacommit, replacecommit, compaction, logcompaction (Hudi's write timeline)."""
+        return self.filter(actions=Action.WRITE)
+
+    def commits_timeline(self) -> "Timeline":
+        """commit, deltacommit, replacecommit (Hudi's commits timeline)."""
+        return self.filter(actions=Action.COMMITS)
+
+    def completed_commits(self) -> "Timeline":
+        return self.commits_timeline().completed()
+
+    def completed_and_compaction(self) -> "Timeline":
+        """Hudi's ``filterCompletedAndCompactionInstants`` over the write timeline.
+
+        Completed writes plus pending compactions: the instants whose file slices a
+        file system view treats as existing (the new slice a compaction opens collects
+        log files written after the plan).
+        """
+        return self._derive(
+            i
+            for i in self.write_timeline()
+            if i.is_completed or i.action == Action.COMPACTION
+        )
+
+    def pending_compactions(self) -> "Timeline":
+        return self.filter(actions=Action.COMPACTION).pending()
+
+    def pending_log_compactions(self) -> "Timeline":
+        return self.filter(actions=Action.LOG_COMPACTION).pending()
+
+    def pending_replace(self) -> "Timeline":
+        """Pending replacecommits (clustering plans or insert-overwrites in flight)."""
+        return self.filter(actions=Action.REPLACE_COMMIT).pending()
+
+    def cleans(self) -> "Timeline":
+        return self.filter(actions=Action.CLEAN)
+
+    def rollbacks(self) -> "Timeline":
+        return self.filter(actions=Action.ROLLBACK)
+
+    def savepoints(self) -> "Timeline":
+        return self.filter(actions=Action.SAVEPOINT)
+
+    def restores(self) -> "Timeline":
+        return self.filter(actions=Action.RESTORE)
+
+    def as_of(self, ts: str) -> "Timeline":
+        """Instants at or before ``ts`` (time travel)."""
+        lim = normalize_instant_time(ts)
+        return self._derive(i for i in self._instants if normalize_instant_time(i.timestamp) <= lim)
+
+    def after(self, ts: str) -> "Timeline":
+        lim = normalize_instant_time(ts)
+        return self._derive(i for i in self._instants if normalize_instant_time(i.timestamp) > lim)
+
+    def before(self, ts: str) -> "Timeline":
+        lim = normalize_instant_time(ts)
+        return self._derive(i for i in self._instants if normalize_instant_time(i.timestamp) < lim)
+
+    def between(self, start_exclusive: str | None, end_inclusive: str | None) -> "Timeline":
+        """Instants in ``(start, end]`` (incremental queries); None leaves a side open."""
+        tl: Timeline = self
+        if start_exclusive:
+            tl = tl.after(start_exclusive)
+        if end_inclusive:
+            tl = tl.as_of(end_inclusive)
+        return tl
+
+    # ---------------------------------------------------------------- contents
+    def instant_path(self, instant: Instant) -> str:
+        if self.base_path is None:
+            raise HoodieTimelineError("This timeline was not loaded from storage.")
+        return Storage.join(meta_path(self.base_path), instant.file_name)
+
+    def read_details(self, instant: Instant | str, state: State | None = None) -> bytes:
+        """Content of an instant's file (its metadata or plan).
+
+        ``instant`` may be a timestamp (the instant :meth:`get` returns: the write, not a
+        savepoint at the same time; pass the savepoint :class:`Instant` for its file);
+        ``state`` picks a file other than the current one, e.g. ``State.REQUESTED`` for a
+        compaction/clustering/clean plan.
+        """
+        if self.storage is None:
+            raise HoodieTimelineError("This timeline was not loaded from storage.")
+        inst = self._resolve(instant, state)
+        path = self.instant_path(inst)
+        if not self.storage.exists(path):
+            raise HoodieTimelineError(
+                f"Instant file {inst.file_name} is missing under {meta_path(self.base_path or '')}; "
+                "the instant may have been archived or rolled back. Reload the timeline."
+            )
+        return self.storage.read_bytes(path)
+
+    def read_plan(self, instant: Instant | str) -> bytes:
+        """The ``.requested`` file of an instant (plans live there)."""
+        return self.read_details(instant, State.REQUESTED)
+
+    def _resolve(self, instant: Instant | str, state: State | None) -> Instant:
+        if isinstance(instant, str):
+            found = self.get(instant)
+            if found is None:
+                raise HoodieTimelineError(f"Instant {instant} is not on the active timeline.")
+            instant = found
+        if state is None or state == instant.state:
+            return instant
+        action = self.original_action(instant.timestamp, instant.action) or instant.action
+        base = Instant(instant.timestamp, action, State.INFLIGHT if action == Action.SAVEPOINT else State.REQUESTED)
+        return {State.REQUESTED: base.requested() if action != Action.SAVEPOINT else base,
+                State.INFLIGHT: base.inflight(),
+                State.COMPLETED: base.completed()}[state]
+
+
+def collapse_states(files: Iterable[Instant]) -> list[Instant]:
+    """One instant per (time, action family), in its most advanced state.
+
+    The state files of one instant collapse (``T.compaction.requested``,
+    ``T.compaction.inflight`` and ``T.commit`` are one compaction), whatever order
+    they are listed in; instants that only share a time (a commit and its savepoint)
+    stay separate, as in Hudi.
+    """
+    best: dict[tuple[str, str], Instant] = {}
+    for inst in files:
+        key = instant_key(inst)
+        cur = best.get(key)
+        if cur is None or inst.state.rank > cur.state.rank:
+            best[key] = inst
+    return sorted(best.values(), key=lambda i: i.sort_key)
+
+
+class TimelineWriter:
+    """Moves instants through requested -> inflight -> completed, one new file per step."""
+
+    def __init__(self, storage: Storage, base_path: str) -> None:
+        self.storage = storage
+        self.base_path = base_path
+        self.meta_path = meta_path(base_path)
+
+    def path_of(self, instant: Instant) -> str:
+        return Storage.join(self.meta_path, instant.file_name)
+
+    def _create(self, instant: Instant, content: bytes) -> Instant:
+        path = self.path_of(instant)
+        if not self.storage.create_if_absent(path, bytes(content or b"")):
+            raise HoodieTimelineError(
+                f"Instant file {instant.file_name} already exists in {self.storage.uri(self.meta_path)}; "
+                "another writer got there first or this step already ran. Reload the timeline."
+            )
+        return instant
+
+    def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Write ``T.<action>.requested`` (the plan, for services). Fails if it exists."""
+        req = instant.requested()
+        return self._create(req, content)
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Write the inflight file; the requested file must exist (except for savepoints)."""
+        infl = instant.inflight()
+        if instant.action != Action.SAVEPOINT and not self.storage.exists(self.path_of(instant.requested())):
+            raise HoodieTimelineError(
+                f"Cannot move {infl.timestamp} ({infl.action}) to inflight: "
+                f"{instant.requested().file_name} does not exist."
+            )
+        return self._create(infl, content)
+
+    def create_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Inflight with no requested step (savepoints start here)."""
+        return self._create(instant.inflight(), content)
+
+    def complete(self, instant: Instant, content: bytes) -> Instant:
+        """Write the completed file; the inflight file must exist.
+
+        Raises :class:`HoodieTimelineError` if the completed file already exists, so a
+        retried task never overwrites a completed instant.
+        """
+        infl = instant.inflight()
+        if not self.storage.exists(self.path_of(infl)):
+            raise HoodieTimelineError(
+                f"Cannot complete {instant.timestamp} ({instant.action}): {infl.file_name} does not exist; "
+                "transition it to inflight first."
+            )
+        return self._create(instant.completed(), content)
+
+    def save_to_requested(self, instant: Instant, content: bytes) -> None:
+        """Overwrite a requested file's content atomically (Hudi does it for plans being re-saved)."""
+        self.storage.write_bytes(self.path_of(instant.requested()), content)
+
+    def delete_instant_files(self, ts: str, action: str, completed_first: bool = True) -> list[str]:
+        """Delete every state file of an instant; returns the names deleted.
+
+        ``completed_first`` (rollback): the completed file goes first so an interrupted
+        delete leaves a *pending* instant that a retry rolls back, never a completed
+        instant without its plan. Archival passes False (requested, inflight, then
+        completed), so services never mistake an archived instant for a pending one.
+        """
+        pending_action = action
+        if action == Action.COMMIT and self._exists_name(f"{ts}.compaction.requested"):
+            pending_action = Action.COMPACTION
+        if action == Action.DELTA_COMMIT and self._exists_name(f"{ts}.logcompaction.requested"):
+            pending_action = Action.LOG_COMPACTION
+        base = Instant(ts, pending_action, State.INFLIGHT)
+        names = [base.completed().file_name, base.inflight().file_name]
+        if pending_action != Action.SAVEPOINT:
+            names.append(base.requested().file_name)
+        if not completed_first:
+            names.reverse()
+        deleted = []
+        for name in names:
+            if self.storage.delete(Storage.join(self.meta_path, name)):
+                deleted.append(name)
+        return deleted
+
+    def revert_to_requested(self, instant: Instant) -> None:
+        """Delete the inflight file so the instant is requested again (e.g. a compaction to retry)."""
+        if self.storage.exists(self.path_of(instant.completed())):
+            raise HoodieTimelineError(
+                f"Instant {instant.timestamp} is completed; roll it back instead of reverting to requested."
+            )
+        self.storage.delete(self.path_of(instant.inflight()))
+
+    def revert_completed_to_inflight(self, instant: Instant) -> None:
+        """Delete the completed file (first step of rolling back a completed instant)."""
+        self.storage.delete(self.path_of(instant.completed()))
+
+    def _exists_name(self, name: str) -> bool:
+        return self.storage.exists(posixpath.join(self.meta_path, name))
