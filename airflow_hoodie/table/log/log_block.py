@@ -41,6 +41,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_hoodie.table.log import avro_batch_decoder
 from airflow_hoodie.errors import (
     HoodieCorruptedDataError,
     HoodieNotSupportedError,
@@ -456,6 +457,14 @@ def decode_avro_data_block(block: LogBlock) -> pa.Table:
     if block.block_type not in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         raise HoodieNotSupportedError(f"{block.type_name} block is not an Avro data block")
     schema = _require_schema(block)
+    if avro_batch_decoder.supports(schema):
+        target = _block_arrow_schema(block, schema)
+        try:
+            return conform_table(avro_batch_decoder.decode(schema, block.content), target)
+        except BaseException as exc:  # noqa: BLE001 - a Rust panic is a BaseException
+            if not avro_batch_decoder.is_decode_failure(exc):
+                raise
+            # corrupt bytes: the per-record path below names them precisely
     records = decode_avro_records(block)
     try:
         return avro_records_to_arrow(records, schema)
