@@ -10,6 +10,7 @@ so a base file without them would be read correctly but never found by a lookup.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -100,8 +101,19 @@ def _bloom_footer(keys: pa.ChunkedArray, props: Mapping[str, str]) -> dict[bytes
     }
 
 
-def _legacy_list_schema(schema: pa.Schema) -> pa.Schema:
-    return schema
+def _footer(bloom: dict[bytes, bytes], min_key: str | None, max_key: str | None,
+            avro_schema: Mapping[str, Any]) -> dict[bytes, bytes]:
+    """The key-value footer in the order parquet-avro + Hudi's write support emit it."""
+    footer = dict(bloom)
+    if min_key is not None:
+        footer[b"hoodie_min_record_key"] = min_key.encode()
+        footer[b"hoodie_max_record_key"] = max_key.encode()
+    footer[AVRO_SCHEMA_KEY.encode()] = json.dumps(with_meta_fields(avro_schema), separators=(",", ":")).encode()
+    footer[WRITER_MODEL_KEY.encode()] = b"avro"
+    return footer
+
+
+_FOOTER_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hoodie-bloom")
 
 
 def write_base_file(
@@ -121,18 +133,13 @@ def write_base_file(
     """
     props = dict(props or {})
     keys = table.column(RECORD_KEY)
-    footer: dict[bytes, bytes] = {}
+    # The bloom filter (tens of hash rounds per key, in numpy) only goes into the footer,
+    # so it is built beside the parquet encoding instead of before it.
+    bloom = _FOOTER_POOL.submit(_bloom_footer, keys, props) if table.num_rows else None
+    min_key = max_key = None
     if table.num_rows:
         mm = pc.min_max(keys)
         min_key, max_key = mm["min"].as_py(), mm["max"].as_py()
-        footer.update(_bloom_footer(keys, props))
-    else:
-        min_key = max_key = None
-    if min_key is not None:
-        footer[b"hoodie_min_record_key"] = min_key.encode()
-        footer[b"hoodie_max_record_key"] = max_key.encode()
-    footer[AVRO_SCHEMA_KEY.encode()] = json.dumps(with_meta_fields(avro_schema), separators=(",", ":")).encode()
-    footer[WRITER_MODEL_KEY.encode()] = b"avro"
     table = table.replace_schema_metadata(None)
     codec = compression or props.get("hoodie.parquet.compression.codec", "gzip")
     rel = f"{partition_path}/{file_name}" if partition_path else file_name
@@ -146,6 +153,7 @@ def write_base_file(
             data_page_size=page_size, store_schema=False, write_statistics=True,
         ) as writer:
             writer.write_table(table, row_group_size=int(props.get("hoodie.parquet.row.group.rows", 1 << 20)))
+            footer = _footer(bloom.result() if bloom else {}, min_key, max_key, avro_schema)
             writer.add_key_value_metadata({k.decode(): v.decode() for k, v in footer.items()})
     size = storage.size(full)
     return BaseFileStats(rel, file_name, partition_path, table.num_rows, size, min_key, max_key)
