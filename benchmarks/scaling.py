@@ -1,0 +1,125 @@
+"""Benchmark (not a test): does the cost of an upsert follow the work or the table?
+
+    .venv/bin/python benchmarks/scaling.py [--sizes 1000000 10000000] [--batch 100000]
+
+For each table size, bulk-inserts keys ordered by time (zero-padded sequence numbers, 10
+partitions by time range), then upserts the same-shaped batch: 20% updates of the newest
+keys and 80% new keys after them, with the BLOOM index (range pruning on). The batch
+touches the same file groups whatever the table size, so the upsert should take about the
+same time. Peak RSS of the Spark Python workers during each upsert is sampled too (it
+should follow the file-group size, not the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.report import print_table, write_report  # noqa: E402
+
+
+def _rows(ids: np.ndarray, total: int, ts: int) -> pa.Table:
+    arr = pa.array(ids, pa.int64())
+    n = len(ids)
+    return pa.table({
+        "id": pc.utf8_lpad(pc.cast(arr, pa.string()), 12, "0"),
+        "p": pc.cast(pc.min_element_wise(pc.divide(arr, max(total // 10, 1)), 9), pa.string()),
+        "ts": pa.array(np.full(n, ts), pa.int64()),
+        "amount": pa.array(np.random.default_rng(ts).random(n) * 1000),
+    })
+
+
+class _PeakWorkerRss:
+    """Samples the resident memory of PySpark's Python worker processes."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            for proc in psutil.process_iter(["cmdline", "memory_info"]):
+                cmd = " ".join(proc.info.get("cmdline") or [])
+                if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+                    mem = proc.info.get("memory_info")
+                    if mem is not None:
+                        self.peak = max(self.peak, mem.rss)
+            time.sleep(0.05)
+
+    def __enter__(self) -> "_PeakWorkerRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--batch", type=int, default=100_000)
+    ap.add_argument("--dir", default="/tmp/hoodie-scaling")
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args()
+
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.spark.session import get_or_create_session
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.table.read import read_table
+
+    spark = get_or_create_session("hoodie-scaling", master=args.master)
+    figures: dict[str, dict[str, float]] = {}
+    for size in args.sizes:
+        path = os.path.join(args.dir, f"t{size}")
+        shutil.rmtree(path, ignore_errors=True)
+        cfg = HoodieConfig({"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
+                            "hoodie.datasource.write.precombine.field": "ts",
+                            "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "BLOOM",
+                            "hoodie.bloom.index.prune.by.ranges": "true",
+                            "hoodie.parquet.compression.codec": "snappy"})
+        t0 = time.perf_counter()
+        step = 2_000_000
+        for start in range(0, size, step):
+            chunk = _rows(np.arange(start, min(size, start + step)), size, 1)
+            upsert_dataframe(spark, spark.createDataFrame(chunk), path, "bulk_insert", cfg, "scaling")
+        load_s = time.perf_counter() - t0
+        n_upd = args.batch // 5
+        ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + args.batch - n_upd)])
+        batch_df = spark.createDataFrame(_rows(ids, size, 2)).cache()
+        batch_df.count()
+        with _PeakWorkerRss() as rss:
+            t0 = time.perf_counter()
+            result = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "scaling")
+            upsert_s = time.perf_counter() - t0
+        assert result.updates == n_upd, result
+        rows = read_table(path, columns=["id"]).num_rows
+        assert rows == size + args.batch - n_upd, rows
+        figures[str(size)] = {"bulk_insert_s": round(load_s, 2), "upsert_s": round(upsert_s, 2),
+                              "files_written": result.files_written,
+                              "peak_worker_rss_mb": round(rss.peak / 2**20, 1)}
+        print(size, figures[str(size)], flush=True)
+        shutil.rmtree(path, ignore_errors=True)
+    small, big = (str(s) for s in (args.sizes[0], args.sizes[-1]))
+    rows = [(f"upsert {args.batch:,} into {int(big):,} rows vs into {int(small):,}", figures[big]["upsert_s"],
+             figures[small]["upsert_s"], f"same batch, {int(small):,}-row table")]
+    print_table(rows)
+    print(f"figures: {write_report('scaling', figures, rows)}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
