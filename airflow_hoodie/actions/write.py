@@ -81,6 +81,8 @@ register(
     ConfigKey("hoodie.upsert.shuffle.parallelism", "0", ""),
     ConfigKey("hoodie.insert.shuffle.parallelism", "0", ""),
     ConfigKey("hoodie.bulkinsert.shuffle.parallelism", "0", ""),
+    ConfigKey("hoodie.bulkinsert.sort.mode", "NONE", "bulk_insert layout: NONE, GLOBAL_SORT, PARTITION_SORT, "
+              "PARTITION_PATH_REPARTITION or PARTITION_PATH_REPARTITION_AND_SORT"),
     ConfigKey("hoodie.delete.shuffle.parallelism", "0", ""),
     ConfigKey("hoodie.populate.meta.fields", "true", ""),
     ConfigKey("hoodie.table.timeline.timezone", "LOCAL", ""),

@@ -107,6 +107,31 @@ def _existing_keys_df(spark: Any, refs: list) -> Any:
     return idx.mapInArrow(partial(_keys_of_files, refs), from_arrow_schema(KEYS_SCHEMA))
 
 
+def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operation: str) -> Any:
+    """``df`` with the record key, partition path and operation columns, computed on the executors."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
+                                              pa.field(W.OP_COL, pa.string())])
+    return df.mapInArrow(partial(_prepare_batches, props, operation), from_arrow_schema(out_schema))
+
+
+def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
+    """One row per key (per key and partition unless ``global_keys``): the greatest
+    ordering value wins, ties go to the later input row, as Hudi's preCombine does."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    pre = cfg.get(W.PRECOMBINE_FIELD)
+    order = []
+    if pre and pre in prepared.columns:
+        order.append(F.col(pre).desc_nulls_last())
+    order.append(F.monotonically_increasing_id().desc())
+    part_by = [RECORD_KEY] if global_keys else [RECORD_KEY, PARTITION_PATH]
+    return (prepared.withColumn("__rn", F.row_number().over(Window.partitionBy(*part_by).orderBy(*order)))
+            .filter("__rn = 1").drop("__rn"))
+
+
 def upsert_dataframe(
     spark: Any,
     df: Any,
@@ -118,7 +143,6 @@ def upsert_dataframe(
 ) -> W.WriteResult:
     """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals."""
     from pyspark.sql import functions as F
-    from pyspark.sql import Window
     from pyspark.sql.pandas.types import from_arrow_schema
     from airflow_hoodie.spark.executor import SparkExecutor
 
@@ -128,21 +152,16 @@ def upsert_dataframe(
         df = df.drop(*meta)
     in_schema = _arrow_schema(df)
     cfg, avro, rolled = W.begin_write(client, in_schema, operation)
+    if operation == "bulk_insert":
+        from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
+
+        return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
     index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
     glob = is_global(index_type)
     props = W.key_generator_props(cfg)
-    out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
-                                              pa.field(W.OP_COL, pa.string())])
-    prepared = df.mapInArrow(partial(_prepare_batches, props, operation), from_arrow_schema(out_schema))
+    prepared = keyed_dataframe(df, in_schema, props, operation)
     if W.dedupe_enabled(cfg, operation):
-        pre = cfg.get(W.PRECOMBINE_FIELD)
-        order = []
-        if pre and pre in df.columns:
-            order.append(F.col(pre).desc_nulls_last())
-        order.append(F.monotonically_increasing_id().desc())
-        part_by = [RECORD_KEY] if glob else [RECORD_KEY, PARTITION_PATH]
-        prepared = (prepared.withColumn("__rn", F.row_number().over(Window.partitionBy(*part_by).orderBy(*order)))
-                    .filter("__rn = 1").drop("__rn"))
+        prepared = deduplicated(prepared, cfg, glob)
     try:
         prepared = prepared.persist()
         batch_parts = [r[0] for r in prepared.select(PARTITION_PATH).distinct().collect()]

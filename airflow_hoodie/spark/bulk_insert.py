@@ -1,0 +1,116 @@
+"""bulk_insert the way Hudi's row-writer path does it: no index lookup, no small-file
+packing, every Spark task writes new file groups straight from its own Arrow batches.
+
+The general write flow spends a persisted pass to find the batch's partitions, a counting
+job to size buckets and a shuffle to route rows into buckets; none of that is needed when
+nothing existing is read. The layout follows ``hoodie.bulkinsert.sort.mode`` (Hudi's
+default NONE keeps the input partitioning, as ``df.write.parquet`` would), the number of
+Spark partitions ``hoodie.bulkinsert.shuffle.parallelism`` where the mode shuffles (0 =
+Spark's default parallelism), and a task rolls to a new file group when its rows for a
+partition exceed what fits in ``hoodie.parquet.max.file.size``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_hoodie.actions import write as W
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
+from airflow_hoodie.table.file_group.file_naming import new_file_id
+
+SORT_MODE = "hoodie.bulkinsert.sort.mode"
+MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
+SORT_MODES = ("NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION",
+              "PARTITION_PATH_REPARTITION_AND_SORT")
+
+
+def _task_partition_id() -> int:
+    from pyspark import TaskContext  # noqa: PLC0415 - exists on executors only
+
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+def _write_task(ctx: W.WriteContext, props: Mapping[str, str] | None, rows_per_file: int,
+                batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: one new file group per partition path the task holds (more when
+    they exceed a file). ``props`` set means the rows still need their keys."""
+    batches = list(batches)
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    if props is not None:
+        table = W.prepare_batch(table, props, "bulk_insert")
+    task_id = _task_partition_id()
+    stats: list[dict[str, Any]] = []
+    for part in sorted(pc.unique(table.column(PARTITION_PATH)).to_pylist()):
+        rows = table.filter(pc.equal(table.column(PARTITION_PATH), part))
+        for start in range(0, rows.num_rows, rows_per_file):
+            task = W.FileGroupTask(task_id, "INSERT", part, new_file_id())
+            stats.extend(W.write_file_group(ctx, task, rows.slice(start, rows_per_file)))
+    yield pa.RecordBatch.from_pydict({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
+
+
+def _laid_out(keyed: Any, mode: str, parallelism: int) -> Any:
+    """Hudi's BulkInsertSortMode applied to rows that carry their keys."""
+    if mode == "GLOBAL_SORT":
+        return keyed.repartitionByRange(parallelism, PARTITION_PATH, RECORD_KEY).sortWithinPartitions(
+            PARTITION_PATH, RECORD_KEY)
+    if mode == "PARTITION_SORT":
+        return keyed.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
+    if mode == "PARTITION_PATH_REPARTITION":
+        return keyed.repartition(parallelism, PARTITION_PATH)
+    if mode == "PARTITION_PATH_REPARTITION_AND_SORT":
+        return keyed.repartition(parallelism, PARTITION_PATH).sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
+    return keyed
+
+
+def bulk_insert_dataframe(
+    spark: Any,
+    df: Any,
+    in_schema: pa.Schema,
+    client: W.WriteClient,
+    cfg: HoodieConfig,
+    avro: Mapping[str, Any],
+    rolled: list[str],
+    config: HoodieConfig,
+) -> W.WriteResult:
+    """Write ``df`` as new file groups of one new commit (after ``begin_write``)."""
+    from airflow_hoodie.spark.upsert import _translate, deduplicated, keyed_dataframe  # noqa: PLC0415 - cycle
+
+    mode = (cfg.get(SORT_MODE) or "NONE").upper()
+    if mode not in SORT_MODES:
+        raise HoodieConfigError(f"{SORT_MODE}={mode!r} is not a sort mode; use one of {', '.join(SORT_MODES)}.")
+    props = W.key_generator_props(cfg)
+    dedupe = W.dedupe_enabled(cfg, "bulk_insert")
+    rows_to_write, task_props = df, props
+    if mode != "NONE" or dedupe:
+        keyed = keyed_dataframe(df, in_schema, props, "bulk_insert")
+        if dedupe:
+            keyed = deduplicated(keyed, cfg, global_keys=False)
+        parallelism = cfg.get_int("hoodie.bulkinsert.shuffle.parallelism") or spark.sparkContext.defaultParallelism
+        rows_to_write, task_props = _laid_out(keyed, mode, parallelism), None
+    instant = client.new_instant_time()
+    action = client.commit_action("bulk_insert")
+    client.start(instant, action, "bulk_insert")
+    client.inflight(instant, action, [], "bulk_insert")
+    ctx = W.make_context(client, cfg, instant, "bulk_insert", avro)
+    rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, W.average_record_size(client.table, cfg)))
+    try:
+        rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, rows_per_file), "stat string").collect()
+    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+        raise _translate(exc) from exc
+    stats = [json.loads(r[0]) for r in rows]
+    client.commit(instant, action, "bulk_insert", stats, avro, None)
+    result = W.WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
+                           unknown_keys=config.unknown_keys())
+    W.summarize(result, stats)
+    W._maybe_callback(client, cfg, result)
+    return result
