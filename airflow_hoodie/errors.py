@@ -46,7 +46,15 @@ class HoodieKeyError(HoodieError):
 
 
 class HoodieWriteConflictError(HoodieError):
-    """A write targets file groups locked by a pending table service."""
+    """A write or service touched file groups that a concurrent instant changed first."""
+
+
+class HoodieLockError(HoodieError):
+    """The table's lock could not be taken or released (lock provider down, timeout)."""
+
+
+class HoodieConcurrentWriterError(HoodieError):
+    """Another writer holds a live pending instant on a table in single-writer mode."""
 
 
 class HoodieNotSupportedError(HoodieError):

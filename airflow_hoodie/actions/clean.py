@@ -20,6 +20,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from airflow_hoodie.actions.service_common import (
     action_instant, completed_commits, instant_minus_hours, is_completed, is_pending,
 )
+from airflow_hoodie.actions.transaction.failed_writes import rollback_failed_writes
+from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+from airflow_hoodie.actions.transaction.transaction_manager import LAZY
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -306,13 +309,20 @@ def execute_clean(table: Any, instant: Instant, executor: Any,
 
 def run_clean(table: Any, config: HoodieConfig, executor: Any,
               storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Finish any pending clean first (Hudi does), else plan a new one and execute it."""
+    """Finish any pending clean first (Hudi does), else plan a new one and execute it.
+
+    Under ``hoodie.cleaner.policy.failed.writes=LAZY`` (required with optimistic
+    concurrency) clean is what rolls back failed writes: those whose heartbeat expired.
+    """
+    tm = transaction_manager_for(table, config)
+    rolled = rollback_failed_writes(table, tm, config) if tm.failed_writes_policy == LAZY else []
     tl = table.reload_timeline()
     pending = [i for i in tl.instants if i.action == Action.CLEAN and i.state != State.COMPLETED]
     if pending:
         results = [execute_clean(table, p, executor, storage_options) for p in pending]
-        return {**results[-1], "resumed": [p.timestamp for p in pending]}
-    instant, _plan, reason = plan_clean(table, config)
+        return {**results[-1], "resumed": [p.timestamp for p in pending], "rolled_back_failed_writes": rolled}
+    with tm.transaction("schedule a clean"):
+        instant, _plan, reason = plan_clean(table, config)
     if instant is None:
-        return {"instant": None, "action": Action.CLEAN, "reason": reason}
-    return execute_clean(table, instant, executor, storage_options)
+        return {"instant": None, "action": Action.CLEAN, "reason": reason, "rolled_back_failed_writes": rolled}
+    return {**execute_clean(table, instant, executor, storage_options), "rolled_back_failed_writes": rolled}

@@ -20,6 +20,11 @@ import math
 from typing import Any, Callable, Iterable, Sequence
 
 from airflow_hoodie.actions.service_common import MB
+from airflow_hoodie.actions.transaction.service_transaction import (
+    complete_once,
+    executing,
+    transaction_manager_for,
+)
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieWriteConflictError
 
@@ -197,7 +202,14 @@ from airflow_hoodie.table.timeline.instant import Action, Instant, State  # noqa
 
 
 def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
-    """Plan clustering and write ``T.replacecommit.requested``; no instant when nothing qualifies."""
+    """Plan clustering and write ``T.replacecommit.requested`` under the table lock; no
+    instant when nothing qualifies. File groups a live pending write touches are left out:
+    that writer's commit would otherwise fail its conflict check."""
+    with transaction_manager_for(table, config).transaction("schedule a clustering"):
+        return _schedule_clustering(table, config, instant_time)
+
+
+def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:
     from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.service_common import serialize_plan
     from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
@@ -319,7 +331,26 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
 
 def execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None = None,
                        storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Run the pending clustering ``instant_time`` (idempotent; an inflight attempt is undone first)."""
+    """Run the pending clustering ``instant_time`` (idempotent; an inflight attempt is undone
+    first; one executing task at a time)."""
+    import time
+
+    from airflow_hoodie.actions import service_common as sc
+
+    started = time.time()
+    tl = table.reload_timeline()
+    inst = sc.find_instant(tl, instant_time, [Action.REPLACE_COMMIT])
+    if inst is None:
+        raise HoodieConfigError(f"No clustering {instant_time} on the timeline of {table.base_uri}.")
+    if inst.state == State.COMPLETED:
+        return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
+                "reason": "already completed"}
+    with executing(transaction_manager_for(table, config), "clustering", instant_time):
+        return _execute_clustering(table, instant_time, executor, config, storage_options, started)
+
+
+def _execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
+                        storage_options: Mapping[str, str] | None, started: float) -> dict[str, Any]:
     import json
     import time
     from functools import partial
@@ -331,12 +362,9 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
-    started = time.time()
     tl = table.reload_timeline()
     inst = sc.find_instant(tl, instant_time, [Action.REPLACE_COMMIT])
-    if inst is None:
-        raise HoodieConfigError(f"No clustering {instant_time} on the timeline of {table.base_uri}.")
-    if inst.state == State.COMPLETED:
+    if inst is None or inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
     plan = table_state.clustering_plan_of(tl, inst)
@@ -369,8 +397,13 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
         write_partition_metadata(table.storage, table.base_path, part, instant_time)
     sc.crash_point("clustering.before_commit")
     body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced)
-    writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body)
+    done = complete_once(transaction_manager_for(table, config), table, instant_time, Action.REPLACE_COMMIT,
+                         [s["path"] for s in stats],
+                         lambda: writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body))
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)
+    if not done:
+        return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
+                "reason": "completed by another task"}
     table.reload_timeline()
     return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
             "groups": len(groups), "replaced_file_groups": sum(len(v) for v in replaced.values()),

@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.service_common import MB, is_completed, seconds_between
+from airflow_hoodie.actions.transaction.service_transaction import (
+    complete_once,
+    executing,
+    transaction_manager_for,
+)
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -194,11 +199,20 @@ def pending_excluded_groups(view: Any) -> set[tuple[str, str]]:
 def schedule_compaction(
     table: Any, config: HoodieConfig, instant_time: str | None = None, force: bool = False
 ) -> CompactionSchedule:
-    """Plan a compaction on ``table`` and write ``T.compaction.requested``.
+    """Plan a compaction on ``table`` and write ``T.compaction.requested``, under the
+    table lock so no write commits between the plan's view and its publication.
 
     Returns ``instant=None`` with the reason when the trigger is not met or no slice has
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
+    with transaction_manager_for(table, config).transaction("schedule a compaction"):
+        table.reload_timeline()
+        return _schedule_compaction(table, config, instant_time, force)
+
+
+def _schedule_compaction(
+    table: Any, config: HoodieConfig, instant_time: str | None, force: bool
+) -> CompactionSchedule:
     from airflow_hoodie.actions import table_state
     from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -218,7 +232,9 @@ def schedule_compaction(
         )
     inflight_writes = [i for i in instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
                        and i.state != State.COMPLETED]
-    if inflight_writes:
+    # with optimistic concurrency a pending writer whose file groups this plan takes
+    # fails its own conflict check at commit, as in Hudi; a single writer must finish first
+    if inflight_writes and not transaction_manager_for(table, config).is_occ:
         from airflow_hoodie.errors import HoodieWriteConflictError
 
         raise HoodieWriteConflictError(
@@ -359,6 +375,26 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     Completed already: reported, nothing done. Inflight (a crashed attempt): its files
     are deleted and it goes back to requested, then runs again from the plan.
     """
+    import time
+
+    from airflow_hoodie.actions.service_common import find_instant
+
+    started = time.time()
+    timeline = table.reload_timeline()
+    inst = find_instant(timeline, instant_time, [Action.COMPACTION])
+    if inst is None:
+        raise HoodieConfigError(
+            f"No compaction {instant_time} on the timeline of {table.base_uri}; schedule one with compaction_plan.py."
+        )
+    if inst.state == State.COMPLETED:
+        return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
+                "reason": "already completed", "operations": 0}
+    with executing(transaction_manager_for(table, config), "compaction", instant_time):
+        return _execute_compaction(table, instant_time, executor, config, storage_options, started)
+
+
+def _execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
+                        storage_options: Mapping[str, str] | None, started: float) -> dict[str, Any]:
     import json
     import time
 
@@ -367,16 +403,9 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
-    started = time.time()
     timeline = table.reload_timeline()
-    from airflow_hoodie.actions.service_common import find_instant
-
-    inst = find_instant(timeline, instant_time, [Action.COMPACTION])
-    if inst is None:
-        raise HoodieConfigError(
-            f"No compaction {instant_time} on the timeline of {table.base_uri}; schedule one with compaction_plan.py."
-        )
-    if inst.state == State.COMPLETED:
+    inst = sc.find_instant(timeline, instant_time, [Action.COMPACTION])
+    if inst is None or inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": "already completed", "operations": 0}
     plan = sc.deserialize_plan("HoodieCompactionPlan", timeline.read_plan(inst))
@@ -401,8 +430,14 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
     body = json.loads(commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":"))))
     body["compacted"] = True
-    writer.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), json.dumps(body, indent=2).encode())
+    done = complete_once(
+        transaction_manager_for(table, config), table, instant_time, Action.COMPACTION, [s["path"] for s in stats],
+        lambda: writer.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT),
+                                json.dumps(body, indent=2).encode()))
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)
+    if not done:
+        return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
+                "reason": "completed by another task", "operations": 0}
     table.reload_timeline()
     return {
         "instant": instant_time, "action": Action.COMPACTION, "state": "completed",

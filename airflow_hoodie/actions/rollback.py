@@ -199,12 +199,24 @@ def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: 
 
 
 def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfig | None = None) -> dict[str, Any]:
-    """Entry for the rollback job: the given instant, or the latest write instant."""
-    tl = table.timeline
-    if instant_time is None:
-        writes = tl.filter(actions=("commit", "deltacommit", "replacecommit")).instants
-        if not writes:
-            raise HoodieError(f"The table at {table.base_uri} has no write instant to roll back.")
-        instant_time = writes[-1].timestamp
-    ts = rollback_instant(table, instant_time, config)
+    """Entry for the rollback job: the given instant, or the latest write instant. Decided
+    and done under the table lock; a pending write whose heartbeat is live is refused (it
+    belongs to a running task)."""
+    from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+
+    tm = transaction_manager_for(table, config)
+    with tm.transaction("roll back an instant"):
+        tl = table.reload_timeline()
+        if instant_time is None:
+            writes = tl.filter(actions=("commit", "deltacommit", "replacecommit")).instants
+            if not writes:
+                raise HoodieError(f"The table at {table.base_uri} has no write instant to roll back.")
+            instant_time = writes[-1].timestamp
+        target = tl.get(instant_time)
+        if target is not None and not target.is_completed and not tm.heartbeats.is_expired(instant_time):
+            raise HoodieError(
+                f"{target.action} {instant_time} is pending and its writer is alive (live heartbeat); it is not "
+                "rolled back. Stop that task first, or wait until its heartbeat expires.")
+        ts = rollback_instant(table, instant_time, config)
+    tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}

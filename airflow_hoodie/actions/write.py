@@ -10,19 +10,38 @@ metadata JSON. Nothing here imports Spark: the per-file-group work is the plain 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register, register_prefix
-from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieSchemaError
+from airflow_hoodie.errors import (
+    HoodieConcurrentWriterError,
+    HoodieConfigError,
+    HoodieError,
+    HoodieSchemaError,
+    HoodieWriteConflictError,
+)
 from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.actions.transaction.conflict_resolution import TimelineSnapshot, check_no_conflict
+from airflow_hoodie.actions.transaction.failed_writes import live_writes, rollback_failed_writes
+from airflow_hoodie.actions.transaction.transaction_manager import (
+    CONCURRENCY_MODE,
+    EAGER,
+    OCC,
+    SINGLE_WRITER,
+    TransactionManager,
+)
+from airflow_hoodie.table.keygen.partition_path_check import check_partition_paths
+from airflow_hoodie.table.timeline.instant import is_utc_timeline
 from airflow_hoodie.table.file_group.file_naming import base_file_name, log_file_name, make_write_token, new_file_id
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
@@ -91,7 +110,6 @@ register(
     ConfigKey("hoodie.database.name", None, ""),
     ConfigKey("hoodie.write.markers.type", "DIRECT", "we write direct markers"),
     ConfigKey("hoodie.rollback.using.markers", "true", ""),
-    ConfigKey("hoodie.write.concurrency.mode", "SINGLE_WRITER", ""),
     ConfigKey("hoodie.metadata.enable", "false", "the metadata table is not maintained by airflow-hoodie"),
 )
 register_prefix("hoodie.write.commit.callback.")
@@ -691,6 +709,17 @@ class WriteClient:
         self.table_name = table_name or config.get("hoodie.table.name")
         self.storage, self.base_path = Storage.for_uri(base_uri, self.storage_options or None)
         self.table: Any = None
+        self._txn: TransactionManager | None = None
+        self._started: TimelineSnapshot | None = None
+
+    @property
+    def txn(self) -> TransactionManager:
+        """Concurrency mode, heartbeats and lock of this table for this client."""
+        if self._txn is None:
+            props = dict(self.table.config.items()) if self.table is not None else dict(self.config.as_dict())
+            self._txn = TransactionManager(self.config, self.base_uri, self.storage, self.base_path,
+                                           self.storage_options, is_utc_timeline(props))
+        return self._txn
 
     # ---------------------------------------------------------------- table
     def load_table(self) -> Any | None:
@@ -771,19 +800,25 @@ class WriteClient:
 
     # ------------------------------------------------------------ timeline
     def rollback_failed_writes(self) -> list[str]:
-        """Hudi's rollbackFailedWrites (eager, single writer): every pending write instant goes."""
-        from airflow_hoodie.actions.rollback import rollback_instant, is_rollbackable_pending_write
+        """Before a write: a single writer refuses to run beside a live one; failed writes
+        (heartbeat expired) are rolled back now under EAGER, by clean under LAZY."""
         if self.table is None:
             return []
-        self.table.reload_timeline() if hasattr(self.table, "reload_timeline") else None
-        done = []
-        for inst in list(self.table.timeline.pending().instants):
-            if is_rollbackable_pending_write(self.table, inst):
-                rollback_instant(self.table, inst.timestamp, config=self.config)
-                done.append(inst.timestamp)
-        if done and hasattr(self.table, "reload_timeline"):
-            self.table.reload_timeline()
-        return done
+        self.table.reload_timeline()
+        tm = self.txn
+        if not tm.is_occ:
+            live = live_writes(self.table, tm)
+            if live:
+                other = live[0]
+                raise HoodieConcurrentWriterError(
+                    f"Another writer is running on {self.base_uri}: {other.action} {other.timestamp} is pending "
+                    f"and its heartbeat is live. {CONCURRENCY_MODE} is {SINGLE_WRITER}, so this write stops before "
+                    f"touching anything. Either run the table's write tasks one at a time (an Airflow pool with one "
+                    f"slot for this table), or let them overlap safely with {CONCURRENCY_MODE}={OCC} and a lock "
+                    "provider (hoodie.write.lock.provider).")
+        if tm.failed_writes_policy == EAGER:
+            return rollback_failed_writes(self.table, tm, self.config)
+        return []
 
     def new_instant_time(self) -> str:
         from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
@@ -803,7 +838,18 @@ class WriteClient:
         content = b""
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
-        TimelineWriter(self.storage, self.base_path).create_requested(Instant(instant_time, action, State.REQUESTED), content)
+        self.txn.heartbeats.start(instant_time)
+        try:
+            TimelineWriter(self.storage, self.base_path).create_requested(
+                Instant(instant_time, action, State.REQUESTED), content)
+        except BaseException:
+            self.txn.heartbeats.stop(instant_time)
+            raise
+        # Plan on the timeline as it is now that our instant exists: a compaction or
+        # clustering scheduled meanwhile is seen, and anything completing later is checked
+        # for conflicts at commit.
+        if self.table is not None:
+            self._started = TimelineSnapshot.of(self.table.reload_timeline())
 
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
         from airflow_hoodie.table.timeline.instant import Instant, State
@@ -825,8 +871,42 @@ class WriteClient:
             write_partition_metadata(self.storage, self.base_path, part, instant_time)
         schema_json = json.dumps(avro_schema, separators=(",", ":"))
         body = commit_metadata_json(stats, operation, schema_json, replaced)
-        TimelineWriter(self.storage, self.base_path).complete(Instant(instant_time, action, State.INFLIGHT), body)
+        own = Instant(instant_time, action, State.INFLIGHT)
+        groups = {(st.get("partitionPath") or "", st["fileId"]) for st in stats if st.get("fileId")}
+        groups |= {(p, f) for p, ids in (replaced or {}).items() for f in ids}
+        try:
+            with self.txn.transaction(f"commit {instant_time}"):
+                if self.table is not None and self._started is not None:
+                    check_no_conflict(self.table.reload_timeline(), own, groups, self._started)
+                TimelineWriter(self.storage, self.base_path).complete(own, body)
+        except HoodieWriteConflictError:
+            self.abort(instant_time)
+            raise
+        self.txn.heartbeats.stop(instant_time)
         mk.delete_marker_dir(self.storage, self.base_path, instant_time)
+
+    @contextmanager
+    def aborting_on_failure(self, instant_time: str) -> Iterator[None]:
+        """Whatever fails between start and commit leaves nothing behind: our instant is
+        rolled back and its heartbeat removed before the error propagates (a SIGKILL
+        leaves it to the next writer, once the heartbeat shows the process gone)."""
+        try:
+            yield
+        except BaseException:
+            self.abort(instant_time)
+            raise
+
+    def abort(self, instant_time: str) -> None:
+        """Undo our own pending instant after a failure: its files go, its heartbeat stops."""
+        from airflow_hoodie.actions.rollback import rollback_instant
+
+        try:
+            if self.table is not None:
+                pending = self.table.reload_timeline().get(instant_time)
+                if pending is not None and not pending.is_completed:
+                    rollback_instant(self.table, instant_time, config=self.config)
+        finally:
+            self.txn.heartbeats.stop(instant_time)
 
 
 def _requested_replace_metadata(operation: str) -> bytes:
@@ -933,6 +1013,7 @@ def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str) -> p
     kg = KeyGenerator.from_config(props)
     keys = kg.record_keys(data)
     parts = kg.partition_paths(data)
+    check_partition_paths(parts)
     if operation == "delete":
         op = pa.array(["D"] * data.num_rows, pa.string())
     elif IS_DELETED in data.column_names:
@@ -1201,16 +1282,17 @@ def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieCon
     instant = client.new_instant_time()
     action = client.commit_action(operation)
     client.start(instant, action, operation)
-    plan = plan_write(client, prepared, operation, cfg, executor)
-    client.inflight(instant, action, plan.tasks, operation)
-    ctx = make_context(client, cfg, instant, operation, avro)
-    items = []
-    for t in plan.tasks:
-        rows = plan.routed.filter(pc.equal(plan.routed.column(BUCKET_COL), t.bucket))
-        items.append((t, rows))
-    from functools import partial
-    stats = [s for group in executor.map(partial(_run_bucket, ctx), items) for s in group]
-    client.commit(instant, action, operation, stats, avro, plan.replaced)
+    with client.aborting_on_failure(instant):
+        plan = plan_write(client, prepared, operation, cfg, executor)
+        client.inflight(instant, action, plan.tasks, operation)
+        ctx = make_context(client, cfg, instant, operation, avro)
+        items = []
+        for t in plan.tasks:
+            rows = plan.routed.filter(pc.equal(plan.routed.column(BUCKET_COL), t.bucket))
+            items.append((t, rows))
+        from functools import partial
+        stats = [s for group in executor.map(partial(_run_bucket, ctx), items) for s in group]
+        client.commit(instant, action, operation, stats, avro, plan.replaced)
     result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
                          unknown_keys=config.unknown_keys(),
                          replaced_file_groups=sum(len(v) for v in (plan.replaced or {}).values()))

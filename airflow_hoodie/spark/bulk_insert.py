@@ -100,15 +100,17 @@ def bulk_insert_dataframe(
     instant = client.new_instant_time()
     action = client.commit_action("bulk_insert")
     client.start(instant, action, "bulk_insert")
-    client.inflight(instant, action, [], "bulk_insert")
-    ctx = W.make_context(client, cfg, instant, "bulk_insert", avro)
-    rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, W.average_record_size(client.table, cfg)))
-    try:
-        rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, rows_per_file), "stat string").collect()
-    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
-        raise _translate(exc) from exc
-    stats = [json.loads(r[0]) for r in rows]
-    client.commit(instant, action, "bulk_insert", stats, avro, None)
+    with client.aborting_on_failure(instant):
+        client.inflight(instant, action, [], "bulk_insert")
+        ctx = W.make_context(client, cfg, instant, "bulk_insert", avro)
+        rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, W.average_record_size(client.table, cfg)))
+        try:
+            rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, rows_per_file),
+                                            "stat string").collect()
+        except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+            raise _translate(exc) from exc
+        stats = [json.loads(r[0]) for r in rows]
+        client.commit(instant, action, "bulk_insert", stats, avro, None)
     result = W.WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
                            unknown_keys=config.unknown_keys())
     W.summarize(result, stats)

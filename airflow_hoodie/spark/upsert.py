@@ -171,108 +171,109 @@ def upsert_dataframe(
     instant = client.new_instant_time()
     action = client.commit_action(operation)
     client.start(instant, action, operation)
-    files: list[W.ExistingFile] = []
-    if operation in ("upsert", "delete") and glob:
-        files = W.existing_files(client.table)
-    else:
-        files = W.existing_files(client.table, batch_parts)
-    if operation in ("upsert", "delete") and files:
-        refs = W.file_refs(client, files)
-        if index_type in ("BLOOM", "GLOBAL_BLOOM"):
-            footers = SparkExecutor(spark).map(__import__("airflow_hoodie.actions.index", fromlist=["x"]).file_footer, refs)
-            hits = (prepared.select(RECORD_KEY, PARTITION_PATH)
-                    .mapInArrow(partial(_bloom_candidates, footers, index_type,
-                                        cfg.get_bool("hoodie.bloom.index.prune.by.ranges")), "i int")
-                    .distinct().collect())
-            refs = [refs[r[0]] for r in hits]
-        existing = _existing_keys_df(spark, refs) if refs else spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
-        if glob:
-            existing = existing.groupBy("key").agg(F.min("partition").alias("partition"), F.min("file_id").alias("file_id"))
-            ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
-            tagged = prepared.join(ex, prepared[RECORD_KEY] == ex["__k"], "left").drop("__k")
-            upd_flag = cfg.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
-                                    else "hoodie.simple.index.update.partition.path")
-            moved = F.col(LOC_PART).isNotNull() & (F.col(LOC_PART) != F.col(PARTITION_PATH))
-            if upd_flag:
-                stay = tagged.filter(~moved)
-                dels = tagged.filter(moved).withColumn(W.OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
-                new = (tagged.filter(moved & (F.col(W.OP_COL) == "U"))
-                       .withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string")))
-                tagged = stay.unionByName(dels).unionByName(new)
-            else:
-                tagged = tagged.withColumn(PARTITION_PATH, F.coalesce(F.col(LOC_PART), F.col(PARTITION_PATH)))
+    with client.aborting_on_failure(instant):
+        files: list[W.ExistingFile] = []
+        if operation in ("upsert", "delete") and glob:
+            files = W.existing_files(client.table)
         else:
-            ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias("__p"),
-                                 F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
-            tagged = prepared.join(ex, (prepared[RECORD_KEY] == ex["__k"]) & (prepared[PARTITION_PATH] == ex["__p"]),
-                                   "left").drop("__k", "__p")
-    else:
-        tagged = prepared.withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string"))
-    tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(W.OP_COL).isin("D", "S")))
-    replaced = None
-    if operation in ("insert_overwrite", "insert_overwrite_table"):
-        scope = W.existing_files(client.table) if operation == "insert_overwrite_table" else files
-        replaced = {}
-        for f in scope:
-            replaced.setdefault(f.partition_path, []).append(f.file_id)
-        files = []
-    tagged = tagged.persist()
-    try:
-        # one job for both: updates count per (located partition, file group), inserts per partition
-        is_ins = F.col(LOC_FILE).isNull()
-        counts = (tagged.groupBy(F.when(is_ins, F.col(PARTITION_PATH)).alias("__ip"),
-                                 F.when(~is_ins, F.col(LOC_PART)).alias("__up"), F.col(LOC_FILE))
-                  .count().collect())
-        upd_counts: dict[tuple[str, str], int] = {}
-        ins_counts: dict[str, int] = {}
-        for ip, up, fid, n in counts:
-            if fid is None:
-                ins_counts[ip] = ins_counts.get(ip, 0) + n
+            files = W.existing_files(client.table, batch_parts)
+        if operation in ("upsert", "delete") and files:
+            refs = W.file_refs(client, files)
+            if index_type in ("BLOOM", "GLOBAL_BLOOM"):
+                footers = SparkExecutor(spark).map(__import__("airflow_hoodie.actions.index", fromlist=["x"]).file_footer, refs)
+                hits = (prepared.select(RECORD_KEY, PARTITION_PATH)
+                        .mapInArrow(partial(_bloom_candidates, footers, index_type,
+                                            cfg.get_bool("hoodie.bloom.index.prune.by.ranges")), "i int")
+                        .distinct().collect())
+                refs = [refs[r[0]] for r in hits]
+            existing = _existing_keys_df(spark, refs) if refs else spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
+            if glob:
+                existing = existing.groupBy("key").agg(F.min("partition").alias("partition"), F.min("file_id").alias("file_id"))
+                ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
+                tagged = prepared.join(ex, prepared[RECORD_KEY] == ex["__k"], "left").drop("__k")
+                upd_flag = cfg.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
+                                        else "hoodie.simple.index.update.partition.path")
+                moved = F.col(LOC_PART).isNotNull() & (F.col(LOC_PART) != F.col(PARTITION_PATH))
+                if upd_flag:
+                    stay = tagged.filter(~moved)
+                    dels = tagged.filter(moved).withColumn(W.OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
+                    new = (tagged.filter(moved & (F.col(W.OP_COL) == "U"))
+                           .withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string")))
+                    tagged = stay.unionByName(dels).unionByName(new)
+                else:
+                    tagged = tagged.withColumn(PARTITION_PATH, F.coalesce(F.col(LOC_PART), F.col(PARTITION_PATH)))
             else:
-                upd_counts[(up, fid)] = upd_counts.get((up, fid), 0) + n
-    except Exception as exc:  # noqa: BLE001
-        raise _translate(exc) from exc
-    avg = W.average_record_size(client.table, cfg)
-    tasks, insert_plan = W.assign_buckets(upd_counts, ins_counts, files, cfg, avg, client.is_mor,
-                                          use_small_files=operation != "bulk_insert")
-    client.inflight(instant, action, tasks, operation)
-    # route: updates by their group, inserts by hash position into the partition's insert buckets
-    upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
-    ranges = []
-    for part, plan in insert_plan.items():
-        total = sum(c for _, c in plan)
-        lo = 0
-        for b, c in plan:
-            ranges.append((part, lo, lo + c, b, total))
-            lo += c
-    routed_upd = None
-    if upd_map:
-        m = spark.createDataFrame(upd_map, "__p string, __f string, __b int")
-        routed_upd = (tagged.filter(F.col(LOC_FILE).isNotNull())
-                      .join(F.broadcast(m), (F.col(LOC_PART) == F.col("__p")) & (F.col(LOC_FILE) == F.col("__f")))
-                      .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
-    routed_ins = None
-    if ranges:
-        r = spark.createDataFrame(ranges, "__p string, __lo long, __hi long, __b int, __t long")
-        ins = tagged.filter(F.col(LOC_FILE).isNull())
-        ins = ins.join(F.broadcast(r), ins[PARTITION_PATH] == F.col("__p"))
-        pos = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.col("__t"))
-        routed_ins = (ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
-                      .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
-    parts = [p for p in (routed_upd, routed_ins) if p is not None]
-    stats: list[dict[str, Any]] = []
-    if parts:
-        routed = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        ctx = W.make_context(client, cfg, instant, operation, avro)
-        keep = [RECORD_KEY, PARTITION_PATH, W.OP_COL, W.BUCKET_COL] + [c for c in df.columns]
-        by_bucket = {t.bucket: t for t in tasks}
+                ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias("__p"),
+                                     F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
+                tagged = prepared.join(ex, (prepared[RECORD_KEY] == ex["__k"]) & (prepared[PARTITION_PATH] == ex["__p"]),
+                                       "left").drop("__k", "__p")
+        else:
+            tagged = prepared.withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string"))
+        tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(W.OP_COL).isin("D", "S")))
+        replaced = None
+        if operation in ("insert_overwrite", "insert_overwrite_table"):
+            scope = W.existing_files(client.table) if operation == "insert_overwrite_table" else files
+            replaced = {}
+            for f in scope:
+                replaced.setdefault(f.partition_path, []).append(f.file_id)
+            files = []
+        tagged = tagged.persist()
         try:
-            rows = (routed.groupBy(W.BUCKET_COL)
-                    .applyInArrow(_group_writer(ctx, by_bucket, keep), "stat string").collect())
+            # one job for both: updates count per (located partition, file group), inserts per partition
+            is_ins = F.col(LOC_FILE).isNull()
+            counts = (tagged.groupBy(F.when(is_ins, F.col(PARTITION_PATH)).alias("__ip"),
+                                     F.when(~is_ins, F.col(LOC_PART)).alias("__up"), F.col(LOC_FILE))
+                      .count().collect())
+            upd_counts: dict[tuple[str, str], int] = {}
+            ins_counts: dict[str, int] = {}
+            for ip, up, fid, n in counts:
+                if fid is None:
+                    ins_counts[ip] = ins_counts.get(ip, 0) + n
+                else:
+                    upd_counts[(up, fid)] = upd_counts.get((up, fid), 0) + n
         except Exception as exc:  # noqa: BLE001
             raise _translate(exc) from exc
-        stats = [json.loads(r[0]) for r in rows]
-    client.commit(instant, action, operation, stats, avro, replaced)
+        avg = W.average_record_size(client.table, cfg)
+        tasks, insert_plan = W.assign_buckets(upd_counts, ins_counts, files, cfg, avg, client.is_mor,
+                                              use_small_files=operation != "bulk_insert")
+        client.inflight(instant, action, tasks, operation)
+        # route: updates by their group, inserts by hash position into the partition's insert buckets
+        upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
+        ranges = []
+        for part, plan in insert_plan.items():
+            total = sum(c for _, c in plan)
+            lo = 0
+            for b, c in plan:
+                ranges.append((part, lo, lo + c, b, total))
+                lo += c
+        routed_upd = None
+        if upd_map:
+            m = spark.createDataFrame(upd_map, "__p string, __f string, __b int")
+            routed_upd = (tagged.filter(F.col(LOC_FILE).isNotNull())
+                          .join(F.broadcast(m), (F.col(LOC_PART) == F.col("__p")) & (F.col(LOC_FILE) == F.col("__f")))
+                          .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
+        routed_ins = None
+        if ranges:
+            r = spark.createDataFrame(ranges, "__p string, __lo long, __hi long, __b int, __t long")
+            ins = tagged.filter(F.col(LOC_FILE).isNull())
+            ins = ins.join(F.broadcast(r), ins[PARTITION_PATH] == F.col("__p"))
+            pos = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.col("__t"))
+            routed_ins = (ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
+                          .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
+        parts = [p for p in (routed_upd, routed_ins) if p is not None]
+        stats: list[dict[str, Any]] = []
+        if parts:
+            routed = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+            ctx = W.make_context(client, cfg, instant, operation, avro)
+            keep = [RECORD_KEY, PARTITION_PATH, W.OP_COL, W.BUCKET_COL] + [c for c in df.columns]
+            by_bucket = {t.bucket: t for t in tasks}
+            try:
+                rows = (routed.groupBy(W.BUCKET_COL)
+                        .applyInArrow(_group_writer(ctx, by_bucket, keep), "stat string").collect())
+            except Exception as exc:  # noqa: BLE001
+                raise _translate(exc) from exc
+            stats = [json.loads(r[0]) for r in rows]
+        client.commit(instant, action, operation, stats, avro, replaced)
     prepared.unpersist()
     tagged.unpersist()
     result = W.WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,

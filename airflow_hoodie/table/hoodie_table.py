@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from airflow_hoodie.errors import HoodieTableExistsError, HoodieTableNotFoundError
+from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieTableExistsError, HoodieTableNotFoundError
 from airflow_hoodie.table import properties as P
 from airflow_hoodie.table.timeline.instant import new_instant_time
 from airflow_hoodie.table.properties import TableConfig
@@ -29,6 +29,16 @@ CREATE_DEFAULTS: dict[str, str] = {
 }
 
 
+def _timeline_files(storage: Storage, meta: str) -> list[str]:
+    """Names of instant files under ``.hoodie`` (v6) or ``.hoodie/timeline`` (v8+)."""
+    names: list[str] = []
+    for folder in (meta, Storage.join(meta, "timeline")):
+        if storage.exists(folder):
+            names += [f.name for f in storage.list_dir(folder)
+                      if not f.is_dir and f.name[:1].isdigit() and "." in f.name]
+    return sorted(names)
+
+
 class HoodieTable:
     """A Hudi table at ``base_uri``: storage, config, active and archived timeline."""
 
@@ -45,15 +55,25 @@ class HoodieTable:
     def load(cls, base_uri: str, storage_options: Mapping[str, Any] | None = None) -> "HoodieTable":
         """Open an existing table; :class:`HoodieTableNotFoundError` if there is none."""
         storage, path = Storage.for_uri(base_uri, storage_options)
-        if not (
-            storage.exists(Storage.join(path, METAFOLDER, P.PROPERTIES_FILE))
-            or storage.exists(Storage.join(path, METAFOLDER, P.PROPERTIES_BACKUP_FILE))
-        ):
+        main = Storage.join(path, METAFOLDER, P.PROPERTIES_FILE)
+        backup = Storage.join(path, METAFOLDER, P.PROPERTIES_BACKUP_FILE)
+        if not storage.exists(main) and not storage.exists(backup):
+            instants = _timeline_files(storage, Storage.join(path, METAFOLDER))
+            if instants:
+                raise HoodieCorruptedDataError(
+                    f"{storage.uri(main)} is missing, but the table's timeline holds {len(instants)} instant "
+                    f"files (e.g. {instants[0]}): this is a Hudi table that lost its configuration. Restore "
+                    "hoodie.properties from a copy of the table (or the writer that created it); nothing was "
+                    "written, so the table is not re-created with this job's defaults.")
             raise HoodieTableNotFoundError(
                 f"no Hudi table at {base_uri} (missing .hoodie/hoodie.properties); "
                 "create one by running an upsert, or check the base path."
             )
-        return cls(storage, path, TableConfig.load(storage, path), base_uri)
+        config = TableConfig.load(storage, path)
+        if not storage.exists(main):
+            # Hudi recovers a properties update that died between its two renames the same way
+            storage.write_bytes(main, storage.read_bytes(backup))
+        return cls(storage, path, config, base_uri)
 
     @classmethod
     def exists(cls, base_uri: str, storage_options: Mapping[str, Any] | None = None) -> bool:

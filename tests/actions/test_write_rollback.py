@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+
 import pytest
 
 from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
@@ -18,13 +22,50 @@ class Crash(Exception):
     pass
 
 
-class DiesAfterFirst:
-    """An executor whose process 'dies' after the first task wrote its files."""
+class FailsAfterFirst:
+    """An executor whose second task fails after the first wrote its files."""
 
     def map(self, fn, items):
         items = list(items)
         fn(items[0])
-        raise Crash("killed")
+        raise Crash("task failed")
+
+
+class DiesAfterFirst:
+    """An executor whose process is SIGKILLed after the first task wrote its files."""
+
+    def map(self, fn, items):
+        items = list(items)
+        fn(items[0])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _killed_write(base: str, table_type: str, batch: list[dict]) -> None:
+    """Run a write in a child process that dies mid-write, as an Airflow worker can."""
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_write_and_die, args=(base, table_type, batch))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == -signal.SIGKILL
+
+
+def _write_and_die(base: str, table_type: str, batch: list[dict]) -> None:
+    write_arrow(base, to_arrow(batch), "upsert", conf(table_type), executor=DiesAfterFirst())
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_write_that_fails_rolls_itself_back(tmp_path, table_type):
+    base = str(tmp_path / "t")
+    c = conf(table_type)
+    first = rows(0, 20, 1, "a")
+    write_arrow(base, to_arrow(first), "upsert", c, table_name="t")
+    with pytest.raises(Crash):
+        write_arrow(base, to_arrow(rows(0, 30, 2, "bad")), "upsert", c, executor=FailsAfterFirst())
+    table = HoodieTable.load(base)
+    assert table.timeline.pending().filter(actions=["commit", "deltacommit"]).instants == []
+    assert not list((tmp_path / "t" / ".hoodie" / ".heartbeat").glob("*"))
+    assert actual(read_table(base)) == sorted((r["id"], r["p"], r["ts"], r["v"]) for r in first)
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
 
 
 def rows(n0, n1, ts, tag, p=("a", "b")):
@@ -32,14 +73,13 @@ def rows(n0, n1, ts, tag, p=("a", "b")):
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_failed_write_rolled_back_by_next_write(tmp_path, table_type):
+def test_killed_write_rolled_back_by_next_write(tmp_path, table_type):
     base = str(tmp_path / "t")
     c = conf(table_type)
     first = rows(0, 20, 1, "a")
     write_arrow(base, to_arrow(first), "upsert", c, table_name="t")
     failed = rows(0, 20, 2, "bad") + rows(20, 30, 2, "bad")
-    with pytest.raises(Crash):
-        write_arrow(base, to_arrow(failed), "upsert", c, executor=DiesAfterFirst())
+    _killed_write(base, table_type, failed)
     table = HoodieTable.load(base)
     pending = table.timeline.pending().instants
     assert len(pending) == 1

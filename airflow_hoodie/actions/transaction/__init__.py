@@ -1,0 +1,1 @@
+"""Hudi's concurrency control: heartbeats, table locks, optimistic conflict checks."""

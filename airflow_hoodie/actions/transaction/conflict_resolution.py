@@ -1,0 +1,109 @@
+"""Hudi's SimpleConcurrentFileWritesConflictResolutionStrategy: an instant may commit
+only if nothing that completed since it started wrote or replaced one of its file
+groups. Checked under the table lock against a freshly loaded timeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieWriteConflictError
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from airflow_hoodie.table.timeline.instant import Instant
+from airflow_hoodie.table.timeline.timeline import Timeline
+
+FileGroupId = tuple[str, str]  # (partition path, file id)
+
+
+@dataclass(frozen=True)
+class TimelineSnapshot:
+    """What a writer knew when it started: the instants completed and pending then."""
+
+    completed: frozenset[tuple[str, str]]
+    pending: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> "TimelineSnapshot":
+        done = frozenset((i.timestamp, i.action) for i in timeline.instants if i.is_completed)
+        todo = frozenset((i.timestamp, i.action) for i in timeline.instants if not i.is_completed)
+        return cls(done, todo)
+
+
+def file_groups_of(timeline: Timeline, instant: Instant) -> set[FileGroupId]:
+    """File groups a completed instant wrote to or replaced."""
+    data = timeline.read_details(instant)
+    if not data:
+        return set()
+    try:
+        if instant.action == "replacecommit":
+            meta: CommitMetadata = ReplaceCommitMetadata.from_json(data)
+            groups = {(p or "", f) for p, f in meta.replaced_file_ids()}  # type: ignore[attr-defined]
+        else:
+            meta = CommitMetadata.from_json(data)
+            groups = set()
+    except HoodieCorruptedDataError:
+        raise
+    except ValueError as exc:
+        raise HoodieCorruptedDataError(f"commit metadata of {instant} is unreadable: {exc}") from exc
+    return groups | {(p or "", f) for p, f in meta.file_ids()}
+
+
+WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction")
+
+
+def conflicting_instants(timeline: Timeline, own: Instant, own_groups: Iterable[FileGroupId],
+                         started: TimelineSnapshot) -> list[tuple[Instant, set[FileGroupId]]]:
+    """Instants completed after ``started`` that touched ``own_groups``. A compaction
+    already planned when we started is not one: the writer saw its plan and wrote into
+    the slice after it."""
+    mine = set(own_groups)
+    out = []
+    for inst in timeline.instants:
+        key = (inst.timestamp, inst.action)
+        if not inst.is_completed or key in started.completed or inst.timestamp == own.timestamp:
+            continue
+        if inst.action not in WRITE_ACTIONS:
+            continue
+        if inst.action == "compaction" and key in started.pending:
+            continue
+        overlap = file_groups_of(timeline, inst) & mine
+        if overlap:
+            out.append((inst, overlap))
+    out.extend(_services_planned_since(timeline, mine, started))
+    return out
+
+
+def _services_planned_since(timeline: Timeline, mine: set[FileGroupId],
+                            started: TimelineSnapshot) -> list[tuple[Instant, set[FileGroupId]]]:
+    """Compaction or clustering plans scheduled after we started that take one of our
+    file groups: their plan was made without our files, so committing would lose them."""
+    from airflow_hoodie.actions import table_state  # noqa: PLC0415 - table_state imports the write path
+
+    planned: dict[tuple[str, str], set[FileGroupId]] = {}
+    for group, (ts, _op) in table_state.pending_compaction_operations(timeline).items():
+        planned.setdefault((ts, "compaction"), set()).add(group)
+    for group, ts in table_state.pending_clustering_file_groups(timeline).items():
+        planned.setdefault((ts, "replacecommit"), set()).add(group)
+    out = []
+    for (ts, action), groups in sorted(planned.items()):
+        if (ts, action) in started.pending or (ts, action) in started.completed:
+            continue
+        overlap = groups & mine
+        if overlap:
+            inst = timeline.get(ts, action)
+            if inst is not None:
+                out.append((inst, overlap))
+    return out
+
+
+def check_no_conflict(timeline: Timeline, own: Instant, own_groups: Iterable[FileGroupId],
+                      started: TimelineSnapshot) -> None:
+    conflicts = conflicting_instants(timeline, own, own_groups, started)
+    if conflicts:
+        inst, groups = conflicts[0]
+        sample = ", ".join(f"{p or '<root>'}/{f}" for p, f in sorted(groups)[:3])
+        raise HoodieWriteConflictError(
+            f"Write conflict: {inst.action} {inst.timestamp} completed or was planned while {own.action} "
+            f"{own.timestamp} was running, over the same file groups ({sample}{' ...' if len(groups) > 3 else ''}). "
+            f"{own.timestamp} was rolled back and wrote nothing; a retry of this task redoes it cleanly on top "
+            "of the new data.")

@@ -1,0 +1,50 @@
+"""Which pending writes have failed, and rolling them back safely.
+
+A pending write is failed only when its heartbeat expired: a writer that is merely slow
+keeps beating and is left alone. The decision is re-made under the table lock right
+before the rollback, so an instant that completed meanwhile is never touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.timeline.instant import Instant
+
+
+def pending_writes(table: Any) -> list[Instant]:
+    """Pending commits, deltacommits and non-clustering replacecommits (services excluded:
+    their plans are re-executed, never rolled back by a writer)."""
+    from airflow_hoodie.actions.rollback import is_rollbackable_pending_write  # noqa: PLC0415 - rollback imports us
+
+    return [i for i in table.timeline.pending().instants if is_rollbackable_pending_write(table, i)]
+
+
+def live_writes(table: Any, tm: TransactionManager, exclude: str | None = None) -> list[Instant]:
+    return [i for i in pending_writes(table)
+            if i.timestamp != exclude and not tm.heartbeats.is_expired(i.timestamp)]
+
+
+def failed_writes(table: Any, tm: TransactionManager) -> list[Instant]:
+    return [i for i in pending_writes(table) if tm.heartbeats.is_expired(i.timestamp)]
+
+
+def rollback_failed_writes(table: Any, tm: TransactionManager, config: HoodieConfig | None) -> list[str]:
+    """Roll back every failed write; returns their instant times."""
+    from airflow_hoodie.actions.rollback import rollback_instant  # noqa: PLC0415 - rollback imports us
+
+    table.reload_timeline()
+    done = []
+    for candidate in failed_writes(table, tm):
+        with tm.transaction(f"roll back failed write {candidate.timestamp}"):
+            table.reload_timeline()
+            current = table.timeline.get(candidate.timestamp)
+            if current is None or current.is_completed or not tm.heartbeats.is_expired(candidate.timestamp):
+                continue  # completed, rolled back or revived meanwhile
+            rollback_instant(table, candidate.timestamp, config=config)
+        tm.heartbeats.stop(candidate.timestamp)
+        done.append(candidate.timestamp)
+    table.reload_timeline()
+    return done

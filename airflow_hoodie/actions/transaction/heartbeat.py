@@ -1,0 +1,128 @@
+"""Heartbeats of pending instants: ``.hoodie/.heartbeat/<instant>``, an empty file whose
+modification time a background thread of the driver refreshes, as Hudi's
+HoodieHeartbeatClient does. An instant is failed only when its heartbeat expired, so a
+slow but live writer is never rolled back under its feet."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import socket
+import threading
+import time
+
+from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.instant import parse_instant_time
+
+INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
+TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
+HEARTBEAT_FOLDER = ".heartbeat"
+_HOST = socket.gethostname()
+# Hudi reads only a heartbeat's modification time; the owner lets a retry on the same host
+# see at once that the writer it replaces is dead.
+
+
+def _owner() -> bytes:
+    return json.dumps({"host": _HOST, "pid": os.getpid()}).encode()
+
+register(
+    ConfigKey(INTERVAL_MS, "60000", "How often a pending instant's heartbeat is refreshed"),
+    ConfigKey(TOLERABLE_MISSES, "2", "Missed heartbeats after which a pending instant counts as failed"),
+)
+
+
+class Heartbeats:
+    """The heartbeats of one table: start/stop ours, judge everybody's."""
+
+    def __init__(self, storage: Storage, base_path: str, config: HoodieConfig, utc: bool = False) -> None:
+        self.storage = storage
+        self.folder = storage.join(base_path, ".hoodie", HEARTBEAT_FOLDER)
+        self.interval_s = int(config.get(INTERVAL_MS) or 60000) / 1000
+        self.expiry_s = self.interval_s * int(config.get(TOLERABLE_MISSES) or 2)
+        self.utc = utc
+        self._threads: dict[str, tuple[threading.Thread, threading.Event]] = {}
+
+    def path(self, instant_time: str) -> str:
+        return self.storage.join(self.folder, instant_time)
+
+    def beat(self, instant_time: str) -> None:
+        self.storage.write_bytes(self.path(instant_time), _owner())
+
+    def start(self, instant_time: str) -> None:
+        """First beat now, then one every interval until :meth:`stop`."""
+        self.beat(instant_time)
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(self.interval_s):
+                try:
+                    self.beat(instant_time)
+                except Exception:  # noqa: BLE001 - a missed beat is what expiry tolerates
+                    pass
+
+        thread = threading.Thread(target=run, name=f"hoodie-heartbeat-{instant_time}", daemon=True)
+        thread.start()
+        self._threads[instant_time] = (thread, stop)
+
+    def claim(self, instant_time: str) -> bool:
+        """Start heartbeating ``instant_time`` only if nobody live does (one executor per
+        plan): False when a fresh heartbeat of someone else exists."""
+        if not self.storage.create_if_absent(self.path(instant_time), _owner()):
+            if not self.is_expired(instant_time):
+                return False
+            self.storage.delete(self.path(instant_time))
+            if not self.storage.create_if_absent(self.path(instant_time), _owner()):
+                return False
+        self.start(instant_time)
+        return True
+
+    def stop(self, instant_time: str) -> None:
+        """Stop beating and remove the heartbeat (the instant completed or was rolled back)."""
+        entry = self._threads.pop(instant_time, None)
+        if entry is not None:
+            entry[1].set()
+            entry[0].join()
+        self.storage.delete(self.path(instant_time))
+
+    def stop_all(self) -> None:
+        for instant_time in list(self._threads):
+            self.stop(instant_time)
+
+    def last_beat(self, instant_time: str) -> float | None:
+        info = self.storage.info(self.path(instant_time))
+        return None if info is None or info.mtime_ns is None else info.mtime_ns / 1e9
+
+    def _instant_age_s(self, instant_time: str) -> float:
+        try:
+            when = parse_instant_time(instant_time[:17])
+        except Exception:  # noqa: BLE001 - not a time: treat as old
+            return float("inf")
+        now = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None) if self.utc else _dt.datetime.now()
+        return (now - when).total_seconds()
+
+    def _owner_is_gone(self, instant_time: str) -> bool:
+        """The heartbeat names a process on this host that no longer exists: a killed
+        try whose retry runs here need not wait out the expiry window."""
+        try:
+            owner = json.loads(self.storage.read_bytes(self.path(instant_time)) or b"{}")
+        except Exception:  # noqa: BLE001 - Hudi's empty heartbeat files carry no owner
+            return False
+        if owner.get("host") != _HOST or not isinstance(owner.get("pid"), int):
+            return False
+        try:
+            os.kill(owner["pid"], 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def is_expired(self, instant_time: str) -> bool:
+        """Expired heartbeat (or its process gone), or none at all on an instant older
+        than the expiry window."""
+        last = self.last_beat(instant_time)
+        if last is None:
+            return self._instant_age_s(instant_time) > self.expiry_s
+        return time.time() - last > self.expiry_s or self._owner_is_gone(instant_time)

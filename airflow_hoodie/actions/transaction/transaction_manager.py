@@ -1,0 +1,97 @@
+"""Which concurrency mode a table runs in, and the table lock around the moments that
+must not interleave (scheduling a plan, deciding a rollback, checking and committing).
+
+``hoodie.write.concurrency.mode``: SINGLE_WRITER (Hudi's default) takes no lock and
+refuses to start beside another live writer; OPTIMISTIC_CONCURRENCY_CONTROL lets
+writers overlap and serializes only their commits, each checked for conflicts.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Iterator, Mapping
+
+from airflow_hoodie.actions.transaction import lock_provider as lp
+from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
+from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
+from airflow_hoodie.table.storage.storage import Storage
+
+CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
+FAILED_WRITES_POLICY = "hoodie.cleaner.policy.failed.writes"
+SINGLE_WRITER = "SINGLE_WRITER"
+OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
+EAGER, LAZY = "EAGER", "LAZY"
+
+register(
+    ConfigKey(CONCURRENCY_MODE, SINGLE_WRITER, "SINGLE_WRITER or OPTIMISTIC_CONCURRENCY_CONTROL"),
+    ConfigKey(FAILED_WRITES_POLICY, EAGER, "EAGER: a writer rolls back failed writes at start; LAZY: clean does, "
+              "after their heartbeat expired (required with OPTIMISTIC_CONCURRENCY_CONTROL)"),
+)
+
+
+class TransactionManager:
+    """Concurrency settings, heartbeats and the lock of one table, for one client."""
+
+    def __init__(self, config: HoodieConfig, base_uri: str, storage: Storage, base_path: str,
+                 storage_options: Mapping[str, str] | None = None, utc: bool = False) -> None:
+        mode = (config.get(CONCURRENCY_MODE) or SINGLE_WRITER).upper()
+        if mode not in (SINGLE_WRITER, OCC):
+            raise HoodieConfigError(f"{CONCURRENCY_MODE}={mode!r} is not supported; use {SINGLE_WRITER} or {OCC}.")
+        policy = (config.get(FAILED_WRITES_POLICY) or "").upper() if FAILED_WRITES_POLICY in config else ""
+        if mode == OCC and policy == EAGER:
+            raise HoodieConfigError(
+                f"{CONCURRENCY_MODE}={OCC} needs {FAILED_WRITES_POLICY}=LAZY: with several writers a write may not "
+                "roll back the others' pending instants; failed writes are rolled back by clean once their "
+                "heartbeat expired. Drop the EAGER setting.")
+        if policy and policy not in (EAGER, LAZY):
+            raise HoodieConfigError(f"{FAILED_WRITES_POLICY}={policy!r} is not EAGER or LAZY.")
+        self.config = config
+        self.mode = mode
+        self.failed_writes_policy = policy or (LAZY if mode == OCC else EAGER)
+        self.base_uri = base_uri
+        self.storage_options = dict(storage_options or {})
+        self.heartbeats = Heartbeats(storage, base_path, config, utc)
+
+    @property
+    def is_occ(self) -> bool:
+        return self.mode == OCC
+
+    @contextmanager
+    def transaction(self, purpose: str) -> Iterator[None]:
+        """Hold the table lock (OCC only; a single writer needs none) for ``purpose``;
+        released on every exit, exceptions and SIGTERM-turned-SystemExit included."""
+        if not self.is_occ:
+            yield
+            return
+        provider = lp.lock_provider_for(self.config, self.base_uri, self.storage_options)
+        try:
+            self._acquire(provider, purpose)
+            try:
+                yield
+            finally:
+                provider.unlock()
+        finally:
+            provider.close()
+
+    def _acquire(self, provider: lp.LockProvider, purpose: str) -> None:
+        cfg = self.config
+        wait_s = int(cfg.get(lp.WAIT_TIME_MS)) / 1000
+        retries = int(cfg.get(lp.NUM_RETRIES))
+        retry_wait_s = int(cfg.get(lp.RETRY_WAIT_MS)) / 1000
+        max_wait_s = int(cfg.get(lp.RETRY_MAX_WAIT_MS)) / 1000
+        client_retries = int(cfg.get(lp.CLIENT_NUM_RETRIES))
+        client_wait_s = int(cfg.get(lp.CLIENT_RETRY_WAIT_MS)) / 1000
+        for client_attempt in range(client_retries + 1):
+            for attempt in range(retries + 1):
+                if provider.try_lock(wait_s):
+                    return
+                if attempt < retries:
+                    time.sleep(min(retry_wait_s * (2 ** attempt), max_wait_s))
+            if client_attempt < client_retries:
+                time.sleep(client_wait_s)
+        raise HoodieLockError(
+            f"Could not take the {provider.describe()} to {purpose} on {self.base_uri} "
+            f"(held by {provider.holder()}). Another task holds it; retry the task, or raise "
+            f"{lp.WAIT_TIME_MS} / {lp.NUM_RETRIES} if commits on this table are long.")
