@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import threading
 import sys
 import traceback
 from typing import Any, Callable, Mapping
@@ -62,10 +64,25 @@ def emit_result(result: Mapping[str, Any], result_file: str | None) -> None:
     print(line, flush=True)
 
 
+class TerminatedBySignal(SystemExit):
+    """SIGTERM (Airflow's on_kill, spark-submit being stopped) turned into an exception,
+    so every ``finally`` runs: locks released, our pending instant rolled back."""
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    raise TerminatedBySignal(128 + signum)
+
+
 def run_job(main: Callable[[], Mapping[str, Any]], result_file: str | None) -> int:
     """Run ``main``; print its result last, or a clear error and return non-zero."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         result = main()
+    except TerminatedBySignal:
+        print("ERROR: the job was terminated (SIGTERM): the table lock was released and a pending write rolled back "
+              "(a table service resumes from its plan when run again).", file=sys.stderr, flush=True)
+        return EXIT_FAILURE
     except HoodieError as exc:
         print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return EXIT_FAILURE

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import struct
 from typing import Any
 
@@ -62,8 +63,25 @@ def _decodable(schema: Any) -> bool:
     return kind in _PRIMITIVES
 
 
+# Polars runs its work on a Rust thread pool that does not survive fork(): a child forked
+# after the parent used it would hang on the first decode. Such a child (multiprocessing's
+# fork start method, forking task runners) decodes with the per-record path instead.
+_used_here = False
+_forked_after_use = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_use
+    _forked_after_use = _forked_after_use or _used_here
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def supports(schema_json: str) -> bool:
-    """True when :func:`decode` can decode blocks written with ``schema_json``."""
+    """True when :func:`decode` can decode blocks written with ``schema_json`` here."""
+    if _forked_after_use:
+        return False
     try:
         schema = json.loads(schema_json)
     except ValueError:
@@ -88,6 +106,8 @@ def decode(schema_json: str, content: bytes) -> pa.Table:
     """
     import polars  # noqa: PLC0415 - heavy import, only when a log block is read
 
+    global _used_here
+    _used_here = True
     schema = json.loads(schema_json)
     framed = dict(schema)
     framed["fields"] = [

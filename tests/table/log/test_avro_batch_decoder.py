@@ -95,3 +95,22 @@ def test_real_hudi_log_blocks_decode_identically(conformance: Path):
                 assert decode_avro_data_block(block).equals(_reference(block)), path
                 decoded += 1
     assert decoded > 0
+
+
+def test_a_process_forked_after_decoding_still_decodes(tmp_path):
+    """Polars' thread pool does not survive fork(); a forked child must not hang."""
+    import multiprocessing
+
+    table = _rich_table()
+    block = avro_data_block(table, arrow_schema_to_avro(table.schema, "rec", "ns"), "20240101000000000")
+    expected = decode_avro_data_block(block)  # uses the compiled reader in this process
+    out = tmp_path / "rows.json"
+
+    def child() -> None:
+        out.write_text(json.dumps(decode_avro_data_block(block).column("l").to_pylist()))
+
+    proc = multiprocessing.get_context("fork").Process(target=child)
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0
+    assert json.loads(out.read_text()) == expected.column("l").to_pylist()

@@ -1,0 +1,94 @@
+"""Real lock servers on 127.0.0.1, started and stopped (by PID) here: ZooKeeper from
+Debian's ``zookeeper`` package and DynamoDB through moto's server mode."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def _required(what: str, hint: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is required under CI ({hint}); bash .ci/setup installs it")
+    pytest.skip(f"{what} not available: {hint}")
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``host:port`` of a standalone ZooKeeper server for this test session."""
+    if not Path("/usr/share/java/zookeeper.jar").exists() or not shutil.which("java"):
+        _required("ZooKeeper", "Debian package zookeeper and java")
+    port = free_port()
+    data = tmp_path_factory.mktemp("zookeeper")
+    log = open(data / "server.log", "wb")
+    proc = subprocess.Popen(
+        ["java", "-Xmx256m", "-cp", ZK_CLASSPATH, "org.apache.zookeeper.server.ZooKeeperServerMain",
+         str(port), str(data / "data")],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_for_port(port, proc, "ZooKeeper")
+        yield f"127.0.0.1:{port}"
+    finally:
+        _stop(proc)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def dynamodb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Endpoint URL of moto's server (DynamoDB API) for this test session."""
+    try:
+        import moto.server  # noqa: F401
+    except ImportError:
+        _required("moto[server]", "pip install 'moto[server]'")
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("moto") / "server.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    try:
+        _wait_for_port(port, proc, "moto server")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(proc)
+        log.close()
