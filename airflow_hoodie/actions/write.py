@@ -832,24 +832,29 @@ class WriteClient:
             utc = self.config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
         return new_instant_time(utc=utc, after=last)
 
-    def start(self, instant_time: str, action: str, operation: str) -> None:
+    def start(self, instant_time: str, action: str, operation: str) -> str:
+        """Create our requested instant and start its heartbeat; returns the instant time
+        actually used (with optimistic concurrency a later one when another writer took it)."""
         from airflow_hoodie.table.timeline.instant import Instant, State
         from airflow_hoodie.table.timeline.timeline import TimelineWriter
         content = b""
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
-        self.txn.heartbeats.start(instant_time)
-        try:
+        with self.txn.transaction("start a write"):
+            if self.table is not None and self.txn.is_occ:
+                # under the lock no other instant can take this time (Hudi 1.x does the same)
+                last = self.table.reload_timeline().last()
+                if last is not None and instant_time <= last.timestamp:
+                    instant_time = self.new_instant_time()
             TimelineWriter(self.storage, self.base_path).create_requested(
                 Instant(instant_time, action, State.REQUESTED), content)
-        except BaseException:
-            self.txn.heartbeats.stop(instant_time)
-            raise
+        self.txn.heartbeats.start(instant_time)
         # Plan on the timeline as it is now that our instant exists: a compaction or
         # clustering scheduled meanwhile is seen, and anything completing later is checked
         # for conflicts at commit.
         if self.table is not None:
             self._started = TimelineSnapshot.of(self.table.reload_timeline())
+        return instant_time
 
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
         from airflow_hoodie.table.timeline.instant import Instant, State
@@ -877,7 +882,14 @@ class WriteClient:
         try:
             with self.txn.transaction(f"commit {instant_time}"):
                 if self.table is not None and self._started is not None:
-                    check_no_conflict(self.table.reload_timeline(), own, groups, self._started)
+                    timeline = self.table.reload_timeline()
+                    current = timeline.get(instant_time, action)
+                    if current is None or current.is_completed:
+                        raise HoodieWriteConflictError(
+                            f"{action} {instant_time} was rolled back by another task while it ran (its heartbeat "
+                            "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
+                            "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
+                    check_no_conflict(timeline, own, groups, self._started)
                 TimelineWriter(self.storage, self.base_path).complete(own, body)
         except HoodieWriteConflictError:
             self.abort(instant_time)
@@ -1281,7 +1293,7 @@ def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieCon
     prepared = prepare_batch(data, key_generator_props(cfg), operation)
     instant = client.new_instant_time()
     action = client.commit_action(operation)
-    client.start(instant, action, operation)
+    instant = client.start(instant, action, operation)
     with client.aborting_on_failure(instant):
         plan = plan_write(client, prepared, operation, cfg, executor)
         client.inflight(instant, action, plan.tasks, operation)

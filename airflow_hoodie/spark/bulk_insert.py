@@ -99,7 +99,7 @@ def bulk_insert_dataframe(
         rows_to_write, task_props = _laid_out(keyed, mode, parallelism), None
     instant = client.new_instant_time()
     action = client.commit_action("bulk_insert")
-    client.start(instant, action, "bulk_insert")
+    instant = client.start(instant, action, "bulk_insert")
     with client.aborting_on_failure(instant):
         client.inflight(instant, action, [], "bulk_insert")
         ctx = W.make_context(client, cfg, instant, "bulk_insert", avro)

@@ -170,7 +170,7 @@ def upsert_dataframe(
 
     instant = client.new_instant_time()
     action = client.commit_action(operation)
-    client.start(instant, action, operation)
+    instant = client.start(instant, action, operation)
     with client.aborting_on_failure(instant):
         files: list[W.ExistingFile] = []
         if operation in ("upsert", "delete") and glob:

@@ -113,9 +113,6 @@ def _footer(bloom: dict[bytes, bytes], min_key: str | None, max_key: str | None,
     return footer
 
 
-_FOOTER_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hoodie-bloom")
-
-
 def write_base_file(
     storage: Storage,
     base_path: str,
@@ -135,7 +132,10 @@ def write_base_file(
     keys = table.column(RECORD_KEY)
     # The bloom filter (tens of hash rounds per key, in numpy) only goes into the footer,
     # so it is built beside the parquet encoding instead of before it.
-    bloom = _FOOTER_POOL.submit(_bloom_footer, keys, props) if table.num_rows else None
+    # (a pool per file, not per process: a module-level pool's threads do not survive fork)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hoodie-bloom")
+    bloom = pool.submit(_bloom_footer, keys, props) if table.num_rows else None
+    pool.shutdown(wait=False)
     min_key = max_key = None
     if table.num_rows:
         mm = pc.min_max(keys)

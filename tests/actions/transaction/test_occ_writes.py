@@ -222,7 +222,7 @@ def test_client_reads_the_view_after_its_instant_exists(tmp_path):
     planned = schedule_compaction(HoodieTable.load(base), HoodieConfig(dict(c)), force=True)  # after our load
     assert planned.instant is not None
     ts = client.new_instant_time()
-    client.start(ts, "deltacommit", "upsert")
+    ts = client.start(ts, "deltacommit", "upsert")
     try:
         # the plan is part of what this writer started from, so it is no conflict at commit
         assert (planned.instant.timestamp, "compaction") in client._started.pending
