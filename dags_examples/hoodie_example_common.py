@@ -37,8 +37,18 @@ def incoming_dir() -> str:
     return os.path.join(example_base_dir(), "incoming")
 
 
+#: the ingest and maintenance DAGs may run at the same time on the table: optimistic
+#: concurrency with the file-system lock (a local or HDFS table; on S3/GCS use the
+#: ZooKeeper or DynamoDB provider instead). Failed writes are rolled back by clean.
+CONCURRENCY_CONF = {
+    "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+    "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+    "hoodie.cleaner.policy.failed.writes": "LAZY",
+}
+
 #: how the demo table is written: MERGE_ON_READ, keyed by uuid, latest ts wins, by city
 WRITE_CONF = {
+    **CONCURRENCY_CONF,
     "hoodie.table.name": TABLE_NAME,
     "hoodie.table.type": "MERGE_ON_READ",
     "hoodie.datasource.write.recordkey.field": "uuid",
@@ -49,13 +59,15 @@ WRITE_CONF = {
 
 #: table services tuned so a short demo shows every one of them doing something
 SERVICE_CONF = {
-    "compaction": {"hoodie.compact.inline.max.delta.commits": "1"},
+    "compaction": {**CONCURRENCY_CONF, "hoodie.compact.inline.max.delta.commits": "1"},
     "clustering": {
+        **CONCURRENCY_CONF,
         "hoodie.clustering.plan.strategy.small.file.limit": str(64 * 1024 * 1024),
         "hoodie.clustering.plan.strategy.target.file.max.bytes": str(128 * 1024 * 1024),
         "hoodie.clustering.plan.strategy.sort.columns": "uuid",
     },
-    "clean": {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": "2"},
-    "archive": {"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4",
+    "clean": {**CONCURRENCY_CONF, "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+              "hoodie.cleaner.commits.retained": "2"},
+    "archive": {**CONCURRENCY_CONF, "hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4",
                 "hoodie.cleaner.commits.retained": "2"},
 }

@@ -216,6 +216,14 @@ def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | N
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.reload_timeline()
+    pending_writes = [i for i in tl.instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
+                      and i.state != State.COMPLETED]
+    if pending_writes and not transaction_manager_for(table, config).is_occ:
+        raise HoodieWriteConflictError(
+            f"Write {pending_writes[0].timestamp} is still pending on {table.base_uri}; with a single writer, "
+            "clustering is planned only when no write is running. Let it finish (or roll it back), then schedule "
+            "again — or run the table with hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL."
+        )
     groups = table_state.list_file_groups(table, tl)
     replaced = table_state.replaced_file_groups(tl)
     excluded = set(table_state.pending_compaction_operations(tl)) | set(table_state.pending_clustering_file_groups(tl))
