@@ -59,7 +59,7 @@ def _writer(base: str, table_type: str, writer: int, out: str) -> None:
     Path(out).write_text(json.dumps(outcomes))
 
 
-def _services(base: str, table_type: str, deadline: float, out: str) -> None:
+def _services(base: str, table_type: str, stop: str, out: str) -> None:
     from airflow_hoodie.actions.clean import run_clean
     from airflow_hoodie.actions.clustering import run_clustering
     from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
@@ -70,7 +70,8 @@ def _services(base: str, table_type: str, deadline: float, out: str) -> None:
 
     cfg = HoodieConfig({**SETTINGS, "hoodie.table.type": table_type})
     done, refused = [], []
-    while time.time() < deadline:
+    deadline = time.time() + 180
+    while time.time() < deadline and not Path(stop).exists():
         try:
             table = HoodieTable.load(base)
         except HoodieTableNotFoundError:
@@ -98,12 +99,17 @@ def test_concurrent_writers_and_services_lose_nothing(tmp_path, table_type):
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(base, table_type, w, str(tmp_path / f"w{w}.json")))
              for w in range(WRITERS)]
-    services = ctx.Process(target=_services, args=(base, table_type, time.time() + 25, str(tmp_path / "svc.json")))
+    stop = tmp_path / "writers-done"
+    services = ctx.Process(target=_services, args=(base, table_type, str(stop), str(tmp_path / "svc.json")))
     for p in procs + [services]:
         p.start()
-    for p in procs + [services]:
+    for p in procs:
         p.join(240)
-        assert p.exitcode == 0, "a stress process crashed or hung"
+        assert p.exitcode == 0, "a writer process crashed or hung"
+    stop.touch()
+    services.join(240)
+    assert services.exitcode == 0, "the services process crashed or hung"
+    assert json.loads((tmp_path / "svc.json").read_text())["done"] > 0  # services really ran meanwhile
 
     # what every write reported
     expected: dict[int, str] = {}
