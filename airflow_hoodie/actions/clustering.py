@@ -206,6 +206,7 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
     """Plan clustering and write ``T.replacecommit.requested`` under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
+    table.prepare_for_change()
     with transaction_manager_for(table, config).transaction("schedule a clustering"):
         return _schedule_clustering(table, config, instant_time)
 
@@ -355,6 +356,7 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
+    table.prepare_for_change()
     with executing(transaction_manager_for(table, config), "clustering", instant_time) as token:
         return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 

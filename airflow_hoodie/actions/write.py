@@ -730,6 +730,7 @@ class WriteClient:
         except HoodieTableNotFoundError:
             self.table = None
         if self.table is not None:
+            self.table.check_writable()
             self._check_table_matches()
         return self.table
 
@@ -840,6 +841,8 @@ class WriteClient:
         content = b""
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
+        if self.table is not None:
+            self.table.prepare_for_change()
         with self.txn.transaction("start a write"):
             if self.table is not None and self.txn.is_occ:
                 # under the lock no other instant can take this time (Hudi 1.x does the same)
