@@ -23,6 +23,7 @@ from airflow_hoodie.actions.service_common import MB
 from airflow_hoodie.actions.transaction.service_transaction import (
     complete_once,
     executing,
+    execution_stage,
     transaction_manager_for,
 )
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
@@ -258,6 +259,7 @@ class ClusteringTaskContext:
     props: dict[str, str]
     valid_instants: frozenset[str]
     sort_columns: tuple[str, ...]
+    stage_offset: int = 0  # execution_stage(): file names unique to this execution
 
 
 def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
@@ -324,7 +326,7 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
         if data.num_rows and chunk.num_rows == 0:
             continue
         fid = new_file_id()
-        name = base_file_name(fid, make_write_token(index, stage, attempt), ctx.instant_time)
+        name = base_file_name(fid, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
         chunk = chunk.set_column(chunk.schema.get_field_index(FILE_NAME), FILE_NAME,
                                  pa.array([name] * chunk.num_rows, pa.string()))
         mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
@@ -355,12 +357,12 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
     table.prepare_for_change()
-    with executing(transaction_manager_for(table, config), "clustering", instant_time):
-        return _execute_clustering(table, instant_time, executor, config, storage_options, started)
+    with executing(transaction_manager_for(table, config), "clustering", instant_time) as token:
+        return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 
 
 def _execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
-                        storage_options: Mapping[str, str] | None, started: float) -> dict[str, Any]:
+                        storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
     import json
     import time
     from functools import partial
@@ -396,9 +398,8 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     valid = frozenset(i.timestamp for i in tl.instants if i.state == State.COMPLETED and i.timestamp < instant_time)
     ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
                                 {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
-                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
+                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()), execution_stage())
     stats = [s for group in executor.map(partial(cluster_group, ctx), list(enumerate(groups))) for s in group]
-    sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
     replaced: dict[str, list[str]] = {}
     for g in groups:
         for s in g["slices"]:
@@ -407,9 +408,13 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
         write_partition_metadata(table.storage, table.base_path, part, instant_time)
     sc.crash_point("clustering.before_commit")
     body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced)
+
+    def finish() -> None:  # under the lock, only while the plan is still ours
+        sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
+        writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body)
+
     done = complete_once(transaction_manager_for(table, config), table, instant_time, Action.REPLACE_COMMIT,
-                         [s["path"] for s in stats],
-                         lambda: writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body))
+                         [s["path"] for s in stats], finish, token)
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)
     if not done:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
