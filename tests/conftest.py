@@ -17,6 +17,27 @@ def conformance_dir() -> pathlib.Path:
     ).resolve()
 
 
+def conformance_next_dir() -> pathlib.Path:
+    """Tables written by Hudi 1.0/1.1 (table versions 8 and 9) and newer 0.x features."""
+    return pathlib.Path(
+        os.environ.get("HOODIE_CONFORMANCE_NEXT_DIR", REPO_ROOT.parent / "shared" / "conformance-next")
+    ).resolve()
+
+
+def _corpus(root: pathlib.Path, env: str) -> pathlib.Path:
+    if not root.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"conformance corpus missing at {root}; set {env}")
+        pytest.skip(f"conformance corpus not found at {root}")
+    return root
+
+
+@pytest.fixture(scope="session")
+def conformance_next() -> pathlib.Path:
+    """Root of the Hudi 1.x corpus; required under CI, never skipped there."""
+    return _corpus(conformance_next_dir(), "HOODIE_CONFORMANCE_NEXT_DIR")
+
+
 @pytest.fixture(scope="session")
 def conformance() -> pathlib.Path:
     """Root of the tables real Hudi wrote; required under CI, never skipped there."""

@@ -303,6 +303,8 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
     """Archive what the rules allow; then merge small archive files if enabled."""
     import time
 
+    table.prepare_for_change()
+
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 

@@ -23,6 +23,7 @@ from airflow_hoodie.actions.service_common import MB
 from airflow_hoodie.actions.transaction.service_transaction import (
     complete_once,
     executing,
+    execution_stage,
     transaction_manager_for,
 )
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
@@ -203,6 +204,7 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
     """Plan clustering and write ``T.replacecommit.requested`` under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
+    table.prepare_for_change()
     with transaction_manager_for(table, config).transaction("schedule a clustering"):
         return _schedule_clustering(table, config, instant_time)
 
@@ -253,6 +255,7 @@ class ClusteringTaskContext:
     props: dict[str, str]
     valid_instants: frozenset[str]
     sort_columns: tuple[str, ...]
+    stage_offset: int = 0  # execution_stage(): file names unique to this execution
 
 
 def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
@@ -319,7 +322,7 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
         if data.num_rows and chunk.num_rows == 0:
             continue
         fid = new_file_id()
-        name = base_file_name(fid, make_write_token(index, stage, attempt), ctx.instant_time)
+        name = base_file_name(fid, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
         chunk = chunk.set_column(chunk.schema.get_field_index(FILE_NAME), FILE_NAME,
                                  pa.array([name] * chunk.num_rows, pa.string()))
         mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
@@ -349,12 +352,13 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
-    with executing(transaction_manager_for(table, config), "clustering", instant_time):
-        return _execute_clustering(table, instant_time, executor, config, storage_options, started)
+    table.prepare_for_change()
+    with executing(transaction_manager_for(table, config), "clustering", instant_time) as token:
+        return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 
 
 def _execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
-                        storage_options: Mapping[str, str] | None, started: float) -> dict[str, Any]:
+                        storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
     import json
     import time
     from functools import partial
@@ -389,9 +393,8 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     valid = frozenset(i.timestamp for i in tl.instants if i.state == State.COMPLETED and i.timestamp < instant_time)
     ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
                                 {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
-                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
+                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()), execution_stage())
     stats = [s for group in executor.map(partial(cluster_group, ctx), list(enumerate(groups))) for s in group]
-    sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
     replaced: dict[str, list[str]] = {}
     for g in groups:
         for s in g["slices"]:
@@ -400,9 +403,13 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
         write_partition_metadata(table.storage, table.base_path, part, instant_time)
     sc.crash_point("clustering.before_commit")
     body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced)
+
+    def finish() -> None:  # under the lock, only while the plan is still ours
+        sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
+        writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body)
+
     done = complete_once(transaction_manager_for(table, config), table, instant_time, Action.REPLACE_COMMIT,
-                         [s["path"] for s in stats],
-                         lambda: writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body))
+                         [s["path"] for s in stats], finish, token)
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)
     if not done:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",

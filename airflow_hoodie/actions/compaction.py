@@ -19,6 +19,7 @@ from airflow_hoodie.actions.service_common import MB, is_completed, seconds_betw
 from airflow_hoodie.actions.transaction.service_transaction import (
     complete_once,
     executing,
+    execution_stage,
     transaction_manager_for,
 )
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
@@ -205,6 +206,7 @@ def schedule_compaction(
     Returns ``instant=None`` with the reason when the trigger is not met or no slice has
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
+    table.prepare_for_change()
     with transaction_manager_for(table, config).transaction("schedule a compaction"):
         table.reload_timeline()
         return _schedule_compaction(table, config, instant_time, force)
@@ -273,6 +275,7 @@ class CompactionTaskContext:
     avro_schema: dict[str, Any]
     props: dict[str, str]
     valid_instants: frozenset[str]
+    stage_offset: int = 0  # execution_stage(): file names unique to this execution
 
 
 def _file_name(value: str | None) -> str | None:
@@ -333,7 +336,7 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
     stage, attempt = _task_attempt()
-    name = base_file_name(op["fileId"], make_write_token(index, stage, attempt), ctx.instant_time)
+    name = base_file_name(op["fileId"], make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
     part = slice_.partition_path
     merged = merged.set_column(merged.schema.get_field_index(FILE_NAME), FILE_NAME,
                                pa.array([name] * merged.num_rows, pa.string()))
@@ -387,12 +390,13 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": "already completed", "operations": 0}
-    with executing(transaction_manager_for(table, config), "compaction", instant_time):
-        return _execute_compaction(table, instant_time, executor, config, storage_options, started)
+    table.prepare_for_change()
+    with executing(transaction_manager_for(table, config), "compaction", instant_time) as token:
+        return _execute_compaction(table, instant_time, executor, config, storage_options, started, token)
 
 
 def _execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
-                        storage_options: Mapping[str, str] | None, started: float) -> dict[str, Any]:
+                        storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
     import json
     import time
 
@@ -420,18 +424,21 @@ def _execute_compaction(table: Any, instant_time: str, executor: Any, config: Ho
     valid = frozenset(i.timestamp for i in timeline.instants if i.state == State.COMPLETED
                       and i.timestamp < instant_time)
     ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
-                                schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid)
+                                schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
+                                execution_stage())
     from functools import partial
 
     stats = executor.map(partial(compact_operation, ctx), list(enumerate(ops)))
     sc.crash_point("compaction.before_commit")
-    sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
     body = json.loads(commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":"))))
     body["compacted"] = True
-    done = complete_once(
-        transaction_manager_for(table, config), table, instant_time, Action.COMPACTION, [s["path"] for s in stats],
-        lambda: writer.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT),
-                                json.dumps(body, indent=2).encode()))
+
+    def finish() -> None:  # under the lock, only while the plan is still ours
+        sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
+        writer.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), json.dumps(body, indent=2).encode())
+
+    done = complete_once(transaction_manager_for(table, config), table, instant_time, Action.COMPACTION,
+                         [s["path"] for s in stats], finish, token)
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)
     if not done:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",

@@ -27,6 +27,7 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
+    table.prepare_for_change()
     tl = table.reload_timeline()
     writer = TimelineWriter(table.storage, table.base_path)
     pending = [i for i in tl.instants if i.action == Action.RESTORE and i.state != State.COMPLETED]

@@ -197,6 +197,7 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
     belongs to a running task)."""
     from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
 
+    table.prepare_for_change()
     tm = transaction_manager_for(table, config)
     with tm.transaction("roll back an instant"):
         tl = table.reload_timeline()

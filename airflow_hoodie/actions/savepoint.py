@@ -27,6 +27,8 @@ def create_savepoint(table: Any, instant_time: str, user: str = "", comments: st
     """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is reported)."""
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
+    table.prepare_for_change()
+
     tl = table.reload_timeline()
     from airflow_hoodie.actions.service_common import find_instant
 
@@ -70,6 +72,8 @@ def create_savepoint(table: Any, instant_time: str, user: str = "", comments: st
 def delete_savepoint(table: Any, instant_time: str) -> dict[str, Any]:
     """Remove the savepoint at ``instant_time`` (idempotent)."""
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
+
+    table.prepare_for_change()
 
     deleted = TimelineWriter(table.storage, table.base_path).delete_instant_files(
         instant_time, Action.SAVEPOINT, completed_first=True)

@@ -357,11 +357,17 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         for start in range(0, stamped.num_rows, rows_per_block):
             blocks.append(lb.avro_data_block(stamped.slice(start, rows_per_block), avro, ctx.instant_time))
     if deletes.num_rows:
-        order = (deletes.column(ctx.ordering_field).to_pylist()
-                 if ctx.ordering_field and ctx.ordering_field in deletes.column_names else [None] * deletes.num_rows)
-        keys = [lb.DeleteRecord(k, task.partition_path, o)
-                for k, o in zip(deletes.column(RECORD_KEY).to_pylist(), order)]
-        blocks.append(lb.delete_block(keys, ctx.instant_time))
+        # a hard delete (the delete operation) has no ordering value: Hudi writes IntWrapper{0};
+        # a soft delete (_hoodie_is_deleted) keeps its record's ordering value and type
+        # (any payload carries the precombine value as its ordering value)
+        field = ctx.props.get(PRECOMBINE_FIELD) or ctx.ordering_field
+        has_order = bool(field) and field in deletes.column_names
+        order = deletes.column(field).to_pylist() if has_order else [None] * deletes.num_rows
+        hard = deletes.column(OP_COL).to_pylist()
+        keys = [lb.DeleteRecord(k, task.partition_path, None if op == "D" else o)
+                for k, o, op in zip(deletes.column(RECORD_KEY).to_pylist(), order, hard)]
+        order_type = deletes.schema.field(field).type if has_order else None
+        blocks.append(lb.delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
     base_instant = task.base_instant or ctx.instant_time
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     # markers for the file the writer appends to and the one it may roll over to
@@ -674,6 +680,7 @@ class WriteClient:
         except HoodieTableNotFoundError:
             self.table = None
         if self.table is not None:
+            self.table.check_writable()
             self._check_table_matches()
         return self.table
 
@@ -784,6 +791,8 @@ class WriteClient:
         content = b""
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
+        if self.table is not None:
+            self.table.prepare_for_change()
         with self.txn.transaction("start a write"):
             if self.table is not None and self.txn.is_occ:
                 # under the lock no other instant can take this time (Hudi 1.x does the same)

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieTableExistsError, HoodieTableNotFoundError
+from airflow_hoodie.errors import (
+    HoodieCorruptedDataError,
+    HoodieNotSupportedError,
+    HoodieTableExistsError,
+    HoodieTableNotFoundError,
+)
 from airflow_hoodie.table import properties as P
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.table.timeline.instant import new_instant_time
@@ -28,6 +33,10 @@ CREATE_DEFAULTS: dict[str, str] = {
     P.ARCHIVELOG_FOLDER: "archived",
     P.DROP_PARTITION_COLUMNS: "false",
 }
+
+
+#: table versions whose format our writers and services produce
+WRITABLE_TABLE_VERSIONS = (6,)
 
 
 def _timeline_files(storage: Storage, meta: str) -> list[str]:
@@ -161,6 +170,26 @@ class HoodieTable:
         return new_instant_time(
             utc=self.config.timeline_timezone == "UTC", after=last.timestamp if last else None
         )
+
+    def check_writable(self) -> None:
+        """Refuse to change a table whose format version we only read (Hudi 1.x, v8+)."""
+        version = self.config.table_version
+        if version not in WRITABLE_TABLE_VERSIONS:
+            raise HoodieNotSupportedError(
+                f"The table at {self.base_uri} is Hudi table version {version}"
+                f"{' (written by Hudi 1.x)' if version >= 8 else ''}. airflow-hoodie reads table versions 6, 8 "
+                "and 9 but writes and runs table services only on version 6 (Hudi 0.14/0.15); nothing was "
+                "changed. Run writes and table services for this table with Hudi itself, or keep it on "
+                "version 6.")
+
+    def prepare_for_change(self) -> None:
+        """Before a write or table service changes anything: the version must be one we
+        write, and the metadata table (which we do not maintain) goes, so no reader is ever
+        left with a stale file listing."""
+        from airflow_hoodie.table.metadata_table.removal import remove_metadata_table
+
+        self.check_writable()
+        remove_metadata_table(self)
 
     def update_config(self, updates: Mapping[str, str], deletes: tuple[str, ...] = ()) -> TableConfig:
         """Change ``hoodie.properties`` (e.g. metadata partitions) with Hudi's backup protocol."""

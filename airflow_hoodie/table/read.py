@@ -243,6 +243,9 @@ def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
     except Exception:  # noqa: BLE001 - schema is a convenience here; the data decides
         return None
     fields = [f for f in schema if f.name not in META_COLUMNS]
+    if not table.config.populate_meta_fields:
+        # Hudi's TableSchemaResolver adds meta fields only when the table populates them
+        return pa.schema(fields)
     return pa.schema(_meta_fields() + fields)
 
 
@@ -403,7 +406,13 @@ def read_table(
     timeline = table.timeline
     commits = _completed_write_instants(timeline)
     cut = as_of if query_type != "incremental" else end
-    visible = commits.as_of(cut) if cut else commits
+    by_completion = query_type == "incremental" and timeline.tracks_completion_time
+    if by_completion:
+        # Hudi 1.x: an incremental window is a range of completion times
+        done = timeline.completion_times()
+        visible = commits._derive(i for i in commits if not end or done.get(i.timestamp, i.timestamp) <= end)
+    else:
+        visible = commits.as_of(cut) if cut else commits
     schema = table_schema(table, visible if len(visible) else commits)
     if columns is not None and schema is not None:
         missing = [c for c in columns if c not in schema.names]
@@ -430,13 +439,19 @@ def read_table(
 
     window = None
     if query_type == "incremental":
-        in_window = visible.between(start, None) if start else visible
+        if by_completion:
+            in_window = visible._derive(i for i in visible if not start or done.get(i.timestamp, i.timestamp) > start)
+        else:
+            in_window = visible.between(start, None) if start else visible
         if not len(in_window):
             return _empty(schema, columns)
         window = (start, latest)
-        commit_expr = ds.field(COMMIT_TIME_COLUMN) <= latest
-        if start:
-            commit_expr = commit_expr & (ds.field(COMMIT_TIME_COLUMN) > start)
+        if by_completion:
+            commit_expr = ds.field(COMMIT_TIME_COLUMN).isin([i.timestamp for i in in_window])
+        else:
+            commit_expr = ds.field(COMMIT_TIME_COLUMN) <= latest
+            if start:
+                commit_expr = commit_expr & (ds.field(COMMIT_TIME_COLUMN) > start)
         filter_expr = commit_expr if filter_expr is None else (filter_expr & commit_expr)
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME_COLUMN})
 
@@ -456,7 +471,7 @@ def read_table(
         # Only the file groups the window's commits wrote can hold its rows. When the window
         # starts before the active timeline (archived commits), Hudi falls back to a full scan
         # filtered by commit time, and so do we.
-        touched = _touched_file_groups(timeline, visible.between(start, None))
+        touched = _touched_file_groups(timeline, in_window)
         if touched is not None:
             slices = [s for s in slices if (s.partition_path, s.file_id) in touched]
 
@@ -477,6 +492,9 @@ def read_table(
     if not parts:
         return _empty(schema, columns)
     result = _with_missing_columns(unify_tables(parts), schema, columns)
+    if not table.config.populate_meta_fields:
+        # files of such tables carry all-null meta columns; Hudi's readers leave them out
+        result = result.drop_columns([c for c in META_COLUMNS if c in result.column_names and c not in (columns or ())])
     if columns is not None:
         result = result.select([c for c in columns if c in result.column_names])
     elif schema is not None:

@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.table.storage.storage import Storage
@@ -21,11 +22,12 @@ TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 HEARTBEAT_FOLDER = ".heartbeat"
 _HOST = socket.gethostname()
 # Hudi reads only a heartbeat's modification time; the owner lets a retry on the same host
-# see at once that the writer it replaces is dead.
+# see at once that the writer it replaces is dead, and the token tells an executor whose
+# plan was taken over (after it stalled past the expiry) that it no longer owns the plan.
 
 
-def _owner() -> bytes:
-    return json.dumps({"host": _HOST, "pid": os.getpid()}).encode()
+def _owner(token: str) -> bytes:
+    return json.dumps({"host": _HOST, "pid": os.getpid(), "token": token}).encode()
 
 register(
     ConfigKey(INTERVAL_MS, "60000", "How often a pending instant's heartbeat is refreshed"),
@@ -43,21 +45,27 @@ class Heartbeats:
         self.expiry_s = self.interval_s * int(config.get(TOLERABLE_MISSES) or 2)
         self.utc = utc
         self._threads: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._tokens: dict[str, str] = {}
 
     def path(self, instant_time: str) -> str:
         return self.storage.join(self.folder, instant_time)
 
     def beat(self, instant_time: str) -> None:
-        self.storage.write_bytes(self.path(instant_time), _owner())
+        token = self._tokens.setdefault(instant_time, uuid.uuid4().hex)
+        self.storage.write_bytes(self.path(instant_time), _owner(token))
 
     def start(self, instant_time: str) -> None:
-        """First beat now, then one every interval until :meth:`stop`."""
+        """First beat now, then one every interval until :meth:`stop`, or until the
+        heartbeat names another owner (our plan was taken over: we must not revive it)."""
         self.beat(instant_time)
+        token = self._tokens[instant_time]
         stop = threading.Event()
 
         def run() -> None:
             while not stop.wait(self.interval_s):
                 try:
+                    if not self.owns(instant_time, token):
+                        return
                     self.beat(instant_time)
                 except Exception:  # noqa: BLE001 - a missed beat is what expiry tolerates
                     pass
@@ -66,17 +74,27 @@ class Heartbeats:
         thread.start()
         self._threads[instant_time] = (thread, stop)
 
-    def claim(self, instant_time: str) -> bool:
+    def claim(self, instant_time: str) -> str | None:
         """Start heartbeating ``instant_time`` only if nobody live does (one executor per
-        plan): False when a fresh heartbeat of someone else exists."""
-        if not self.storage.create_if_absent(self.path(instant_time), _owner()):
+        plan). Returns our ownership token, None when a fresh heartbeat of someone else exists."""
+        token = uuid.uuid4().hex
+        if not self.storage.create_if_absent(self.path(instant_time), _owner(token)):
             if not self.is_expired(instant_time):
-                return False
+                return None
             self.storage.delete(self.path(instant_time))
-            if not self.storage.create_if_absent(self.path(instant_time), _owner()):
-                return False
+            if not self.storage.create_if_absent(self.path(instant_time), _owner(token)):
+                return None
+        self._tokens[instant_time] = token
         self.start(instant_time)
-        return True
+        return token
+
+    def owns(self, instant_time: str, token: str) -> bool:
+        """The heartbeat of ``instant_time`` is still the one ``token`` claimed."""
+        try:
+            data = self.storage.read_bytes(self.path(instant_time))
+            return json.loads(data or b"{}").get("token") == token
+        except Exception:  # noqa: BLE001 - gone, or an empty heartbeat written by a Hudi writer
+            return False
 
     def stop(self, instant_time: str) -> None:
         """Stop beating and remove the heartbeat (the instant completed or was rolled back)."""
@@ -84,6 +102,9 @@ class Heartbeats:
         if entry is not None:
             entry[1].set()
             entry[0].join()
+        token = self._tokens.pop(instant_time, None)
+        if token is not None and self.storage.exists(self.path(instant_time)) and not self.owns(instant_time, token):
+            return  # taken over: the heartbeat is the new owner's
         self.storage.delete(self.path(instant_time))
 
     def stop_all(self) -> None:

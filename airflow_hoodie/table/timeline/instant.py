@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from airflow_hoodie.errors import HoodieTimelineError
@@ -46,9 +46,12 @@ class Action:
     REPLACE_COMMIT = "replacecommit"
     RESTORE = "restore"
     INDEXING = "indexing"
+    #: table version 8+: a pending clustering has its own action and completes as a replacecommit
+    CLUSTERING = "clustering"
 
     ALL: frozenset[str] = frozenset(
         {
+            CLUSTERING,
             COMMIT,
             DELTA_COMMIT,
             CLEAN,
@@ -63,14 +66,15 @@ class Action:
     )
     #: Actions that write data files (Hudi's write timeline).
     WRITE: frozenset[str] = frozenset(
-        {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION}
+        {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING}
     )
     #: Actions whose completed instants make data visible (Hudi's commits timeline).
     COMMITS: frozenset[str] = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
 
 
 # The action a completed instant is stored under when it differs from the pending one.
-_COMPLETED_ACTION = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+_COMPLETED_ACTION = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+                     Action.CLUSTERING: Action.REPLACE_COMMIT}
 
 #: Instant times: digits only; 17 (ms, since Hudi 0.9) or 14 (seconds) for real
 #: instants, plus Hudi's special all-zero/low instants used by the metadata table.
@@ -89,6 +93,9 @@ class Instant:
     timestamp: str
     action: str
     state: State = State.COMPLETED
+    #: table version 8+ (timeline layout 2) names completed instants ``<requested>_<completion>``;
+    #: not part of the identity, so an instant built from its time and action still matches
+    completion_time: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not _TS_RE.match(self.timestamp or ""):
@@ -145,6 +152,8 @@ class Instant:
         """The file Hudi 0.14 writes for this instant under ``.hoodie/``."""
         ts, action = self.timestamp, self.action
         if self.state == State.COMPLETED:
+            if self.completion_time:
+                return f"{ts}_{self.completion_time}.{_COMPLETED_ACTION.get(action, action)}"
             return f"{ts}.{_COMPLETED_ACTION.get(action, action)}"
         if self.state == State.INFLIGHT:
             if action == Action.COMMIT:
@@ -160,15 +169,18 @@ class Instant:
         ``.temp``, ``*.crc``, temp files of an interrupted write) return None.
         """
         parts = file_name.split(".")
-        if len(parts) < 2 or len(parts) > 3 or not _TS_RE.match(parts[0]):
+        if len(parts) < 2 or len(parts) > 3:
             return None
-        ts, rest = parts[0], parts[1:]
+        ts, _, completion = parts[0].partition("_")
+        if not _TS_RE.match(ts) or (completion and (len(parts) != 2 or not _TS_RE.match(completion))):
+            return None
+        rest = parts[1:]
         if len(rest) == 1:
             (tag,) = rest
             if tag == "inflight":
                 return cls(ts, Action.COMMIT, State.INFLIGHT)
             if tag in Action.ALL and tag not in _COMPLETED_ACTION:
-                return cls(ts, tag, State.COMPLETED)
+                return cls(ts, tag, State.COMPLETED, completion or None)
             return None
         action, suffix = rest
         if action not in Action.ALL:

@@ -29,8 +29,43 @@ def meta_path(base_path: str) -> str:
     return Storage.join(base_path, METAFOLDER)
 
 
+#: timeline layout 2 (table version 8+, Hudi 1.x) keeps the active timeline here
+LAYOUT_2_FOLDER = "timeline"
+
+
+def timeline_path(storage: Storage, base_path: str) -> str:
+    """Where the instant files of the table live: ``.hoodie/timeline`` on Hudi 1.x
+    tables (timeline layout 2), ``.hoodie`` before."""
+    layout2 = Storage.join(meta_path(base_path), LAYOUT_2_FOLDER)
+    return layout2 if storage.exists(layout2) else meta_path(base_path)
+
+
+_AVRO_CONTAINER = b"Obj\x01"
+_AVRO_METADATA = {Action.COMMIT: "commit", Action.DELTA_COMMIT: "commit", Action.REPLACE_COMMIT: "replace"}
+
+
+def _as_json_metadata(inst: Instant, data: bytes) -> bytes:
+    """Hudi 1.x stores completed commit metadata as an Avro container; every reader here
+    takes Hudi 0.x's JSON, so it is converted once, where it is read."""
+    kind = _AVRO_METADATA.get(inst.action)
+    if kind is None or not data.startswith(_AVRO_CONTAINER) or inst.state != State.COMPLETED:
+        return data
+    import io
+
+    import fastavro
+
+    from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+
+    records = list(fastavro.reader(io.BytesIO(data)))
+    if len(records) != 1:
+        raise HoodieTimelineError(f"{inst.file_name}: expected one Avro metadata record, found {len(records)}")
+    model = ReplaceCommitMetadata if kind == "replace" else CommitMetadata
+    return model.from_avro(records[0]).to_json()
+
+
 #: Pending actions whose completed file is stored under another action.
-_FAMILY = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+_FAMILY = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+           Action.CLUSTERING: Action.REPLACE_COMMIT}
 
 
 def action_family(action: str) -> str:
@@ -79,9 +114,18 @@ class Timeline:
     @classmethod
     def load(cls, storage: Storage, base_path: str) -> "Timeline":
         """Read the instant files under ``<base_path>/.hoodie`` (non-instant files ignored)."""
-        files = storage.list_dir(meta_path(base_path))
+        files = storage.list_dir(timeline_path(storage, base_path))
         history = [inst for st in files if not st.is_dir for inst in [Instant.parse(st.name)] if inst]
         return cls(collapse_states(history), storage, base_path, history)
+
+    @property
+    def tracks_completion_time(self) -> bool:
+        """Whether completed instants carry their completion time (timeline layout 2)."""
+        return any(i.completion_time for i in self._instants if i.is_completed)
+
+    def completion_times(self) -> dict[str, str]:
+        """Requested time -> completion time of completed instants (layout 2 only)."""
+        return {i.timestamp: i.completion_time for i in self._instants if i.is_completed and i.completion_time}
 
     def reload(self) -> "Timeline":
         if self.storage is None or self.base_path is None:
@@ -292,7 +336,11 @@ class Timeline:
     def instant_path(self, instant: Instant) -> str:
         if self.base_path is None:
             raise HoodieTimelineError("This timeline was not loaded from storage.")
-        return Storage.join(meta_path(self.base_path), instant.file_name)
+        folder = getattr(self, "_folder", None)
+        if folder is None:
+            folder = timeline_path(self.storage, self.base_path) if self.storage is not None else meta_path(self.base_path)
+            self._folder = folder
+        return Storage.join(folder, instant.file_name)
 
     def read_details(self, instant: Instant | str, state: State | None = None) -> bytes:
         """Content of an instant's file (its metadata or plan).
@@ -308,10 +356,10 @@ class Timeline:
         path = self.instant_path(inst)
         if not self.storage.exists(path):
             raise HoodieTimelineError(
-                f"Instant file {inst.file_name} is missing under {meta_path(self.base_path or '')}; "
+                f"Instant file {inst.file_name} is missing under {posixpath.dirname(path)}; "
                 "the instant may have been archived or rolled back. Reload the timeline."
             )
-        return self.storage.read_bytes(path)
+        return _as_json_metadata(inst, self.storage.read_bytes(path))
 
     def read_plan(self, instant: Instant | str) -> bytes:
         """The ``.requested`` file of an instant (plans live there)."""
@@ -323,6 +371,11 @@ class Timeline:
             if found is None:
                 raise HoodieTimelineError(f"Instant {instant} is not on the active timeline.")
             instant = found
+        if instant.state == State.COMPLETED and not instant.completion_time and (state in (None, State.COMPLETED)):
+            # an instant built from time and action: its layout-2 file name needs the completion time
+            stored = self._by_key.get(instant_key(instant))
+            if stored is not None and stored.is_completed:
+                return stored
         if state is None or state == instant.state:
             return instant
         action = self.original_action(instant.timestamp, instant.action) or instant.action

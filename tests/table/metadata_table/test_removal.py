@@ -1,0 +1,72 @@
+"""A table with a metadata table, changed by us: the metadata table goes before the change,
+so engines that list through it never see a stale listing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from airflow_hoodie.actions.clean import run_clean
+from airflow_hoodie.actions.executor import LocalExecutor
+from airflow_hoodie.actions.savepoint import create_savepoint
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.read import read_table
+from tests.table.normalize import normalize_table
+
+CONF = {"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p"}
+
+
+def _hudi_rs_with_metadata(base: str) -> list[dict]:
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    table = HudiTableBuilder.from_base_uri(base).with_hudi_option("hoodie.metadata.enable", "true").build()
+    batches = list(table.read(HudiReadOptions()))
+    return normalize_table(pa.Table.from_batches(batches) if batches else None)
+
+
+def _graft_metadata_table(conformance_next: Path, base: Path) -> None:
+    """Give our table the metadata table of a real Hudi table: a listing that is wrong for it."""
+    donor = conformance_next / "tables" / "cow" / "v6_autokeys_mdt" / ".hoodie" / "metadata"
+    shutil.copytree(donor, base / ".hoodie" / "metadata")
+    table = HoodieTable.load(str(base))
+    table.update_config({"hoodie.table.metadata.partitions": "files"})
+
+
+def test_an_upsert_removes_the_metadata_table_before_changing_anything(conformance_next, tmp_path):
+    base = tmp_path / "t"
+    write_arrow(str(base), pa.table({"id": [1, 2], "ts": [1, 1], "p": ["a", "b"], "v": ["x", "y"]}), "upsert", CONF,
+                table_name="t")
+    _graft_metadata_table(conformance_next, base)
+    assert HoodieTable.load(str(base)).config.get("hoodie.table.metadata.partitions") == "files"
+    write_arrow(str(base), pa.table({"id": [2, 3], "ts": [2, 2], "p": ["b", "c"], "v": ["y2", "z"]}), "upsert", CONF)
+    table = HoodieTable.load(str(base))
+    assert "hoodie.table.metadata.partitions" not in dict(table.config.items())
+    assert not (base / ".hoodie" / "metadata").exists()
+    ours = normalize_table(read_table(str(base)))
+    assert sorted((r["id"], r["v"]) for r in ours) == [(1, "x"), (2, "y2"), (3, "z")]
+    assert _hudi_rs_with_metadata(str(base)) == ours
+
+
+@pytest.mark.parametrize("service", ["clean", "savepoint"])
+def test_table_services_remove_a_real_hudi_metadata_table(conformance_next, tmp_path, service):
+    base = tmp_path / "t"
+    shutil.copytree(conformance_next / "tables" / "cow" / "v6_autokeys_mdt", base)
+    for p in base.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    before = normalize_table(read_table(str(base)))
+    table = HoodieTable.load(str(base))
+    if service == "clean":
+        run_clean(table, HoodieConfig({}), LocalExecutor())
+    else:
+        create_savepoint(table, table.timeline.completed_commits().last().timestamp)
+    table = HoodieTable.load(str(base))
+    assert not (table.config.get("hoodie.table.metadata.partitions") or "").strip()
+    assert not (base / ".hoodie" / "metadata").exists()
+    assert normalize_table(read_table(str(base))) == before
+    assert _hudi_rs_with_metadata(str(base)) == before
