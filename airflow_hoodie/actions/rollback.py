@@ -221,3 +221,45 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
         ts = rollback_instant(table, instant_time, config)
     tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
+
+
+def _rollback_that_removed(table: Any, target: str) -> str | None:
+    """The completed rollback instant whose metadata names ``target``."""
+    from airflow_hoodie.table.metadata import avro_codec
+
+    tl = table.reload_timeline()
+    for r in reversed(tl.filter(actions="rollback").instants):
+        if not r.is_completed:
+            continue
+        try:
+            md = avro_codec.deserialize(tl.read_details(r), "HoodieRollbackMetadata")
+        except Exception:  # noqa: BLE001 - unreadable metadata: not the one we look for
+            continue
+        if target in (md.get("commitsRollback") or []):
+            return r.timestamp
+    return None
+
+
+def discard_after_rollback(table: Any, target: str) -> list[str]:
+    """Undo what a write's tasks wrote *after* another task rolled its instant back (its
+    heartbeat looked expired while it was alive). Those files carry an instant no longer
+    on the timeline: hidden now, but taken for archived, committed data once archival
+    passes their time. Markers name them (each is created before its file): created
+    files go, appended log files get a rollback block under that rollback's time."""
+    storage, base = table.storage, table.base_path
+    if not mk.list_markers(storage, base, target):
+        return []
+    rollback_ts = _rollback_that_removed(table, target)
+    plan = make_rollback_plan(table, target, "commit")
+    removed: list[str] = []
+    for req in plan["RollbackRequests"]:
+        for path in req.get("filesToBeDeleted") or []:
+            if storage.delete(path):
+                removed.append(path)
+        logs = req.get("logBlocksToBeDeleted") or {}
+        if logs and rollback_ts is not None:
+            _append_rollback_block(table, req, rollback_ts, target,
+                                   {"rollbackLogFiles": None, "logFilesFromFailedCommit": None}, logs)
+            removed.extend(logs)
+    mk.delete_marker_dir(storage, base, target)
+    return removed
