@@ -46,17 +46,10 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
     return False
 
 
-def _files_from_listing(storage: Storage, base_path: str, instant_time: str) -> list[tuple[str, str, str]]:
-    """(partition, name, io_type) of files carrying ``instant_time`` (no markers)."""
-    out = []
-    for st in storage.walk_files(base_path):
-        rel = st.path[len(base_path.rstrip("/")) + 1:]
-        if rel.startswith(".hoodie/") or rel.startswith(".hoodie"):
-            continue
-        part, _, name = rel.rpartition("/")
-        if name.endswith(".parquet") and name[:-len(".parquet")].endswith("_" + instant_time):
-            out.append((part, name, mk.IO_CREATE))
-    return out
+def _files_from_listing(table: Any, instant_time: str) -> list[tuple[str, str, str]]:
+    """(partition, name, io_type) of base files carrying ``instant_time`` (no markers)."""
+    return [(bf.partition_path, bf.file_name, mk.IO_CREATE)
+            for bf in table.file_system_view().base_files_written_at(instant_time)]
 
 
 def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, Any]:
@@ -64,7 +57,7 @@ def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, 
     storage, base_path = table.storage, table.base_path
     markers = mk.list_markers(storage, base_path, instant_time)
     entries = ([(m.partition_path, m.file_name, m.io_type) for m in markers] if markers
-               else _files_from_listing(storage, base_path, instant_time))
+               else _files_from_listing(table, instant_time))
     if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
         # completed instants (markers gone): the commit metadata names the files
         try:

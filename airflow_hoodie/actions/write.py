@@ -30,6 +30,7 @@ from airflow_hoodie.errors import (
     HoodieSchemaError,
     HoodieWriteConflictError,
 )
+from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.actions.transaction.conflict_resolution import TimelineSnapshot, check_no_conflict
 from airflow_hoodie.actions.transaction.failed_writes import live_writes, rollback_failed_writes
@@ -356,11 +357,17 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         for start in range(0, stamped.num_rows, rows_per_block):
             blocks.append(lb.avro_data_block(stamped.slice(start, rows_per_block), avro, ctx.instant_time))
     if deletes.num_rows:
-        order = (deletes.column(ctx.ordering_field).to_pylist()
-                 if ctx.ordering_field and ctx.ordering_field in deletes.column_names else [None] * deletes.num_rows)
-        keys = [lb.DeleteRecord(k, task.partition_path, o)
-                for k, o in zip(deletes.column(RECORD_KEY).to_pylist(), order)]
-        blocks.append(lb.delete_block(keys, ctx.instant_time))
+        # a hard delete (the delete operation) has no ordering value: Hudi writes IntWrapper{0};
+        # a soft delete (_hoodie_is_deleted) keeps its record's ordering value and type
+        # (any payload carries the precombine value as its ordering value)
+        field = ctx.props.get(PRECOMBINE_FIELD) or ctx.ordering_field
+        has_order = bool(field) and field in deletes.column_names
+        order = deletes.column(field).to_pylist() if has_order else [None] * deletes.num_rows
+        hard = deletes.column(OP_COL).to_pylist()
+        keys = [lb.DeleteRecord(k, task.partition_path, None if op == "D" else o)
+                for k, o, op in zip(deletes.column(RECORD_KEY).to_pylist(), order, hard)]
+        order_type = deletes.schema.field(field).type if has_order else None
+        blocks.append(lb.delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
     base_instant = task.base_instant or ctx.instant_time
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     # markers for the file the writer appends to and the one it may roll over to
@@ -425,66 +432,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass
-class ExistingFile:
-    """The latest file slice of one file group, as the index and bucketing see it."""
-
-    partition_path: str
-    file_id: str
-    base_file: str | None          # relative path
-    base_instant: str
-    base_size: int
-    log_files: list[str]           # relative paths
-    log_size: int = 0
-    in_clustering: bool = False    # under a pending clustering plan: no updates, no small-file inserts
-    # where the group's live keys are: with a pending compaction the latest slice is empty and
-    # the keys live in the previous slice (+ logs), i.e. the merged slice
-    lookup_base_file: str | None = None
-    lookup_log_files: list[str] | None = None
-
-
-def _rel(partition_path: str, name: str) -> str:
-    return f"{partition_path}/{name}" if partition_path else name
-
-
 def existing_files(table: Any, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
-    """Latest committed file slices; groups under pending clustering are flagged (the index must
-    still see their keys, or their records would be inserted a second time)."""
-    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
-
-    view = FileSystemView(table)
-    try:
-        clustering = set(view.pending_clustering_file_groups())
-    except Exception:  # noqa: BLE001 - older view without clustering support
-        clustering = set()
-    parts = list(partitions) if partitions is not None else None
-    out: list[ExistingFile] = []
-    slices = []
-    if parts is None:
-        slices = list(view.latest_file_slices())
-    else:
-        for p in parts:
-            slices.extend(view.latest_file_slices(p))
-    merged = {}
-    try:
-        for p in (parts if parts is not None else [None]):
-            for ms in view.latest_merged_file_slices(p):
-                merged[(ms.partition_path, ms.file_id)] = ms
-    except Exception:  # noqa: BLE001 - view without merged slices
-        merged = {}
-    for s in slices:
-        ms = merged.get((s.partition_path, s.file_id))
-        bf = s.base_file
-        logs = [_rel(s.partition_path, lf.file_name) for lf in s.log_files]
-        out.append(ExistingFile(
-            s.partition_path, s.file_id,
-            _rel(s.partition_path, bf.file_name) if bf else None,
-            s.base_instant, bf.size if bf else 0, logs, sum(lf.size for lf in s.log_files),
-            (s.partition_path, s.file_id) in clustering,
-            _rel(ms.partition_path, ms.base_file.file_name) if ms is not None and ms.base_file else None,
-            [_rel(ms.partition_path, lf.file_name) for lf in ms.log_files] if ms is not None else None,
-        ))
-    return out
+    """Latest committed file slices the index and bucketing work on (the table's view)."""
+    return table.file_system_view().existing_files(partitions)
 
 
 def average_record_size(table: Any, config: HoodieConfig) -> int:

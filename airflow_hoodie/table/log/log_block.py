@@ -604,10 +604,13 @@ _EPOCH_DT = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 def _wrap_ordering(value: Any, type_hint: pa.DataType | None) -> Any:
-    """``HoodieAvroUtils.wrapValueIntoAvro`` — (wrapper name, value) for fastavro."""
-    if value is None:
-        return None
+    """``HoodieAvroUtils.wrapValueIntoAvro`` — (wrapper name, value) for fastavro.
+
+    No ordering value is Hudi's "natural order" ``0``, written as ``IntWrapper{0}``: a hard
+    delete carries exactly that (Java readers fail on a null ordering value)."""
     ns = "org.apache.hudi.avro.model."
+    if value is None:
+        return (ns + "IntWrapper", {"value": 0})
     if type_hint is not None:
         t = type_hint
         if pa.types.is_boolean(t):
