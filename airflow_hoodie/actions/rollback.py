@@ -46,17 +46,10 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
     return False
 
 
-def _files_from_listing(storage: Storage, base_path: str, instant_time: str) -> list[tuple[str, str, str]]:
-    """(partition, name, io_type) of files carrying ``instant_time`` (no markers)."""
-    out = []
-    for st in storage.walk_files(base_path):
-        rel = st.path[len(base_path.rstrip("/")) + 1:]
-        if rel.startswith(".hoodie/") or rel.startswith(".hoodie"):
-            continue
-        part, _, name = rel.rpartition("/")
-        if name.endswith(".parquet") and name[:-len(".parquet")].endswith("_" + instant_time):
-            out.append((part, name, mk.IO_CREATE))
-    return out
+def _files_from_listing(table: Any, instant_time: str) -> list[tuple[str, str, str]]:
+    """(partition, name, io_type) of base files carrying ``instant_time`` (no markers)."""
+    return [(bf.partition_path, bf.file_name, mk.IO_CREATE)
+            for bf in table.file_system_view().base_files_written_at(instant_time)]
 
 
 def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, Any]:
@@ -64,7 +57,7 @@ def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, 
     storage, base_path = table.storage, table.base_path
     markers = mk.list_markers(storage, base_path, instant_time)
     entries = ([(m.partition_path, m.file_name, m.io_type) for m in markers] if markers
-               else _files_from_listing(storage, base_path, instant_time))
+               else _files_from_listing(table, instant_time))
     if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
         # completed instants (markers gone): the commit metadata names the files
         try:
@@ -233,3 +226,45 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
         ts = rollback_instant(table, instant_time, config)
     tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
+
+
+def _rollback_that_removed(table: Any, target: str) -> str | None:
+    """The completed rollback instant whose metadata names ``target``."""
+    from airflow_hoodie.table.metadata import avro_codec
+
+    tl = table.reload_timeline()
+    for r in reversed(tl.filter(actions="rollback").instants):
+        if not r.is_completed:
+            continue
+        try:
+            md = avro_codec.deserialize(tl.read_details(r), "HoodieRollbackMetadata")
+        except Exception:  # noqa: BLE001 - unreadable metadata: not the one we look for
+            continue
+        if target in (md.get("commitsRollback") or []):
+            return r.timestamp
+    return None
+
+
+def discard_after_rollback(table: Any, target: str) -> list[str]:
+    """Undo what a write's tasks wrote *after* another task rolled its instant back (its
+    heartbeat looked expired while it was alive). Those files carry an instant no longer
+    on the timeline: hidden now, but taken for archived, committed data once archival
+    passes their time. Markers name them (each is created before its file): created
+    files go, appended log files get a rollback block under that rollback's time."""
+    storage, base = table.storage, table.base_path
+    if not mk.list_markers(storage, base, target):
+        return []
+    rollback_ts = _rollback_that_removed(table, target)
+    plan = make_rollback_plan(table, target, "commit")
+    removed: list[str] = []
+    for req in plan["RollbackRequests"]:
+        for path in req.get("filesToBeDeleted") or []:
+            if storage.delete(path):
+                removed.append(path)
+        logs = req.get("logBlocksToBeDeleted") or {}
+        if logs and rollback_ts is not None:
+            _append_rollback_block(table, req, rollback_ts, target,
+                                   {"rollbackLogFiles": None, "logFilesFromFailedCommit": None}, logs)
+            removed.extend(logs)
+    mk.delete_marker_dir(storage, base, target)
+    return removed

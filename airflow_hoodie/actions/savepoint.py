@@ -20,23 +20,7 @@ SAVEPOINT_METADATA = "HoodieSavepointMetadata"
 
 def savepoint_files(table: Any, instant_time: str) -> dict[str, list[str]]:
     """partition -> base file names a reader as of ``instant_time`` uses."""
-    from airflow_hoodie.actions import table_state
-
-    tl = table.timeline
-    groups = table_state.list_file_groups(table, tl)
-    replaced = {k: ts for k, ts in table_state.replaced_file_groups(tl).items() if ts <= instant_time}
-    out: dict[str, list[str]] = {}
-    for key, fg in sorted(groups.items()):
-        if key in replaced:
-            continue
-        base = None
-        for s in reversed(fg.slices):
-            if s.base_instant <= instant_time and s.base_file is not None:
-                base = s.base_file
-                break
-        if base is not None:
-            out.setdefault(fg.partition_path, []).append(base.file_name)
-    return out
+    return table.file_system_view().savepoint_files(instant_time)
 
 
 def create_savepoint(table: Any, instant_time: str, user: str = "", comments: str = "") -> dict[str, Any]:

@@ -16,6 +16,7 @@ from airflow_hoodie.errors import (
     HoodieTableNotFoundError,
 )
 from airflow_hoodie.table import properties as P
+from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.table.timeline.instant import new_instant_time
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
@@ -204,10 +205,10 @@ class HoodieTable:
 
         return ArchivedTimeline.load(self.storage, self.base_path, self.config.archivelog_folder)
 
-    def file_system_view(self, timeline: Timeline | None = None):  # -> FileSystemView
-        from airflow_hoodie.table.file_group.file_system_view import FileSystemView
-
-        return FileSystemView(self, timeline)
+    def file_system_view(self, timeline: Timeline | None = None) -> FileSystemView:
+        """The file groups of this table as seen through ``timeline`` (default: the active one)."""
+        return FileSystemView(self.storage, self.base_path, timeline if timeline is not None else self.timeline,
+                              self.config)
 
     def partition_dir(self, partition_path: str) -> str:
         return Storage.join(self.base_path, partition_path) if partition_path else self.base_path

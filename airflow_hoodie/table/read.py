@@ -455,9 +455,8 @@ def read_table(
         filter_expr = commit_expr if filter_expr is None else (filter_expr & commit_expr)
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME_COLUMN})
 
-    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 
-    view = FileSystemView(table, timeline=timeline)
+    view = table.file_system_view(timeline)
     all_partitions = list(view.partitions())
     partitions = set(prune_partitions(all_partitions, spec, flt, schema))
     if query_type == "read_optimized":

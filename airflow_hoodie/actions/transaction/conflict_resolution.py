@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieWriteConflictError
+from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from airflow_hoodie.table.timeline.instant import Instant
 from airflow_hoodie.table.timeline.timeline import Timeline
@@ -77,12 +78,12 @@ def _services_planned_since(timeline: Timeline, mine: set[FileGroupId],
                             started: TimelineSnapshot) -> list[tuple[Instant, set[FileGroupId]]]:
     """Compaction or clustering plans scheduled after we started that take one of our
     file groups: their plan was made without our files, so committing would lose them."""
-    from airflow_hoodie.actions import table_state  # noqa: PLC0415 - table_state imports the write path
-
+    assert timeline.storage is not None and timeline.base_path is not None
+    plans = FileSystemView(timeline.storage, timeline.base_path, timeline, None)
     planned: dict[tuple[str, str], set[FileGroupId]] = {}
-    for group, (ts, _op) in table_state.pending_compaction_operations(timeline).items():
+    for group, (ts, _op) in plans.pending_compaction_operations().items():
         planned.setdefault((ts, "compaction"), set()).add(group)
-    for group, ts in table_state.pending_clustering_file_groups(timeline).items():
+    for group, ts in plans.pending_clustering_file_groups().items():
         planned.setdefault((ts, "replacecommit"), set()).add(group)
     out = []
     for (ts, action), groups in sorted(planned.items()):
