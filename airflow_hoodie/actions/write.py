@@ -27,6 +27,7 @@ from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieConfigError,
     HoodieError,
+    HoodieIOError,
     HoodieSchemaError,
     HoodieWriteConflictError,
 )
@@ -758,18 +759,22 @@ class WriteClient:
         self.table.reload_timeline()
         tm = self.txn
         if not tm.is_occ:
-            live = live_writes(self.table, tm)
-            if live:
-                other = live[0]
-                raise HoodieConcurrentWriterError(
-                    f"Another writer is running on {self.base_uri}: {other.action} {other.timestamp} is pending "
-                    f"and its heartbeat is live. {CONCURRENCY_MODE} is {SINGLE_WRITER}, so this write stops before "
-                    f"touching anything. Either run the table's write tasks one at a time (an Airflow pool with one "
-                    f"slot for this table), or let them overlap safely with {CONCURRENCY_MODE}={OCC} and a lock "
-                    "provider (hoodie.write.lock.provider).")
+            self._refuse_beside_live_writer()
         if tm.failed_writes_policy == EAGER:
             return rollback_failed_writes(self.table, tm, self.config)
         return []
+
+    def _refuse_beside_live_writer(self, own: str | None = None) -> None:
+        """SINGLE_WRITER: stop when another pending write has a live heartbeat."""
+        live = live_writes(self.table, self.txn, exclude=own)
+        if live:
+            other = live[0]
+            raise HoodieConcurrentWriterError(
+                f"Another writer is running on {self.base_uri}: {other.action} {other.timestamp} is pending "
+                f"and its heartbeat is live. {CONCURRENCY_MODE} is {SINGLE_WRITER}, so this write stops before "
+                f"touching anything. Either run the table's write tasks one at a time (an Airflow pool with one "
+                f"slot for this table), or let them overlap safely with {CONCURRENCY_MODE}={OCC} and a lock "
+                "provider (hoodie.write.lock.provider).")
 
     def new_instant_time(self) -> str:
         from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
@@ -807,6 +812,15 @@ class WriteClient:
         # for conflicts at commit.
         if self.table is not None:
             self._started = TimelineSnapshot.of(self.table.reload_timeline())
+            if not self.txn.is_occ:
+                # Without a lock two writers can both pass the check before either exists:
+                # checked again now that ours is visible; at worst both stop, never both run.
+                try:
+                    self._refuse_beside_live_writer(own=instant_time)
+                except HoodieConcurrentWriterError:
+                    TimelineWriter(self.storage, self.base_path).delete_instant_files(instant_time, action)
+                    self.txn.heartbeats.stop(instant_time)
+                    raise
         return instant_time
 
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
@@ -857,19 +871,33 @@ class WriteClient:
         leaves it to the next writer, once the heartbeat shows the process gone)."""
         try:
             yield
+        except HoodieIOError as exc:
+            self.abort(instant_time)
+            if self.txn.is_occ and "does not exist" in str(exc):
+                # another task (clean of replaced or old slices, a clustering) removed a file
+                # this write planned on: the same situation as a failed conflict check
+                raise HoodieWriteConflictError(
+                    f"{exc}. A concurrent table service removed a file this write was reading; {instant_time} "
+                    "was rolled back and nothing of it is visible. A retry of this task redoes it cleanly on the "
+                    "current table.") from exc
+            raise
         except BaseException:
             self.abort(instant_time)
             raise
 
     def abort(self, instant_time: str) -> None:
         """Undo our own pending instant after a failure: its files go, its heartbeat stops."""
-        from airflow_hoodie.actions.rollback import rollback_instant
+        from airflow_hoodie.actions.rollback import discard_after_rollback, rollback_instant
 
         try:
             if self.table is not None:
                 pending = self.table.reload_timeline().get(instant_time)
                 if pending is not None and not pending.is_completed:
                     rollback_instant(self.table, instant_time, config=self.config)
+                elif pending is None:
+                    # rolled back by another task while our tasks still wrote: what they
+                    # wrote after that rollback is ours to remove
+                    discard_after_rollback(self.table, instant_time)
         finally:
             self.txn.heartbeats.stop(instant_time)
 
