@@ -173,22 +173,34 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
 
 def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: str,
                            pm: dict[str, Any], logs: Mapping[str, int]) -> None:
-    """A rollback command block at the end of each log file the failed write appended to."""
+    """A rollback command block in a new log file (the next version) of each file slice the
+    failed write appended to, as Hudi 0.14 does: an existing log file is never rewritten,
+    since a reader may be reading it (and object stores cannot append)."""
+    from airflow_hoodie.table.file_group.file_naming import log_file_name, make_write_token, parse_log_file_name
     from airflow_hoodie.table.log import log_block as lb
     from airflow_hoodie.table.log.log_block import serialize_block
+    from airflow_hoodie.table.log.log_writer import latest_log_file
+
     storage = table.storage
     pm["rollbackLogFiles"] = pm["rollbackLogFiles"] or {}
     pm["logFilesFromFailedCommit"] = pm["logFilesFromFailedCommit"] or {}
+    slices: dict[tuple[str, str, str, str], None] = {}
     for path, size in logs.items():
-        blk = lb.rollback_command_block(ts, target)
-        data = serialize_block(blk)
-        if storage.supports_append:
-            with storage.open_append(path) as out:
-                out.write(data)
-        else:
-            storage.write_bytes(path, storage.read_bytes(path) + data)
-        pm["rollbackLogFiles"][storage.uri(path)] = storage.size(path)
         pm["logFilesFromFailedCommit"][storage.uri(path)] = int(size)
+        parsed = parse_log_file_name(path.rsplit("/", 1)[-1])
+        if parsed is None:
+            raise HoodieError(f"{path} in the rollback plan of {target} is not a log file name.")
+        slices[(path.rsplit("/", 1)[0], parsed.file_id, parsed.base_instant, parsed.ext)] = None
+    data = serialize_block(lb.rollback_command_block(ts, target))
+    for part_dir, file_id, base_instant, ext in slices:
+        version = latest_log_file(storage, part_dir, file_id, base_instant, ext)[0]
+        while True:
+            version += 1
+            new_path = storage.join(part_dir, log_file_name(file_id, base_instant, version,
+                                                            make_write_token(0, 0, 0), ext))
+            if storage.create_if_absent(new_path, data):
+                break
+        pm["rollbackLogFiles"][storage.uri(new_path)] = storage.size(new_path)
 
 
 def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfig | None = None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieConfigError,
     HoodieError,
+    HoodieIOError,
     HoodieSchemaError,
     HoodieWriteConflictError,
 )
@@ -870,6 +871,16 @@ class WriteClient:
         leaves it to the next writer, once the heartbeat shows the process gone)."""
         try:
             yield
+        except HoodieIOError as exc:
+            self.abort(instant_time)
+            if self.txn.is_occ and "does not exist" in str(exc):
+                # another task (clean of replaced or old slices, a clustering) removed a file
+                # this write planned on: the same situation as a failed conflict check
+                raise HoodieWriteConflictError(
+                    f"{exc}. A concurrent table service removed a file this write was reading; {instant_time} "
+                    "was rolled back and nothing of it is visible. A retry of this task redoes it cleanly on the "
+                    "current table.") from exc
+            raise
         except BaseException:
             self.abort(instant_time)
             raise
