@@ -21,6 +21,10 @@ from airflow_hoodie.table.timeline.instant import Action, Instant, State
 UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
 
 
+#: Hudi 0.14's HoodieRestorePlan version (with savepointToRestoreTimestamp)
+RESTORE_PLAN_VERSION = 2
+
+
 def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     from airflow_hoodie.actions.rollback import rollback_instant
     from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
@@ -51,7 +55,10 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
                 )
         undo = [i for i in tl.instants if i.timestamp > instant_time and i.action in UNDOABLE]
         undo.sort(key=lambda i: i.sort_key, reverse=True)
-        plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in undo], "version": 1}
+        savepoint = find_instant(tl, instant_time, [Action.SAVEPOINT])
+        plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in undo],
+                "version": RESTORE_PLAN_VERSION,
+                "savepointToRestoreTimestamp": instant_time if savepoint is not None else None}
         last = tl.instants[-1].timestamp
         ts = new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
         restore = writer.create_requested(Instant(ts, Action.RESTORE, State.REQUESTED),
@@ -76,6 +83,10 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
         "restoreInstantInfo": plan["instantsToRollback"],
     }
     writer.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), serialize_plan("HoodieRestoreMetadata", meta))
+    # Hudi 0.14 keeps the rollbacks only inside the restore metadata, not on the timeline
+    for metas in rollbacks.values():
+        for rb_meta in metas:
+            writer.delete_instant_files(rb_meta["startRollbackTime"], Action.ROLLBACK)
     table.reload_timeline()
     return {"instant": ts, "action": Action.RESTORE, "state": "completed", "restored_to": instant_time,
             "rolled_back": meta["instantsToRollback"]}
