@@ -1,11 +1,13 @@
 """Benchmark (not a test): what optimistic concurrency control costs a write.
 
-    .venv/bin/python benchmarks/occ_cost.py [--rows 1000000] [--batch 100000] [--repeat 3]
+    .venv/bin/python benchmarks/occ_cost.py [--rows 1000000] [--batch 100000] [--repeat 3] [--spark]
 
 Upserts the same 100k batch (20% updates) into copies of one 1M-row COPY_ON_WRITE table,
 in-process (Arrow engine), with hoodie.write.concurrency.mode=SINGLE_WRITER and with
 OPTIMISTIC_CONCURRENCY_CONTROL + the file-system lock; medians compared. Then the parts
 OCC adds, timed alone: taking and releasing the lock, and the conflict check at commit.
+With ``--spark`` the same comparison through the Spark engine (spark/upsert.py,
+``--master``, default local[2]).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +42,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--spark", action="store_true", help="also time the Spark engine")
+    ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
 
     from airflow_hoodie.actions.transaction.conflict_resolution import TimelineSnapshot, check_no_conflict
@@ -67,8 +72,7 @@ def main() -> None:
         shutil.rmtree(path)
         return elapsed
 
-    single = [upsert({}, k) for k in range(args.repeat)]
-    occ = [upsert(OCC, 100 + k) for k in range(args.repeat)]
+    single, occ = _alternating(upsert, args.repeat)
 
     table = HoodieTable.load(base)
     tm = TransactionManager(HoodieConfig(OCC), base, table.storage, table.base_path)
@@ -88,10 +92,58 @@ def main() -> None:
     s_med, o_med = statistics.median(single), statistics.median(occ)
     rows = [(f"upsert {args.batch:,} into {args.rows:,} (COW, in-process): OCC + file-system lock", o_med, s_med,
              "SINGLE_WRITER")]
+    figures = {"single_writer_s": single, "occ_s": occ, "lock_ms": round(lock_ms, 3),
+               "conflict_check_ms": round(check_ms, 3)}
+    if args.spark:
+        spark_single, spark_occ = _spark_runs(args, work, cfg, batch)
+        figures.update(spark_single_writer_s=spark_single, spark_occ_s=spark_occ, spark_master=args.master)
+        rows.append((f"upsert {args.batch:,} into {args.rows:,} (COW, Spark {args.master}): OCC + file-system lock",
+                     statistics.median(spark_occ), statistics.median(spark_single), "SINGLE_WRITER"))
     print_table(rows)
     print(f"lock take+release: {lock_ms:.2f} ms; conflict check at commit (reload + compare): {check_ms:.2f} ms")
-    print(f"figures: {write_report('occ_cost', {'single_writer_s': single, 'occ_s': occ, 'lock_ms': round(lock_ms, 3), 'conflict_check_ms': round(check_ms, 3)}, rows)}")
+    print(f"figures: {write_report('occ_cost', figures, rows)}")
     shutil.rmtree(work)
+
+
+def _alternating(run: Any, repeat: int) -> tuple[list[float], list[float]]:
+    """SINGLE_WRITER and OCC runs taken in turn, so drift on a shared machine (other
+    jobs, a JVM still warming up) falls on both alike: (SINGLE_WRITER times, OCC times)."""
+    single: list[float] = []
+    occ: list[float] = []
+    for k in range(repeat):
+        single.append(run({}, k))
+        occ.append(run(OCC, 100 + k))
+    return single, occ
+
+
+def _spark_runs(args: argparse.Namespace, work: str, cfg: dict[str, str],
+                batch: pa.Table) -> tuple[list[float], list[float]]:
+    """The same upsert through spark/upsert.py: (SINGLE_WRITER times, OCC times)."""
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.spark.session import get_or_create_session
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    spark = get_or_create_session("hoodie-occ-bench", master=args.master)
+    try:
+        base = os.path.join(work, "spark-base")
+        base_df = spark.createDataFrame(_rows(np.arange(args.rows), 1).to_pandas())
+        upsert_dataframe(spark, base_df, base, "bulk_insert", HoodieConfig(cfg), "bench")
+        batch_df = spark.createDataFrame(batch.to_pandas()).cache()
+        batch_df.count()
+
+        def run(settings: dict[str, str], k: int) -> float:
+            path = os.path.join(work, f"spark-run{k}")
+            shutil.copytree(base, path)
+            t0 = time.perf_counter()
+            upsert_dataframe(spark, batch_df, path, "upsert", HoodieConfig({**cfg, **settings}), "bench")
+            elapsed = time.perf_counter() - t0
+            shutil.rmtree(path)
+            return elapsed
+
+        run({}, 999)  # warm-up: the JVM's first job compiles the code paths
+        return _alternating(run, args.repeat)
+    finally:
+        spark.stop()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
+from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -252,7 +254,6 @@ def _archive_dir(table: Any) -> str:
 
 
 def _archive_context(table: Any, tl: Any) -> ArchiveContext:
-    from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.service_common import deserialize_plan
 
     cleans = [i for i in tl.instants if i.action == Action.CLEAN and is_completed(i)]
@@ -263,15 +264,15 @@ def _archive_context(table: Any, tl: Any) -> ArchiveContext:
     clustering = frozenset(
         i.timestamp for i in tl.instants
         if i.action == Action.REPLACE_COMMIT and is_completed(i)
-        and _is_clustering(tl, i, table_state)
+        and _is_clustering(table.file_system_view(tl), i)
     )
     return ArchiveContext(is_mor=bool(table.is_mor), latest_clean_earliest_retain=earliest,
                           has_completed_clean=bool(cleans), clustering_replace_ts=clustering)
 
 
-def _is_clustering(tl: Any, inst: Instant, table_state: Any) -> bool:
+def _is_clustering(view: FileSystemView, inst: Instant) -> bool:
     try:
-        return table_state.clustering_plan_of(tl, inst) is not None
+        return view.clustering_plan(inst.timestamp) is not None
     except Exception:  # noqa: BLE001 - requested file archived/unreadable: treat as clustering (safe side)
         return True
 
@@ -300,10 +301,16 @@ def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: 
 
 
 def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
-    """Archive what the rules allow; then merge small archive files if enabled."""
-    import time
-
+    """Archive what the rules allow; then merge small archive files if enabled. Under
+    the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
+    timeline that archival deletes from."""
     table.prepare_for_change()
+    with transaction_manager_for(table, config).transaction("archive the timeline"):
+        return _archive(table, config)
+
+
+def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
+    import time
 
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.timeline.timeline import TimelineWriter

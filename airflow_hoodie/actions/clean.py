@@ -223,7 +223,6 @@ def _latest_completed_commit(instants: Sequence[Instant]) -> str | None:
 
 def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
     """Compute the cleaner plan and write ``T.clean.requested``; (None, None, reason) if nothing to do."""
-    from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.service_common import serialize_plan
     from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -237,16 +236,17 @@ def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None
     if policy != KEEP_LATEST_FILE_VERSIONS and earliest is None:
         return None, None, (f"{policy}: not enough commits to clean yet "
                             f"({len(completed_commits(instants))} completed commits)")
-    groups = table_state.list_file_groups(table, tl)
+    view = table.file_system_view(tl)
+    groups = view.service_file_groups()
     inputs = CleanInputs(
         policy, earliest, config.get_int(FILE_VERSIONS_RETAINED),
-        savepointed_files=table_state.savepointed_files(tl),
+        savepointed_files=view.savepointed_files(),
         pending_compaction_base={k: op["baseInstantTime"] for k, (_, op) in
-                                 table_state.pending_compaction_operations(tl).items()},
-        replaced=table_state.replaced_file_groups(tl), latest_instant=latest,
+                                 view.pending_compaction_operations().items()},
+        replaced=view.replace_instants_by_group(), latest_instant=latest,
     )
     # Slices of a pending clustering stay until the replacecommit completes.
-    pending_cluster = table_state.pending_clustering_file_groups(tl)
+    pending_cluster = view.pending_clustering_file_groups()
     files = files_to_clean([fg for k, fg in sorted(groups.items()) if k not in pending_cluster], inputs)
     if not files:
         return None, None, f"{policy}: no file slice is out of retention"

@@ -69,9 +69,7 @@ def check_no_pending_clustering(table: Any, file_group_ids: Iterable[tuple[str, 
     ``file_group_ids`` are (partition_path, file_id) pairs the write would update.
     Call it from the write path after tagging records with their file groups.
     """
-    from airflow_hoodie.actions import table_state
-
-    pending = table_state.pending_clustering_file_groups(table.reload_timeline())
+    pending = table.file_system_view(table.reload_timeline()).pending_clustering_file_groups()
     conflicts = sorted((fg, pending[fg]) for fg in set(file_group_ids) if fg in pending)
     if conflicts:
         shown = ", ".join(f"{p or '<non-partitioned>'}/{f} (clustering {ts})" for (p, f), ts in conflicts[:5])
@@ -212,7 +210,6 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
 
 
 def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:
-    from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.service_common import serialize_plan
     from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -226,11 +223,10 @@ def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | N
             "clustering is planned only when no write is running. Let it finish (or roll it back), then schedule "
             "again — or run the table with hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL."
         )
-    groups = table_state.list_file_groups(table, tl)
-    replaced = table_state.replaced_file_groups(tl)
-    excluded = set(table_state.pending_compaction_operations(tl)) | set(table_state.pending_clustering_file_groups(tl))
+    view = table.file_system_view(tl)
+    excluded = view.file_groups_in_pending_services()
     by_part: dict[str, list[Any]] = {}
-    for s in table_state.latest_slices(groups, replaced):
+    for s in view.service_latest_slices():
         if s.base_file is None and not s.log_files:
             continue
         by_part.setdefault(s.partition_path, []).append(s)
@@ -368,7 +364,6 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     from functools import partial
 
     from airflow_hoodie.actions import service_common as sc
-    from airflow_hoodie.actions import table_state
     from airflow_hoodie.actions.write import commit_metadata_json
     from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
     from airflow_hoodie.table.file_group import markers as mk
@@ -379,7 +374,7 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     if inst is None or inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
-    plan = table_state.clustering_plan_of(tl, inst)
+    plan = table.file_system_view(tl).clustering_plan(inst.timestamp)
     if plan is None:
         raise HoodieConfigError(f"Replacecommit {instant_time} is not a clustering (no clustering plan).")
     groups = list(plan.get("inputGroups") or [])
@@ -428,11 +423,10 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
 
 
 def pending_clustering_instants(table: Any) -> list[Instant]:
-    from airflow_hoodie.actions import table_state
-
     tl = table.reload_timeline()
+    view = table.file_system_view(tl)
     return [i for i in tl.instants if i.action == Action.REPLACE_COMMIT and i.state != State.COMPLETED
-            and table_state.clustering_plan_of(tl, i) is not None]
+            and view.clustering_plan(i.timestamp) is not None]
 
 
 def run_clustering(table: Any, config: HoodieConfig, executor: Any, mode: str = "scheduleAndExecute",

@@ -215,7 +215,6 @@ def schedule_compaction(
 def _schedule_compaction(
     table: Any, config: HoodieConfig, instant_time: str | None, force: bool
 ) -> CompactionSchedule:
-    from airflow_hoodie.actions import table_state
     from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
     from airflow_hoodie.actions.service_common import serialize_plan
@@ -248,10 +247,9 @@ def _schedule_compaction(
         decision = compaction_due(instants, config, ts)
         if not decision.due:
             return CompactionSchedule(None, None, decision.reason)
-    groups = table_state.list_file_groups(table, timeline)
-    excluded = set(table_state.pending_compaction_operations(timeline)) | set(
-        table_state.pending_clustering_file_groups(timeline))
-    slices = table_state.latest_slices(groups, table_state.replaced_file_groups(timeline))
+    view = table.file_system_view(timeline)
+    excluded = view.file_groups_in_pending_services()
+    slices = view.service_latest_slices()
     ops = select_operations(slices, excluded, config)
     if not ops:
         return CompactionSchedule(None, None, "no file slice with log files qualifies for compaction")

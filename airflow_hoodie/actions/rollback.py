@@ -15,7 +15,7 @@ import time
 from typing import Any, Mapping
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieError, HoodieTimelineError
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieError, HoodieTimelineError
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -46,17 +46,10 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
     return False
 
 
-def _files_from_listing(storage: Storage, base_path: str, instant_time: str) -> list[tuple[str, str, str]]:
-    """(partition, name, io_type) of files carrying ``instant_time`` (no markers)."""
-    out = []
-    for st in storage.walk_files(base_path):
-        rel = st.path[len(base_path.rstrip("/")) + 1:]
-        if rel.startswith(".hoodie/") or rel.startswith(".hoodie"):
-            continue
-        part, _, name = rel.rpartition("/")
-        if name.endswith(".parquet") and name[:-len(".parquet")].endswith("_" + instant_time):
-            out.append((part, name, mk.IO_CREATE))
-    return out
+def _files_from_listing(table: Any, instant_time: str) -> list[tuple[str, str, str]]:
+    """(partition, name, io_type) of base files carrying ``instant_time`` (no markers)."""
+    return [(bf.partition_path, bf.file_name, mk.IO_CREATE)
+            for bf in table.file_system_view().base_files_written_at(instant_time)]
 
 
 def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, Any]:
@@ -64,7 +57,7 @@ def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, 
     storage, base_path = table.storage, table.base_path
     markers = mk.list_markers(storage, base_path, instant_time)
     entries = ([(m.partition_path, m.file_name, m.io_type) for m in markers] if markers
-               else _files_from_listing(storage, base_path, instant_time))
+               else _files_from_listing(table, instant_time))
     if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
         # completed instants (markers gone): the commit metadata names the files
         try:
@@ -180,22 +173,34 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
 
 def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: str,
                            pm: dict[str, Any], logs: Mapping[str, int]) -> None:
-    """A rollback command block at the end of each log file the failed write appended to."""
+    """A rollback command block in a new log file (the next version) of each file slice the
+    failed write appended to, as Hudi 0.14 does: an existing log file is never rewritten,
+    since a reader may be reading it (and object stores cannot append)."""
+    from airflow_hoodie.table.file_group.file_naming import log_file_name, make_write_token, parse_log_file_name
     from airflow_hoodie.table.log import log_block as lb
     from airflow_hoodie.table.log.log_block import serialize_block
+    from airflow_hoodie.table.log.log_writer import latest_log_file
+
     storage = table.storage
     pm["rollbackLogFiles"] = pm["rollbackLogFiles"] or {}
     pm["logFilesFromFailedCommit"] = pm["logFilesFromFailedCommit"] or {}
+    slices: dict[tuple[str, str, str, str], None] = {}
     for path, size in logs.items():
-        blk = lb.rollback_command_block(ts, target)
-        data = serialize_block(blk)
-        if storage.supports_append:
-            with storage.open_append(path) as out:
-                out.write(data)
-        else:
-            storage.write_bytes(path, storage.read_bytes(path) + data)
-        pm["rollbackLogFiles"][storage.uri(path)] = storage.size(path)
         pm["logFilesFromFailedCommit"][storage.uri(path)] = int(size)
+        parsed = parse_log_file_name(path.rsplit("/", 1)[-1])
+        if parsed is None:
+            raise HoodieError(f"{path} in the rollback plan of {target} is not a log file name.")
+        slices[(path.rsplit("/", 1)[0], parsed.file_id, parsed.base_instant, parsed.ext)] = None
+    data = serialize_block(lb.rollback_command_block(ts, target))
+    for part_dir, file_id, base_instant, ext in slices:
+        version = latest_log_file(storage, part_dir, file_id, base_instant, ext)[0]
+        while True:
+            version += 1
+            new_path = storage.join(part_dir, log_file_name(file_id, base_instant, version,
+                                                            make_write_token(0, 0, 0), ext))
+            if storage.create_if_absent(new_path, data):
+                break
+        pm["rollbackLogFiles"][storage.uri(new_path)] = storage.size(new_path)
 
 
 def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfig | None = None) -> dict[str, Any]:
@@ -218,6 +223,63 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
             raise HoodieError(
                 f"{target.action} {instant_time} is pending and its writer is alive (live heartbeat); it is not "
                 "rolled back. Stop that task first, or wait until its heartbeat expires.")
+        if target is not None and target.is_completed:
+            _refuse_beside_writers_built_on(table, tm, target)
         ts = rollback_instant(table, instant_time, config)
     tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
+
+
+def _rollback_that_removed(table: Any, target: str) -> str | None:
+    """The completed rollback instant whose metadata names ``target``."""
+    from airflow_hoodie.table.metadata import avro_codec
+
+    tl = table.reload_timeline()
+    for r in reversed(tl.filter(actions="rollback").instants):
+        if not r.is_completed:
+            continue
+        try:
+            md = avro_codec.deserialize(tl.read_details(r), "HoodieRollbackMetadata")
+        except Exception:  # noqa: BLE001 - unreadable metadata: not the one we look for
+            continue
+        if target in (md.get("commitsRollback") or []):
+            return r.timestamp
+    return None
+
+
+def discard_after_rollback(table: Any, target: str) -> list[str]:
+    """Undo what a write's tasks wrote *after* another task rolled its instant back (its
+    heartbeat looked expired while it was alive). Those files carry an instant no longer
+    on the timeline: hidden now, but taken for archived, committed data once archival
+    passes their time. Markers name them (each is created before its file): created
+    files go, appended log files get a rollback block under that rollback's time."""
+    storage, base = table.storage, table.base_path
+    if not mk.list_markers(storage, base, target):
+        return []
+    rollback_ts = _rollback_that_removed(table, target)
+    plan = make_rollback_plan(table, target, "commit")
+    removed: list[str] = []
+    for req in plan["RollbackRequests"]:
+        for path in req.get("filesToBeDeleted") or []:
+            if storage.delete(path):
+                removed.append(path)
+        logs = req.get("logBlocksToBeDeleted") or {}
+        if logs and rollback_ts is not None:
+            _append_rollback_block(table, req, rollback_ts, target,
+                                   {"rollbackLogFiles": None, "logFilesFromFailedCommit": None}, logs)
+            removed.extend(logs)
+    mk.delete_marker_dir(storage, base, target)
+    return removed
+
+
+def _refuse_beside_writers_built_on(table: Any, tm: Any, target: Any) -> None:
+    """A completed write is not rolled back while a later write is running: that writer
+    planned on top of it and would bring its records back (or lose its own) at commit."""
+    from airflow_hoodie.actions.transaction.failed_writes import live_writes
+
+    later = [i for i in live_writes(table, tm) if i.timestamp > target.timestamp]
+    if later:
+        raise HoodieConcurrentWriterError(
+            f"Cannot roll back {target.action} {target.timestamp}: {later[0].action} {later[0].timestamp} started "
+            "after it and is still running (live heartbeat), on top of its data. Nothing was changed; run the "
+            "rollback when that task has finished (or roll both back, newest first).")

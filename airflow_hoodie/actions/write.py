@@ -27,9 +27,12 @@ from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieConfigError,
     HoodieError,
+    HoodieIOError,
     HoodieSchemaError,
     HoodieWriteConflictError,
 )
+from airflow_hoodie.table.supported_features import check_merge_supported
+from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.actions.transaction.conflict_resolution import TimelineSnapshot, check_no_conflict
 from airflow_hoodie.actions.transaction.failed_writes import live_writes, rollback_failed_writes
@@ -431,66 +434,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass
-class ExistingFile:
-    """The latest file slice of one file group, as the index and bucketing see it."""
-
-    partition_path: str
-    file_id: str
-    base_file: str | None          # relative path
-    base_instant: str
-    base_size: int
-    log_files: list[str]           # relative paths
-    log_size: int = 0
-    in_clustering: bool = False    # under a pending clustering plan: no updates, no small-file inserts
-    # where the group's live keys are: with a pending compaction the latest slice is empty and
-    # the keys live in the previous slice (+ logs), i.e. the merged slice
-    lookup_base_file: str | None = None
-    lookup_log_files: list[str] | None = None
-
-
-def _rel(partition_path: str, name: str) -> str:
-    return f"{partition_path}/{name}" if partition_path else name
-
-
 def existing_files(table: Any, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
-    """Latest committed file slices; groups under pending clustering are flagged (the index must
-    still see their keys, or their records would be inserted a second time)."""
-    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
-
-    view = FileSystemView(table)
-    try:
-        clustering = set(view.pending_clustering_file_groups())
-    except Exception:  # noqa: BLE001 - older view without clustering support
-        clustering = set()
-    parts = list(partitions) if partitions is not None else None
-    out: list[ExistingFile] = []
-    slices = []
-    if parts is None:
-        slices = list(view.latest_file_slices())
-    else:
-        for p in parts:
-            slices.extend(view.latest_file_slices(p))
-    merged = {}
-    try:
-        for p in (parts if parts is not None else [None]):
-            for ms in view.latest_merged_file_slices(p):
-                merged[(ms.partition_path, ms.file_id)] = ms
-    except Exception:  # noqa: BLE001 - view without merged slices
-        merged = {}
-    for s in slices:
-        ms = merged.get((s.partition_path, s.file_id))
-        bf = s.base_file
-        logs = [_rel(s.partition_path, lf.file_name) for lf in s.log_files]
-        out.append(ExistingFile(
-            s.partition_path, s.file_id,
-            _rel(s.partition_path, bf.file_name) if bf else None,
-            s.base_instant, bf.size if bf else 0, logs, sum(lf.size for lf in s.log_files),
-            (s.partition_path, s.file_id) in clustering,
-            _rel(ms.partition_path, ms.base_file.file_name) if ms is not None and ms.base_file else None,
-            [_rel(ms.partition_path, lf.file_name) for lf in ms.log_files] if ms is not None else None,
-        ))
-    return out
+    """Latest committed file slices the index and bucketing work on (the table's view)."""
+    return table.file_system_view().existing_files(partitions)
 
 
 def average_record_size(table: Any, config: HoodieConfig) -> int:
@@ -731,6 +677,8 @@ class WriteClient:
     def load_table(self) -> Any | None:
         from airflow_hoodie.table.hoodie_table import HoodieTable
         from airflow_hoodie.errors import HoodieTableNotFoundError
+        # a custom payload or merger in the job's own options: refused before anything is written
+        check_merge_supported(self.config.as_dict(), f"The write to {self.base_uri}")
         try:
             self.table = HoodieTable.load(self.base_uri, self.storage_options or None)
         except HoodieTableNotFoundError:
@@ -814,18 +762,22 @@ class WriteClient:
         self.table.reload_timeline()
         tm = self.txn
         if not tm.is_occ:
-            live = live_writes(self.table, tm)
-            if live:
-                other = live[0]
-                raise HoodieConcurrentWriterError(
-                    f"Another writer is running on {self.base_uri}: {other.action} {other.timestamp} is pending "
-                    f"and its heartbeat is live. {CONCURRENCY_MODE} is {SINGLE_WRITER}, so this write stops before "
-                    f"touching anything. Either run the table's write tasks one at a time (an Airflow pool with one "
-                    f"slot for this table), or let them overlap safely with {CONCURRENCY_MODE}={OCC} and a lock "
-                    "provider (hoodie.write.lock.provider).")
+            self._refuse_beside_live_writer()
         if tm.failed_writes_policy == EAGER:
             return rollback_failed_writes(self.table, tm, self.config)
         return []
+
+    def _refuse_beside_live_writer(self, own: str | None = None) -> None:
+        """SINGLE_WRITER: stop when another pending write has a live heartbeat."""
+        live = live_writes(self.table, self.txn, exclude=own)
+        if live:
+            other = live[0]
+            raise HoodieConcurrentWriterError(
+                f"Another writer is running on {self.base_uri}: {other.action} {other.timestamp} is pending "
+                f"and its heartbeat is live. {CONCURRENCY_MODE} is {SINGLE_WRITER}, so this write stops before "
+                f"touching anything. Either run the table's write tasks one at a time (an Airflow pool with one "
+                f"slot for this table), or let them overlap safely with {CONCURRENCY_MODE}={OCC} and a lock "
+                "provider (hoodie.write.lock.provider).")
 
     def new_instant_time(self) -> str:
         from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
@@ -863,6 +815,15 @@ class WriteClient:
         # for conflicts at commit.
         if self.table is not None:
             self._started = TimelineSnapshot.of(self.table.reload_timeline())
+            if not self.txn.is_occ:
+                # Without a lock two writers can both pass the check before either exists:
+                # checked again now that ours is visible; at worst both stop, never both run.
+                try:
+                    self._refuse_beside_live_writer(own=instant_time)
+                except HoodieConcurrentWriterError:
+                    TimelineWriter(self.storage, self.base_path).delete_instant_files(instant_time, action)
+                    self.txn.heartbeats.stop(instant_time)
+                    raise
         return instant_time
 
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
@@ -913,19 +874,33 @@ class WriteClient:
         leaves it to the next writer, once the heartbeat shows the process gone)."""
         try:
             yield
+        except HoodieIOError as exc:
+            self.abort(instant_time)
+            if self.txn.is_occ and "does not exist" in str(exc):
+                # another task (clean of replaced or old slices, a clustering) removed a file
+                # this write planned on: the same situation as a failed conflict check
+                raise HoodieWriteConflictError(
+                    f"{exc}. A concurrent table service removed a file this write was reading; {instant_time} "
+                    "was rolled back and nothing of it is visible. A retry of this task redoes it cleanly on the "
+                    "current table.") from exc
+            raise
         except BaseException:
             self.abort(instant_time)
             raise
 
     def abort(self, instant_time: str) -> None:
         """Undo our own pending instant after a failure: its files go, its heartbeat stops."""
-        from airflow_hoodie.actions.rollback import rollback_instant
+        from airflow_hoodie.actions.rollback import discard_after_rollback, rollback_instant
 
         try:
             if self.table is not None:
                 pending = self.table.reload_timeline().get(instant_time)
                 if pending is not None and not pending.is_completed:
                     rollback_instant(self.table, instant_time, config=self.config)
+                elif pending is None:
+                    # rolled back by another task while our tasks still wrote: what they
+                    # wrote after that rollback is ours to remove
+                    discard_after_rollback(self.table, instant_time)
         finally:
             self.txn.heartbeats.stop(instant_time)
 

@@ -253,7 +253,9 @@ def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
 def _load_table(base_path: str, storage_options: Mapping[str, str] | None) -> Any:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-    return HoodieTable.load(base_path, storage_options=storage_options)
+    table = HoodieTable.load(base_path, storage_options=storage_options)
+    table.check_supported()
+    return table
 
 
 def _normalize_ts(ts: str | None) -> str | None:
@@ -455,9 +457,8 @@ def read_table(
         filter_expr = commit_expr if filter_expr is None else (filter_expr & commit_expr)
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME_COLUMN})
 
-    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 
-    view = FileSystemView(table, timeline=timeline)
+    view = table.file_system_view(timeline)
     all_partitions = list(view.partitions())
     partitions = set(prune_partitions(all_partitions, spec, flt, schema))
     if query_type == "read_optimized":

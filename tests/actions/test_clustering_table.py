@@ -5,7 +5,6 @@ import pytest
 
 from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.actions import clustering as cu
-from airflow_hoodie.actions import table_state
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieWriteConflictError
@@ -41,7 +40,7 @@ def test_schedule_execute_sorted(small_files):
     for f in new:
         ids = pq.read_table(f"{base}/{f}", columns=["id"]).column("id").to_pylist()
         assert ids == sorted(ids)
-    replaced = table_state.replaced_file_groups(load(base).timeline)
+    replaced = load(base).file_system_view().replace_instants_by_group()
     assert {fid for (_p, fid) in replaced} == before_groups
     # cleaning by file versions removes the replaced groups entirely
     cl.run_clean(load(base), HoodieConfig({cl.POLICY: cl.KEEP_LATEST_FILE_VERSIONS}), LocalExecutor())
@@ -60,7 +59,7 @@ def test_nothing_to_cluster_and_max_groups(small_files):
 def test_pending_clustering_refuses_writes_and_blocks_replanning(small_files):
     base, cfg, model = small_files
     ts = cu.run_clustering(load(base), HoodieConfig({}), LocalExecutor(), "schedule")["instant"]
-    pending = table_state.pending_clustering_file_groups(load(base).timeline)
+    pending = load(base).file_system_view().pending_clustering_file_groups()
     with pytest.raises(HoodieWriteConflictError, match="pending clustering"):
         cu.check_no_pending_clustering(load(base), list(pending)[:2])
     cu.check_no_pending_clustering(load(base), [("p0", "not-a-group")])

@@ -32,10 +32,13 @@ class FailsAfterFirst:
 
 
 class DiesAfterFirst:
-    """An executor whose process is SIGKILLed after the first task wrote its files."""
+    """An executor whose process is SIGKILLed after the first file-group write task wrote
+    its files (other maps, such as the index lookup, run normally)."""
 
     def map(self, fn, items):
         items = list(items)
+        if not (items and isinstance(items[0], tuple) and type(items[0][0]).__name__ == "FileGroupTask"):
+            return [fn(i) for i in items]
         fn(items[0])
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -128,3 +131,39 @@ def test_rollback_refuses_older_completed(tmp_path):
     write_arrow(base, to_arrow(rows(0, 3, 2, "b")), "upsert", c)
     with pytest.raises(Exception, match="not the latest"):
         rollback_instant(HoodieTable.load(base), r1.instant)
+
+
+def test_rollback_writes_its_command_block_to_a_new_log_version(tmp_path):
+    """Hudi 0.14 never rewrites a log file on rollback: the command block goes to the next
+    version of the slice's log, and the failed write's own log file keeps its bytes."""
+    import pathlib
+
+    from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
+    from airflow_hoodie.table.log.log_reader import read_log_blocks_from_bytes
+
+    base = str(tmp_path / "t")
+    c = conf("MERGE_ON_READ")
+    write_arrow(base, to_arrow(rows(0, 10, 1, "a")), "upsert", c, table_name="t")
+    _killed_write(base, "MERGE_ON_READ", rows(0, 10, 2, "bad"))
+    failed_ts = HoodieTable.load(base).timeline.pending().instants[0].timestamp
+    def data_logs():
+        return [p for p in pathlib.Path(base).rglob(".*.log.*") if ".hoodie" not in p.parts]
+
+    logs_before = {p: p.read_bytes() for p in data_logs()}
+    assert logs_before
+    r = write_arrow(base, to_arrow(rows(0, 1, 3, "g")), "upsert", c)
+    assert r.rolled_back == [failed_ts]
+    for path, data in logs_before.items():
+        assert path.read_bytes() == data  # untouched
+    rollback_logs = []
+    for p in data_logs():
+        blocks = read_log_blocks_from_bytes(p.read_bytes(), str(p))
+        if any(b.is_rollback for b in blocks):
+            rollback_logs.append(p)
+            # the file starts with the command block (the next write may append after it)
+            assert blocks[0].is_rollback and blocks[0].target_instant_time == failed_ts
+    assert rollback_logs
+    versions = {parse_log_file_name(p.name).version for p in logs_before}
+    assert all(parse_log_file_name(p.name).version > min(versions) for p in rollback_logs)
+    assert actual(read_table(base))[0][3] == "g0"
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)

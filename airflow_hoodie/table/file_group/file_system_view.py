@@ -11,39 +11,62 @@ Mirrors Hudi 0.14's ``AbstractTableFileSystemView`` semantics:
 * file groups replaced by a completed replacecommit (insert overwrite, clustering)
   are hidden; pending clustering and compaction plans are exposed for writers.
 
-One recursive listing of the base path feeds the whole view, which is cheap on object
-stores (one paginated LIST instead of one per partition).
+One listing of the base path (:meth:`FileSystemView._list_data_files`, the single
+point where the storage -- or the metadata table -- is asked for files) feeds the whole
+view: readers, writers (:meth:`FileSystemView.existing_files`), the table services
+(:meth:`FileSystemView.service_file_groups`), savepoint and rollback all see the same
+files. The view is built from ``(storage, base_path, timeline, config)`` and knows
+nothing of :class:`HoodieTable`, so the table can build it without an import circle.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileGroup, FileSlice, LogFile, build_file_groups
-from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
 from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
+from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.properties import TableConfig
+from airflow_hoodie.table.storage.storage import FileStatus, Storage
+from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
 from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
 
-if TYPE_CHECKING:
-    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+@dataclass
+class ExistingFile:
+    """The latest file slice of one file group, as the index and bucketing see it."""
+
+    partition_path: str
+    file_id: str
+    base_file: str | None          # relative path
+    base_instant: str
+    base_size: int
+    log_files: list[str]           # relative paths
+    log_size: int = 0
+    in_clustering: bool = False    # under a pending clustering plan: no updates, no small-file inserts
+    # where the group's live keys are: with a pending compaction the latest slice is empty and
+    # the keys live in the previous slice (+ logs), i.e. the merged slice
+    lookup_base_file: str | None = None
+    lookup_log_files: list[str] | None = None
 
 
-def _deserialize_avro(data: bytes) -> dict:
-    from airflow_hoodie.table.metadata import avro_codec
-
-    return avro_codec.deserialize(data)
+def _rel(partition_path: str, name: str) -> str:
+    return f"{partition_path}/{name}" if partition_path else name
 
 
 class FileSystemView:
-    """File groups of a table as seen through ``timeline`` (default: the table's)."""
+    """File groups of the table at ``base_path`` as seen through ``timeline``."""
 
-    def __init__(self, table: "HoodieTable", timeline: Timeline | None = None) -> None:
-        self.table = table
-        self.storage = table.storage
-        self.base_path = table.base_path.rstrip("/")
-        self.timeline = timeline if timeline is not None else table.timeline
+    def __init__(self, storage: Storage, base_path: str, timeline: Timeline, config: TableConfig | None) -> None:
+        """``config`` (the base file format) is needed only to list files: a view asked only
+        for the pending plans or replacements of a timeline may pass None."""
+        self.storage = storage
+        self.base_path = base_path.rstrip("/")
+        self.timeline = timeline
+        self.config = config
         self._partitions: list[str] | None = None
         self._groups: dict[tuple[str, str], FileGroup] | None = None
         self._replace_cache: dict[str, dict[str, list[str]]] = {}
@@ -67,12 +90,12 @@ class FileSystemView:
                 partitions.add(part)
             else:
                 files.append((part, st.path, st.size))
-        ext = self.table.config.base_file_extension
+        if self.config is None:
+            raise ValueError("FileSystemView built without the table config cannot list files")
+        ext = self.config.base_file_extension
         bases: list[BaseFile] = []
         logs: list[LogFile] = []
         for part, path, size in files:
-            if part not in partitions:
-                continue
             name = path.rsplit("/", 1)[-1]
             if name.startswith("."):
                 lf = LogFile.from_path(path, size, part)
@@ -83,9 +106,48 @@ class FileSystemView:
                 if bf is not None and bf.file_name.endswith(ext):
                     bases.append(bf)
         self._partitions = sorted(partitions)
-        self._groups = build_file_groups(bases, logs)
+        if self.config.table_version >= 8:
+            self._groups = self._slice_by_completion_time(bases, logs)
+        else:
+            self._groups = build_file_groups(bases, logs)
 
-    def _list_data_files(self):
+    def _slice_by_completion_time(
+        self, bases: list[BaseFile], logs: list[LogFile]
+    ) -> dict[tuple[str, str], FileGroup]:
+        """Table version 8+: a log file names the delta commit that wrote it, not its slice.
+
+        Hudi 1.x ``HoodieFileGroup.getBaseInstantTime``: the log joins the slice with the
+        latest base instant at or before the log's completion time; a log still pending
+        joins the latest slice; one older than every slice opens its own. A pending
+        compaction's slice is opened first, so logs completed after the plan land in it.
+        """
+        groups = build_file_groups(bases, [])
+        for (part, fid), (ts, _op) in self.pending_compaction_operations().items():
+            fg = groups.get((part, fid))
+            if fg is not None:
+                fg.add_empty_slice(ts)
+        done = self.timeline.completion_times()
+        first = self.timeline.first()
+        for lf in sorted(logs, key=lambda x: x.sort_key):
+            fg = groups.setdefault((lf.partition_path, lf.file_id), FileGroup(lf.partition_path, lf.file_id))
+            completion = done.get(lf.base_instant)
+            if completion is None and first is not None and lf.base_instant < first.timestamp:
+                completion = lf.base_instant  # archived delta commit: completed before the active timeline
+            if not fg.slices:
+                target = lf.base_instant
+            elif completion is None:
+                target = fg.slices[-1].base_instant
+            else:
+                before = [s.base_instant for s in fg.slices
+                          if normalize_instant_time(s.base_instant) <= normalize_instant_time(completion)]
+                target = before[-1] if before else lf.base_instant
+            fg.add_empty_slice(target)
+            sl = fg.slice_at(target)
+            assert sl is not None
+            sl.log_files.append(lf)
+        return groups
+
+    def _list_data_files(self) -> Iterator[FileStatus]:
         """Every file under the base path except ``.hoodie`` (which may hold a big metadata table)."""
         for st in self.storage.list_dir(self.base_path):
             if not st.is_dir:
@@ -108,12 +170,12 @@ class FileSystemView:
         return list(self._partitions or [])
 
     def all_file_groups(self, partition: str | None = None) -> list[FileGroup]:
-        """Every file group on storage with every file, committed or not (for rollback/clean tools)."""
+        """Every file group of every partition with every file, committed or not."""
         self._load()
         assert self._groups is not None
-        return [
-            g for k, g in sorted(self._groups.items()) if partition is None or k[0] == partition
-        ]
+        parts = set(self._partitions or [])
+        return [g for k, g in sorted(self._groups.items())
+                if k[0] in parts and (partition is None or k[0] == partition)]
 
     # --------------------------------------------------------------- visibility
     def _timeline_as_of(self, as_of: str | None) -> Timeline:
@@ -170,8 +232,9 @@ class FileSystemView:
         replaced = set() if include_replaced else self.replaced_file_groups(as_of)
         ops = self.pending_compaction_operations() if pending else {}
         out = []
+        partitions = set(self._partitions or [])
         for key, group in sorted(self._groups.items()):
-            if partition is not None and key[0] != partition:
+            if key[0] not in partitions or (partition is not None and key[0] != partition):
                 continue
             if key in replaced:
                 continue
@@ -276,31 +339,41 @@ class FileSystemView:
         if self._compaction_ops is None:
             ops: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
             for inst in self.timeline.pending_compactions():
-                plan = self._read_plan(inst.timestamp, "compaction")
+                plan = self._read_plan(inst.timestamp, "compaction", "HoodieCompactionPlan")
                 for op in (plan or {}).get("operations") or []:
                     ops[(op.get("partitionPath") or "", op["fileId"])] = (inst.timestamp, op)
             self._compaction_ops = ops
         return dict(self._compaction_ops)
+
+    def clustering_plan(self, ts: str) -> dict[str, Any] | None:
+        """The clustering plan of replacecommit ``ts``, or None (insert_overwrite has none).
+
+        Hudi's ``ClusteringUtils.getClusteringPlan``: the requested replace metadata must say
+        ``operationType=CLUSTER`` and carry a plan.
+        """
+        meta = self._read_plan(ts, "replacecommit", "HoodieRequestedReplaceMetadata")
+        plan = (meta or {}).get("clusteringPlan")
+        if (meta or {}).get("operationType") != "CLUSTER" or not plan:
+            return None
+        return plan
 
     def pending_clustering_file_groups(self) -> dict[tuple[str, str], str]:
         """``{(partition, fileId): replacecommit instant}`` for groups in pending clustering plans."""
         if self._clustering is None:
             out: dict[tuple[str, str], str] = {}
             for inst in self.timeline.pending_replace():
-                meta = self._read_plan(inst.timestamp, "replacecommit")
-                plan = (meta or {}).get("clusteringPlan") or {}
-                for group in plan.get("inputGroups") or []:
+                for group in (self.clustering_plan(inst.timestamp) or {}).get("inputGroups") or []:
                     for sl in group.get("slices") or []:
                         out[(sl.get("partitionPath") or "", sl["fileId"])] = inst.timestamp
             self._clustering = out
         return dict(self._clustering)
 
-    def _read_plan(self, ts: str, what: str) -> dict | None:
+    def _read_plan(self, ts: str, what: str, schema: str) -> dict | None:
         data = self.timeline.read_plan(ts)
         if not data:
             return None
         try:
-            return _deserialize_avro(data)
+            return avro_codec.deserialize(data, schema)
         except Exception as exc:  # fastavro raises many types on bad input
             raise HoodieCorruptedDataError(
                 f"The {what} plan {ts}.{what}.requested cannot be decoded ({exc}); "
@@ -310,3 +383,103 @@ class FileSystemView:
     def file_groups_in_pending_services(self) -> set[tuple[str, str]]:
         """Groups a writer must not touch: in pending compaction or clustering."""
         return set(self.pending_compaction_operations()) | set(self.pending_clustering_file_groups())
+
+    def savepointed_files(self) -> set[str]:
+        """Base file names pinned by completed savepoints (the cleaner keeps them)."""
+        files: set[str] = set()
+        for inst in self.timeline.savepoints().filter(states=State.COMPLETED):
+            try:
+                meta = avro_codec.deserialize(self.timeline.read_details(inst), "HoodieSavepointMetadata")
+            except Exception as exc:  # fastavro raises many types on bad input
+                raise HoodieCorruptedDataError(
+                    f"Savepoint {inst.timestamp} metadata cannot be decoded ({exc}); the instant file is corrupt."
+                ) from exc
+            for pm in (meta.get("partitionMetadata") or {}).values():
+                files.update(pm.get("savepointDataFile") or [])
+        return files
+
+    # ------------------------------------------------------------ services view
+    def service_file_groups(self) -> dict[tuple[str, str], FileGroup]:
+        """File groups as the table services plan on them, replaced groups included.
+
+        A base file counts once its instant completed (or is older than the active
+        timeline); log files count whatever their blocks (the log scanner skips
+        uncommitted blocks); a pending compaction adds its (still empty) new slice. The
+        cleaner must see replaced groups to delete them, so they are not hidden here.
+        """
+        self._load()
+        assert self._groups is not None
+        completed = {i.timestamp for i in self.timeline.instants if i.state == State.COMPLETED}
+        first = self.timeline.first()
+        out: dict[tuple[str, str], FileGroup] = {}
+        for group in self.all_file_groups():
+            key = group.file_group_id
+            fg = FileGroup(*key)
+            for s in group.slices:
+                base = s.base_file
+                if base is not None and not (
+                        base.commit_time in completed or (first is not None and base.commit_time < first.timestamp)):
+                    base = None
+                if base is not None or s.log_files:
+                    fg.slices.append(FileSlice(s.partition_path, s.file_id, s.base_instant, base, list(s.log_files)))
+            if fg.slices:
+                out[key] = fg
+        for (part, fid), (ts, _op) in self.pending_compaction_operations().items():
+            fg = out.get((part, fid))
+            if fg is not None and fg.slice_at(ts) is None:
+                fg.add_empty_slice(ts)
+        return out
+
+    def service_latest_slices(self) -> list[FileSlice]:
+        """Latest slice of each live (not replaced) group of :meth:`service_file_groups`."""
+        replaced = self.replace_instants_by_group()
+        return [fg.slices[-1] for key, fg in sorted(self.service_file_groups().items())
+                if key not in replaced and fg.slices]
+
+    def savepoint_files(self, instant_time: str) -> dict[str, list[str]]:
+        """partition -> base file names a reader as of ``instant_time`` uses (what a savepoint pins)."""
+        replaced = {k for k, ts in self.replace_instants_by_group().items() if ts <= instant_time}
+        out: dict[str, list[str]] = {}
+        for key, fg in sorted(self.service_file_groups().items()):
+            if key in replaced:
+                continue
+            base = next((s.base_file for s in reversed(fg.slices)
+                         if s.base_instant <= instant_time and s.base_file is not None), None)
+            if base is not None:
+                out.setdefault(fg.partition_path, []).append(base.file_name)
+        return out
+
+    def base_files_written_at(self, instant_time: str) -> list[BaseFile]:
+        """Base files carrying ``instant_time``, committed or not, in any folder (rollback
+        without markers: a failed write may have died before its partition metafile)."""
+        self._load()
+        assert self._groups is not None
+        return [bf for _, g in sorted(self._groups.items()) for bf in g.all_base_files()
+                if bf.commit_time == instant_time]
+
+    # -------------------------------------------------------------- writer view
+    def existing_files(self, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
+        """Latest committed file slices as the index and bucketing see them.
+
+        Groups under pending clustering are flagged (the index must still see their
+        keys, or their records would be inserted a second time); with a pending
+        compaction the keys are looked up in the merged slice.
+        """
+        clustering = set(self.pending_clustering_file_groups())
+        parts: list[str | None] = list(partitions) if partitions is not None else [None]
+        slices = [s for p in parts for s in self.latest_file_slices(p)]
+        merged = {(ms.partition_path, ms.file_id): ms for p in parts for ms in self.latest_merged_file_slices(p)}
+        out: list[ExistingFile] = []
+        for s in slices:
+            ms = merged.get((s.partition_path, s.file_id))
+            bf = s.base_file
+            out.append(ExistingFile(
+                s.partition_path, s.file_id,
+                _rel(s.partition_path, bf.file_name) if bf else None,
+                s.base_instant, bf.size if bf else 0,
+                [_rel(s.partition_path, lf.file_name) for lf in s.log_files], sum(lf.size for lf in s.log_files),
+                (s.partition_path, s.file_id) in clustering,
+                _rel(ms.partition_path, ms.base_file.file_name) if ms is not None and ms.base_file else None,
+                [_rel(ms.partition_path, lf.file_name) for lf in ms.log_files] if ms is not None else None,
+            ))
+        return out
