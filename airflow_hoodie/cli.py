@@ -148,6 +148,7 @@ def cmd_timeline(args: argparse.Namespace, out: TextIO) -> int:
 
 # ------------------------------------------------------------------------------ slices
 def slice_rows(table: Any, as_of: str | None = None, partition: str | None = None) -> list[dict[str, Any]]:
+    table.check_supported()
     view = table.file_system_view()
     slices = view.latest_merged_file_slices(partition, as_of=as_of)
     rows = []

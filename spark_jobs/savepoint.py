@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return restore_to(table, args.instant_time, load_config(args))
         if args.delete:
-            return delete_savepoint(table, args.instant_time)
-        return create_savepoint(table, args.instant_time, args.user, args.comments)
+            return delete_savepoint(table, args.instant_time, load_config(args))
+        return create_savepoint(table, args.instant_time, args.user, args.comments, load_config(args))
 
     return run_job(job, args.result_file)
 

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
+from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -300,10 +301,16 @@ def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: 
 
 
 def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
-    """Archive what the rules allow; then merge small archive files if enabled."""
-    import time
-
+    """Archive what the rules allow; then merge small archive files if enabled. Under
+    the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
+    timeline that archival deletes from."""
     table.prepare_for_change()
+    with transaction_manager_for(table, config).transaction("archive the timeline"):
+        return _archive(table, config)
+
+
+def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
+    import time
 
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.timeline.timeline import TimelineWriter

@@ -14,8 +14,10 @@ import time
 from typing import Any
 
 from airflow_hoodie.actions.service_common import deserialize_plan, find_instant, serialize_plan
+from airflow_hoodie.actions.transaction.failed_writes import live_writes
+from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
@@ -26,12 +28,36 @@ RESTORE_PLAN_VERSION = 2
 
 
 def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
+    """Decided and done under the table lock; refused while a task still runs on an
+    instant it would undo (a live heartbeat): that task would go on writing into a table
+    that no longer has its instant."""
+    table.prepare_for_change()
+    tm = transaction_manager_for(table, config)
+    with tm.transaction(f"restore to {instant_time}"):
+        _refuse_beside_running_tasks(table, tm, instant_time)
+        return _restore(table, instant_time, config)
+
+
+def _refuse_beside_running_tasks(table: Any, tm: Any, instant_time: str) -> None:
+    live_writers = {i.timestamp for i in live_writes(table, tm)}
+    for inst in table.reload_timeline().instants:
+        if inst.is_completed or inst.timestamp <= instant_time or inst.action not in UNDOABLE:
+            continue
+        running = inst.timestamp in live_writers or (
+            tm.heartbeats.last_beat(inst.timestamp) is not None and not tm.heartbeats.is_expired(inst.timestamp))
+        if running:
+            raise HoodieConcurrentWriterError(
+                f"Cannot restore {table.base_uri} to {instant_time}: {inst.action} {inst.timestamp} is pending and "
+                "the task running it is alive (live heartbeat). Nothing was changed; stop that task (or wait for "
+                "it), then run the restore again.")
+
+
+def _restore(table: Any, instant_time: str, config: HoodieConfig | None) -> dict[str, Any]:
     from airflow_hoodie.actions.rollback import rollback_instant
     from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
-    table.prepare_for_change()
     tl = table.reload_timeline()
     writer = TimelineWriter(table.storage, table.base_path)
     pending = [i for i in tl.instants if i.action == Action.RESTORE and i.state != State.COMPLETED]

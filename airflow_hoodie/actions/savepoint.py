@@ -12,6 +12,8 @@ import time
 from typing import Any
 
 from airflow_hoodie.actions.service_common import serialize_plan
+from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
@@ -23,11 +25,19 @@ def savepoint_files(table: Any, instant_time: str) -> dict[str, list[str]]:
     return table.file_system_view().savepoint_files(instant_time)
 
 
-def create_savepoint(table: Any, instant_time: str, user: str = "", comments: str = "") -> dict[str, Any]:
-    """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is reported)."""
+def create_savepoint(table: Any, instant_time: str, user: str = "", comments: str = "",
+                     config: HoodieConfig | None = None) -> dict[str, Any]:
+    """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is
+    reported). Under the table lock, so a clean planned meanwhile either sees the
+    savepoint or ran entirely before it (and then the check below refuses)."""
+    table.prepare_for_change()
+    with transaction_manager_for(table, config).transaction(f"savepoint {instant_time}"):
+        return _create_savepoint(table, instant_time, user, comments)
+
+
+def _create_savepoint(table: Any, instant_time: str, user: str, comments: str) -> dict[str, Any]:
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
-    table.prepare_for_change()
 
     tl = table.reload_timeline()
     from airflow_hoodie.actions.service_common import find_instant
@@ -69,11 +79,16 @@ def create_savepoint(table: Any, instant_time: str, user: str = "", comments: st
             "files": sum(len(v) for v in files.values()), "partitions": len(files)}
 
 
-def delete_savepoint(table: Any, instant_time: str) -> dict[str, Any]:
-    """Remove the savepoint at ``instant_time`` (idempotent)."""
+def delete_savepoint(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
+    """Remove the savepoint at ``instant_time`` (idempotent), under the table lock."""
+    table.prepare_for_change()
+    with transaction_manager_for(table, config).transaction(f"delete savepoint {instant_time}"):
+        return _delete_savepoint(table, instant_time)
+
+
+def _delete_savepoint(table: Any, instant_time: str) -> dict[str, Any]:
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
-    table.prepare_for_change()
 
     deleted = TimelineWriter(table.storage, table.base_path).delete_instant_files(
         instant_time, Action.SAVEPOINT, completed_first=True)

@@ -31,6 +31,7 @@ from airflow_hoodie.errors import (
     HoodieSchemaError,
     HoodieWriteConflictError,
 )
+from airflow_hoodie.table.supported_features import check_merge_supported
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.actions.transaction.conflict_resolution import TimelineSnapshot, check_no_conflict
@@ -677,6 +678,8 @@ class WriteClient:
     def load_table(self) -> Any | None:
         from airflow_hoodie.table.hoodie_table import HoodieTable
         from airflow_hoodie.errors import HoodieTableNotFoundError
+        # a custom payload or merger in the job's own options: refused before anything is written
+        check_merge_supported(self.config.as_dict(), f"The write to {self.base_uri}")
         try:
             self.table = HoodieTable.load(self.base_uri, self.storage_options or None)
         except HoodieTableNotFoundError:

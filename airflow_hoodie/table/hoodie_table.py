@@ -20,6 +20,7 @@ from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.table.timeline.instant import new_instant_time
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.supported_features import check_supported
 from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
 
 TEMP_FOLDER = ".temp"
@@ -171,8 +172,14 @@ class HoodieTable:
             utc=self.config.timeline_timezone == "UTC", after=last.timestamp if last else None
         )
 
+    def check_supported(self) -> None:
+        """Refuse a table using a feature we do not handle (format, merger, bootstrap ...)
+        before anything reads or changes it; see :mod:`supported_features`."""
+        check_supported(self.config, self.timeline.timestamps, f"The table at {self.base_uri}")
+
     def check_writable(self) -> None:
         """Refuse to change a table whose format version we only read (Hudi 1.x, v8+)."""
+        self.check_supported()
         version = self.config.table_version
         if version not in WRITABLE_TABLE_VERSIONS:
             raise HoodieNotSupportedError(

@@ -253,7 +253,9 @@ def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
 def _load_table(base_path: str, storage_options: Mapping[str, str] | None) -> Any:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-    return HoodieTable.load(base_path, storage_options=storage_options)
+    table = HoodieTable.load(base_path, storage_options=storage_options)
+    table.check_supported()
+    return table
 
 
 def _normalize_ts(ts: str | None) -> str | None:

@@ -9,11 +9,13 @@ from typing import Iterable
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieWriteConflictError
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
+from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from airflow_hoodie.table.timeline.instant import Instant
+from airflow_hoodie.table.timeline.instant import Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 FileGroupId = tuple[str, str]  # (partition path, file id)
+ARCHIVED: FileGroupId = ("", "<archived: its file groups are no longer on the active timeline>")
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,37 @@ def conflicting_instants(timeline: Timeline, own: Instant, own_groups: Iterable[
         if overlap:
             out.append((inst, overlap))
     out.extend(_services_planned_since(timeline, mine, started))
+    out.extend(_archived_since(timeline, started))
     return out
+
+
+def _rolled_back(timeline: Timeline) -> set[str]:
+    """Instant times the rollbacks on the active timeline undid."""
+
+    out: set[str] = set()
+    for inst in timeline.instants:
+        if inst.action == "rollback" and inst.is_completed:
+            try:
+                out.update(avro_codec.deserialize(timeline.read_details(inst), "HoodieRollbackMetadata")
+                           .get("commitsRollback") or [])
+            except Exception:  # noqa: BLE001 - unreadable: it proves nothing, the instant stays suspect
+                continue
+    return out
+
+
+def _archived_since(timeline: Timeline, started: TimelineSnapshot) -> list[tuple[Instant, set[FileGroupId]]]:
+    """Writes pending when we started that are gone from the active timeline, not by a
+    rollback: they completed and archival moved them out before our commit (it may, as
+    their time is before ours). Their file groups cannot be compared any more, so they
+    count as conflicts: aborting is safe, committing could hide their records."""
+    present = {i.timestamp for i in timeline.instants}
+    gone = sorted(ts for ts, action in started.pending
+                  if action in ("commit", "deltacommit", "replacecommit") and ts not in present)
+    if not gone:
+        return []
+    undone = _rolled_back(timeline)
+    return [(Instant(ts, action, State.COMPLETED), {ARCHIVED})
+            for ts, action in sorted(started.pending) if ts in gone and ts not in undone]
 
 
 def _services_planned_since(timeline: Timeline, mine: set[FileGroupId],
@@ -102,6 +134,12 @@ def check_no_conflict(timeline: Timeline, own: Instant, own_groups: Iterable[Fil
     conflicts = conflicting_instants(timeline, own, own_groups, started)
     if conflicts:
         inst, groups = conflicts[0]
+        if groups == {ARCHIVED}:
+            raise HoodieWriteConflictError(
+                f"Write conflict: {inst.action} {inst.timestamp} was pending when {own.action} {own.timestamp} "
+                "started, completed meanwhile and was archived before this commit, so its file groups cannot be "
+                f"checked against ours. {own.timestamp} was rolled back and wrote nothing; a retry of this task "
+                "redoes it cleanly on top of the new data.")
         sample = ", ".join(f"{p or '<root>'}/{f}" for p, f in sorted(groups)[:3])
         raise HoodieWriteConflictError(
             f"Write conflict: {inst.action} {inst.timestamp} completed or was planned while {own.action} "

@@ -66,7 +66,7 @@ class FileSystemBasedLockProvider(LockProvider):
         pause = 0.01
         while True:
             if self._expired():
-                self.storage.delete(self.path)
+                self._break_expired()
             if self.storage.create_if_absent(self.path, self._owner_info(token)):
                 self._token = token
                 return True
@@ -74,6 +74,23 @@ class FileSystemBasedLockProvider(LockProvider):
                 return False
             time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
             pause = min(pause * 2, 0.2)
+
+    def _break_expired(self) -> None:
+        """Delete an expired lock file. Two waiters that both saw it expired must not both
+        delete: the second would delete the fresh lock the first just took, and both would
+        hold the lock. So breaking takes its own ``lock.break`` file and re-checks the
+        expiry under it (a breaker that died leaves a break file that itself expires)."""
+        brk = self.path + ".break"
+        info = self.storage.info(brk)
+        if info is not None and info.mtime_ns is not None and time.time() - info.mtime_ns / 1e9 > max(self.expire_s, 60):
+            self.storage.delete(brk)
+        if not self.storage.create_if_absent(brk, b""):
+            return
+        try:
+            if self._expired():
+                self.storage.delete(self.path)
+        finally:
+            self.storage.delete(brk)
 
     def unlock(self) -> None:
         if self._token is None:

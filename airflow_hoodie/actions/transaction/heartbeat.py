@@ -21,13 +21,25 @@ INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 HEARTBEAT_FOLDER = ".heartbeat"
 _HOST = socket.gethostname()
+
+
+def _pid_namespace() -> str | None:
+    """Which process-id space our pid belongs to: containers sharing the host's name
+    (host networking) each have their own, where another's pid means nothing."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+_PIDNS = _pid_namespace()
 # Hudi reads only a heartbeat's modification time; the owner lets a retry on the same host
 # see at once that the writer it replaces is dead, and the token tells an executor whose
 # plan was taken over (after it stalled past the expiry) that it no longer owns the plan.
 
 
 def _owner(token: str) -> bytes:
-    return json.dumps({"host": _HOST, "pid": os.getpid(), "token": token}).encode()
+    return json.dumps({"host": _HOST, "pidns": _PIDNS, "pid": os.getpid(), "token": token}).encode()
 
 register(
     ConfigKey(INTERVAL_MS, "60000", "How often a pending instant's heartbeat is refreshed"),
@@ -124,13 +136,13 @@ class Heartbeats:
         return (now - when).total_seconds()
 
     def _owner_is_gone(self, instant_time: str) -> bool:
-        """The heartbeat names a process on this host that no longer exists: a killed
-        try whose retry runs here need not wait out the expiry window."""
+        """The heartbeat names a process on this host (and in our pid namespace) that no
+        longer exists: a killed try whose retry runs here need not wait out the expiry window."""
         try:
             owner = json.loads(self.storage.read_bytes(self.path(instant_time)) or b"{}")
         except Exception:  # noqa: BLE001 - Hudi's empty heartbeat files carry no owner
             return False
-        if owner.get("host") != _HOST or not isinstance(owner.get("pid"), int):
+        if owner.get("host") != _HOST or owner.get("pidns") != _PIDNS or not isinstance(owner.get("pid"), int):
             return False
         try:
             os.kill(owner["pid"], 0)

@@ -106,7 +106,46 @@ class FileSystemView:
                 if bf is not None and bf.file_name.endswith(ext):
                     bases.append(bf)
         self._partitions = sorted(partitions)
-        self._groups = build_file_groups(bases, logs)
+        if self.config.table_version >= 8:
+            self._groups = self._slice_by_completion_time(bases, logs)
+        else:
+            self._groups = build_file_groups(bases, logs)
+
+    def _slice_by_completion_time(
+        self, bases: list[BaseFile], logs: list[LogFile]
+    ) -> dict[tuple[str, str], FileGroup]:
+        """Table version 8+: a log file names the delta commit that wrote it, not its slice.
+
+        Hudi 1.x ``HoodieFileGroup.getBaseInstantTime``: the log joins the slice with the
+        latest base instant at or before the log's completion time; a log still pending
+        joins the latest slice; one older than every slice opens its own. A pending
+        compaction's slice is opened first, so logs completed after the plan land in it.
+        """
+        groups = build_file_groups(bases, [])
+        for (part, fid), (ts, _op) in self.pending_compaction_operations().items():
+            fg = groups.get((part, fid))
+            if fg is not None:
+                fg.add_empty_slice(ts)
+        done = self.timeline.completion_times()
+        first = self.timeline.first()
+        for lf in sorted(logs, key=lambda x: x.sort_key):
+            fg = groups.setdefault((lf.partition_path, lf.file_id), FileGroup(lf.partition_path, lf.file_id))
+            completion = done.get(lf.base_instant)
+            if completion is None and first is not None and lf.base_instant < first.timestamp:
+                completion = lf.base_instant  # archived delta commit: completed before the active timeline
+            if not fg.slices:
+                target = lf.base_instant
+            elif completion is None:
+                target = fg.slices[-1].base_instant
+            else:
+                before = [s.base_instant for s in fg.slices
+                          if normalize_instant_time(s.base_instant) <= normalize_instant_time(completion)]
+                target = before[-1] if before else lf.base_instant
+            fg.add_empty_slice(target)
+            sl = fg.slice_at(target)
+            assert sl is not None
+            sl.log_files.append(lf)
+        return groups
 
     def _list_data_files(self) -> Iterator[FileStatus]:
         """Every file under the base path except ``.hoodie`` (which may hold a big metadata table)."""

@@ -67,6 +67,11 @@ class HoodieCorruptedLogError(HoodieCorruptedDataError):
     """A log file or block cannot be decoded (bad framing, content or metadata)."""
 
 
+class HoodieUnknownLogBlockError(HoodieCorruptedLogError, HoodieNotSupportedError):
+    """A block whose type ordinal we do not know: a newer Hudi's block type, or corruption
+    (the bytes cannot tell which), so it is both -- never skipped as if it held nothing."""
+
+
 class BlockType(IntEnum):
     """``HoodieLogBlockType``; serialized as the ordinal."""
 
@@ -285,8 +290,11 @@ def parse_block_body(
                 "rewrite the table with a current Hudi version."
             )
         if btype < 0 or btype >= len(BlockType):
-            raise HoodieCorruptedLogError(
-                f"{where}: invalid block type {btype} in block at byte {offset}"
+            raise HoodieUnknownLogBlockError(
+                f"{where}: invalid block type {btype} in block at byte {offset}: airflow-hoodie knows log block "
+                f"types {', '.join(f'{t.value}={t.name}' for t in BlockType)}. Either a newer Hudi wrote this "
+                "block or the file is corrupt; nothing past it is read. Read the table with the Hudi version "
+                "that wrote it, or compact the file group."
             )
         headers, pos = decode_metadata(buf, pos, end)
         if pos + 8 > end:

@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
+from airflow_hoodie.actions.transaction.heartbeat import Heartbeats, _pid_namespace
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import new_instant_time
@@ -58,9 +58,12 @@ def test_a_heartbeat_of_a_dead_process_on_this_host_is_expired_at_once(tmp_path)
     hb = _beats(tmp_path, interval_ms=60000)
     ts = new_instant_time()
     (tmp_path / ".hoodie" / ".heartbeat").mkdir(parents=True)
-    (tmp_path / ".hoodie" / ".heartbeat" / ts).write_text(
-        json.dumps({"host": os.uname().nodename, "pid": proc.pid}))
+    beat = tmp_path / ".hoodie" / ".heartbeat" / ts
+    beat.write_text(json.dumps({"host": os.uname().nodename, "pidns": _pid_namespace(), "pid": proc.pid}))
     assert hb.is_expired(ts)
+    # the same host name but another container's pid space (host networking): its pids mean nothing here
+    beat.write_text(json.dumps({"host": os.uname().nodename, "pidns": "pid:[1]", "pid": proc.pid}))
+    assert not hb.is_expired(ts)
 
 
 def test_only_one_task_can_claim_a_plan(tmp_path):

@@ -201,3 +201,25 @@ def test_unknown_provider_and_incomplete_settings_are_config_errors(tmp_path):
     with pytest.raises(HoodieConfigError, match="LAZY"):
         _manager({"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
                   "hoodie.cleaner.policy.failed.writes": "EAGER"}, str(tmp_path))
+
+
+def test_an_expired_file_lock_is_broken_once_never_the_fresh_lock_taken_after_it(tmp_path):
+    base = str(tmp_path)
+    settings = HoodieConfig({lp.PROVIDER: lp.FILESYSTEM, "hoodie.write.lock.filesystem.expire": "1"})
+    lock = tmp_path / ".hoodie" / "lock"
+    lock.parent.mkdir()
+    lock.write_text("{}")  # left by a holder that died
+    os.utime(lock, (time.time() - 120, time.time() - 120))
+    first, second = lp.lock_provider_for(settings, base), lp.lock_provider_for(settings, base)
+    assert first.try_lock(1)  # broke the expired lock and took it
+    held = lock.read_bytes()
+    # the second waiter saw the old lock expired just before the first replaced it
+    real = second._expired
+    seen = iter([True])
+    second._expired = lambda: next(seen, None) or real()
+    assert not second.try_lock(0.2)
+    assert lock.read_bytes() == held  # the first still holds it
+    assert not (tmp_path / ".hoodie" / "lock.break").exists()
+    first.unlock()
+    assert second.try_lock(1)
+    second.unlock()

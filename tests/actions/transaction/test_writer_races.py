@@ -5,6 +5,7 @@ passing the liveness check together, and a live writer rolled back under its fee
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -14,13 +15,15 @@ from airflow_hoodie.actions.archive import run_archive
 from airflow_hoodie.actions.clean import run_clean
 from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
+from airflow_hoodie.actions.restore import restore_to
+from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.write import WriteClient, _run_bucket, write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieWriteConflictError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf
-from tests.actions.transaction.test_occ_writes import OCC, rows
+from tests.actions.transaction.test_occ_writes import OCC, RunsMeanwhile, rows
 from tests.actions.write_model import to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
 
@@ -91,3 +94,83 @@ def test_a_live_writer_rolled_back_meanwhile_leaves_nothing_even_after_archival(
     assert sorted(values) == list(range(20)) + [100, 101, 102, 103]
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
     assert not (Path(base) / ".hoodie" / ".temp").exists() or not any((Path(base) / ".hoodie" / ".temp").iterdir())
+
+
+class HoldsBeforeWriting(LocalExecutor):
+    """Signals once its write's instant exists, then waits for ``go`` before writing."""
+
+    def __init__(self):
+        self.started, self.go = threading.Event(), threading.Event()
+
+    def map(self, fn, items):
+        if getattr(fn, "func", None) is _run_bucket:
+            self.started.set()
+            assert self.go.wait(30)
+        return super().map(fn, items)
+
+
+def test_a_conflicting_commit_archived_before_our_commit_is_still_a_conflict(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf("COPY_ON_WRITE", **OCC)
+    write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
+    held = HoldsBeforeWriting()
+    first = threading.Thread(target=write_arrow, args=(base, to_arrow(rows(range(5), 2, "w0")), "upsert", c),
+                             kwargs={"executor": held})
+    first.start()
+    assert held.started.wait(30)  # an earlier writer is pending when ours starts
+    aggressive = HoodieConfig({**c, "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                               "hoodie.commits.archival.batch": "1", "hoodie.cleaner.commits.retained": "1"})
+
+    def meanwhile():  # it commits over our file group, later writes land elsewhere, archival takes it away
+        held.go.set()
+        first.join()
+        for k in range(3):
+            write_arrow(base, to_arrow(rows([100 + k], 3, "later", p="c")), "upsert", c)
+        archived = run_archive(HoodieTable.load(base), aggressive)
+        assert len(archived.get("archived_instants") or []) == 2
+
+    with pytest.raises(HoodieWriteConflictError, match="archived before this commit"):
+        write_arrow(base, to_arrow(rows(range(3, 8), 4, "w1")), "upsert", c, executor=RunsMeanwhile(meanwhile))
+    values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert [values[i] for i in range(10)] == ["w00", "w01", "w02", "w03", "w04", "a5", "a6", "a7", "a8", "a9"]
+    write_arrow(base, to_arrow(rows(range(3, 8), 4, "w1")), "upsert", c)  # the retry
+    values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert [values[i] for i in range(10)] == ["w00", "w01", "w02", "w13", "w14", "w15", "w16", "w17", "a8", "a9"]
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+
+
+def test_restore_refuses_while_a_writer_it_would_undo_runs(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf("COPY_ON_WRITE", **OCC)
+    first = write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
+
+    def restore_meanwhile():
+        with pytest.raises(HoodieConcurrentWriterError, match="is pending and the task running it is alive"):
+            restore_to(HoodieTable.load(base), first.instant, HoodieConfig(dict(c)))
+
+    executor = RunsMeanwhile(restore_meanwhile)
+    write_arrow(base, to_arrow(rows(range(5), 2, "b")), "upsert", c, executor=executor)
+    assert executor.raised is None
+    values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert values[0] == "b0"
+    assert restore_to(HoodieTable.load(base), first.instant, HoodieConfig(dict(c)))["state"] == "completed"
+    values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert values[0] == "a0" and not (Path(base) / ".hoodie" / "lock").exists()
+
+
+def test_the_latest_commit_is_not_rolled_back_under_a_writer_that_built_on_it(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf("COPY_ON_WRITE", **OCC)
+    write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
+    latest = write_arrow(base, to_arrow(rows(range(5), 2, "b")), "upsert", c)
+
+    def rollback_meanwhile():
+        with pytest.raises(HoodieConcurrentWriterError, match="started after it and is still running"):
+            rollback_latest_or(HoodieTable.load(base), latest.instant, HoodieConfig(dict(c)))
+
+    executor = RunsMeanwhile(rollback_meanwhile)
+    write_arrow(base, to_arrow(rows(range(3, 8), 3, "c")), "upsert", c, executor=executor)
+    assert executor.raised is None
+    values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert [values[i] for i in range(10)] == ["b0", "b1", "b2", "c3", "c4", "c5", "c6", "c7", "a8", "a9"]
+    assert HoodieTable.load(base).timeline.get(latest.instant).is_completed

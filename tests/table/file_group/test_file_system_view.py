@@ -215,3 +215,18 @@ def test_latest_slices_match_hudi_rs(conformance):
                 for fs in table.get_file_slices()
             }
             assert ours == theirs, tdir
+
+
+def test_v9_log_files_join_the_slice_their_completion_time_falls_in(conformance_next):
+    """Table version 8+: ``.<fileId>_<deltaCommitTime>.log.*`` names the delta commit, and
+    the log belongs to the slice whose base instant precedes its completion (Hudi 1.x)."""
+    t = HoodieTable.load(str(conformance_next / "tables" / "mor" / "v9_txns_complex_nometa"))
+    groups = {g.file_id: g for g in t.file_system_view().all_file_groups("region=us")}
+    g = groups["bfbf1f57-f4cd-4186-afc4-2778be3d4e70-0"]
+    assert [s.base_instant for s in g.slices] == ["20260307135857131", "20260307135909445"]
+    assert [lf.base_instant for lf in g.slices[0].log_files] == ["20260307135900238", "20260307135901998"]
+    assert g.slices[0].base_file is not None and g.slices[1].log_files == []
+    # as of the second delta commit, the merged slice is the base file plus its log
+    (s,) = [s for s in t.file_system_view().latest_merged_file_slices("region=us", as_of="20260307135901998")
+            if s.file_id == g.file_id]
+    assert s.base_instant == "20260307135857131" and [lf.base_instant for lf in s.log_files] == ["20260307135900238", "20260307135901998"]
