@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -71,8 +72,7 @@ def main() -> None:
         shutil.rmtree(path)
         return elapsed
 
-    single = [upsert({}, k) for k in range(args.repeat)]
-    occ = [upsert(OCC, 100 + k) for k in range(args.repeat)]
+    single, occ = _alternating(upsert, args.repeat)
 
     table = HoodieTable.load(base)
     tm = TransactionManager(HoodieConfig(OCC), base, table.storage, table.base_path)
@@ -105,6 +105,17 @@ def main() -> None:
     shutil.rmtree(work)
 
 
+def _alternating(run: Any, repeat: int) -> tuple[list[float], list[float]]:
+    """SINGLE_WRITER and OCC runs taken in turn, so drift on a shared machine (other
+    jobs, a JVM still warming up) falls on both alike: (SINGLE_WRITER times, OCC times)."""
+    single: list[float] = []
+    occ: list[float] = []
+    for k in range(repeat):
+        single.append(run({}, k))
+        occ.append(run(OCC, 100 + k))
+    return single, occ
+
+
 def _spark_runs(args: argparse.Namespace, work: str, cfg: dict[str, str],
                 batch: pa.Table) -> tuple[list[float], list[float]]:
     """The same upsert through spark/upsert.py: (SINGLE_WRITER times, OCC times)."""
@@ -130,9 +141,7 @@ def _spark_runs(args: argparse.Namespace, work: str, cfg: dict[str, str],
             return elapsed
 
         run({}, 999)  # warm-up: the JVM's first job compiles the code paths
-        single = [run({}, k) for k in range(args.repeat)]
-        occ = [run(OCC, 100 + k) for k in range(args.repeat)]
-        return single, occ
+        return _alternating(run, args.repeat)
     finally:
         spark.stop()
 

@@ -15,7 +15,7 @@ import time
 from typing import Any, Mapping
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieError, HoodieTimelineError
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieError, HoodieTimelineError
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -223,6 +223,8 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
             raise HoodieError(
                 f"{target.action} {instant_time} is pending and its writer is alive (live heartbeat); it is not "
                 "rolled back. Stop that task first, or wait until its heartbeat expires.")
+        if target is not None and target.is_completed:
+            _refuse_beside_writers_built_on(table, tm, target)
         ts = rollback_instant(table, instant_time, config)
     tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
@@ -268,3 +270,16 @@ def discard_after_rollback(table: Any, target: str) -> list[str]:
             removed.extend(logs)
     mk.delete_marker_dir(storage, base, target)
     return removed
+
+
+def _refuse_beside_writers_built_on(table: Any, tm: Any, target: Any) -> None:
+    """A completed write is not rolled back while a later write is running: that writer
+    planned on top of it and would bring its records back (or lose its own) at commit."""
+    from airflow_hoodie.actions.transaction.failed_writes import live_writes
+
+    later = [i for i in live_writes(table, tm) if i.timestamp > target.timestamp]
+    if later:
+        raise HoodieConcurrentWriterError(
+            f"Cannot roll back {target.action} {target.timestamp}: {later[0].action} {later[0].timestamp} started "
+            "after it and is still running (live heartbeat), on top of its data. Nothing was changed; run the "
+            "rollback when that task has finished (or roll both back, newest first).")

@@ -16,6 +16,7 @@ from airflow_hoodie.actions.clean import run_clean
 from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.restore import restore_to
+from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.write import WriteClient, _run_bucket, write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieWriteConflictError
@@ -155,3 +156,21 @@ def test_restore_refuses_while_a_writer_it_would_undo_runs(tmp_path):
     assert restore_to(HoodieTable.load(base), first.instant, HoodieConfig(dict(c)))["state"] == "completed"
     values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
     assert values[0] == "a0" and not (Path(base) / ".hoodie" / "lock").exists()
+
+
+def test_the_latest_commit_is_not_rolled_back_under_a_writer_that_built_on_it(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf("COPY_ON_WRITE", **OCC)
+    write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
+    latest = write_arrow(base, to_arrow(rows(range(5), 2, "b")), "upsert", c)
+
+    def rollback_meanwhile():
+        with pytest.raises(HoodieConcurrentWriterError, match="started after it and is still running"):
+            rollback_latest_or(HoodieTable.load(base), latest.instant, HoodieConfig(dict(c)))
+
+    executor = RunsMeanwhile(rollback_meanwhile)
+    write_arrow(base, to_arrow(rows(range(3, 8), 3, "c")), "upsert", c, executor=executor)
+    assert executor.raised is None
+    values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert [values[i] for i in range(10)] == ["b0", "b1", "b2", "c3", "c4", "c5", "c6", "c7", "a8", "a9"]
+    assert HoodieTable.load(base).timeline.get(latest.instant).is_completed
