@@ -54,7 +54,9 @@ def spark():
     """The single SparkSession every Spark test shares (starting one costs ~8 s)."""
     from airflow_hoodie.spark.session import get_or_create_session
 
-    session = get_or_create_session("airflow-hoodie-tests", master="local[2]")
+    # tiny test data: a few fixed partitions and no UI start faster than Spark's defaults
+    session = get_or_create_session("airflow-hoodie-tests", master="local[2]", conf={
+        "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4", "spark.ui.enabled": "false"})
     yield session
     session.stop()
     # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,

@@ -591,7 +591,6 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         "hoodie.populate.meta.fields": "true",
         "hoodie.database.name": config.get("hoodie.database.name") or "default",
         "hoodie.table.create.schema": json.dumps(avro_schema, separators=(",", ":")),
-        "hoodie.table.metadata.partitions": "",
     }
     pre = config.get(PRECOMBINE_FIELD)
     if pre and pre in {f["name"] for f in avro_schema.get("fields", [])}:
@@ -600,7 +599,9 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         props["hoodie.compaction.payload.class"] = config.get("hoodie.datasource.write.payload.class")
     if config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC":
         props["hoodie.table.timeline.timezone"] = "UTC"
-    return props
+    # Hudi leaves a key out rather than writing it empty (a non-partitioned table has no
+    # hoodie.table.partition.fields, a table without metadata table no metadata.partitions)
+    return {k: v for k, v in props.items() if v not in (None, "")}
 
 
 def key_generator_class(config: HoodieConfig) -> str:

@@ -24,28 +24,28 @@ Connection ``hoodie`` (all optional; a fresh install needs no connection at all)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 import tempfile
-import zipfile
-from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+import psutil
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-import airflow_hoodie
 from airflow_hoodie.errors import HoodieConfigError, HoodieJobError
+from airflow_hoodie.hooks.spark_submit import (
+    LOCAL_FALLBACK_MASTER,
+    CapturingSparkSubmitHook,
+    build_package_zip,  # noqa: F401 - part of this module's API since the first release
+    find_jobs_dir,
+    is_local_master,  # noqa: F401 - part of this module's API since the first release
+    make_submit_hook,
+)
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.provider_info import CONNECTION_FIELDS, DEFAULT_SPARK_CONN_ID, UI_FIELD_BEHAVIOUR
-
-LOCAL_FALLBACK_MASTER = "local[*]"
-JOBS_DIR_ENV = "AIRFLOW_HOODIE_JOBS_DIR"
-
 
 def _parse_mapping(value: Any, what: str) -> dict[str, str]:
     """A JSON object, a dict, or ``key=value`` lines -> dict of strings."""
@@ -78,10 +78,6 @@ def _to_str(value: Any) -> str:
     return str(value)
 
 
-def is_local_master(master: str) -> bool:
-    return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
-
-
 @dataclass
 class HoodieConnectionConfig:
     """The resolved ``hoodie`` connection: what every job of a table has in common."""
@@ -102,107 +98,6 @@ class JobRun:
     job: str
     result: dict[str, Any]
     master: str
-
-
-class _CapturingSparkSubmitHook(SparkSubmitHook):
-    """SparkSubmitHook that also keeps the output, and runs locally without a connection.
-
-    The provider's hook logs every output line but keeps only a 20-line tail, which Spark's
-    shutdown chatter can push our ``ERROR: ...`` line out of; we keep what we need to
-    report the job's own error and to find its JSON result line.
-    """
-
-    def __init__(self, *, local_fallback_master: str | None = None, **kwargs: Any) -> None:
-        self._local_fallback_master = local_fallback_master
-        self.output_tail: deque[str] = deque(maxlen=400)
-        self.error_lines: list[str] = []
-        self.json_lines: deque[str] = deque(maxlen=5)
-        super().__init__(**kwargs)
-
-    def _resolve_connection(self) -> dict[str, Any]:
-        data = super()._resolve_connection()
-        if self._local_fallback_master:
-            data["master"] = self._local_fallback_master
-            self.log.info(
-                "Spark connection %r does not exist; running on %s. Create it to use a cluster.",
-                self._conn_id, self._local_fallback_master,
-            )
-        return data
-
-    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
-        def tee() -> Iterator[Any]:
-            for raw in itr:
-                line = raw.rstrip("\n")
-                self.output_tail.append(line)
-                stripped = line.strip()
-                if stripped.startswith("ERROR:"):
-                    self.error_lines.append(stripped)
-                elif stripped.startswith("{") and stripped.endswith("}"):
-                    self.json_lines.append(stripped)
-                yield raw
-
-        super()._process_spark_submit_log(tee())
-
-    @property
-    def master(self) -> str:
-        return self._connection["master"]
-
-    @property
-    def deploy_mode(self) -> str | None:
-        return self._connection.get("deploy_mode")
-
-
-def find_jobs_dir(explicit: str | None = None) -> Path:
-    """Where the ``spark_jobs/*.py`` scripts are: explicit, env, or next to the package."""
-    candidates: list[Path] = []
-    if explicit:
-        candidates.append(Path(explicit))
-    if os.environ.get(JOBS_DIR_ENV):
-        candidates.append(Path(os.environ[JOBS_DIR_ENV]))
-    package_dir = Path(airflow_hoodie.__file__).resolve().parent
-    candidates += [package_dir / "spark_jobs", package_dir.parent / "spark_jobs"]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    raise HoodieConfigError(
-        "Cannot find the airflow-hoodie job scripts (spark_jobs/*.py); looked in "
-        + ", ".join(str(c) for c in candidates)
-        + f". Set the {JOBS_DIR_ENV} environment variable or the connection's jobs_dir extra."
-    )
-
-
-def _package_fingerprint(package_dir: Path) -> tuple[str, list[Path]]:
-    files = sorted(
-        p for p in package_dir.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
-    )
-    digest = hashlib.sha256()
-    for p in files:
-        stat = p.stat()
-        digest.update(f"{p.relative_to(package_dir)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16], files
-
-
-def build_package_zip(target_dir: str | None = None) -> str:
-    """Zip ``airflow_hoodie`` for ``--py-files``; rebuilt only when the sources change.
-
-    Executors on a cluster cannot import the package from the Airflow worker's
-    site-packages, so it travels with every job (Spark puts the zip on the executors'
-    ``sys.path``). The zip is content-addressed, so concurrent tasks share it safely.
-    """
-    package_dir = Path(airflow_hoodie.__file__).resolve().parent
-    fingerprint, files = _package_fingerprint(package_dir)
-    out_dir = Path(target_dir or tempfile.gettempdir())
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"airflow_hoodie-{airflow_hoodie.__version__}-{fingerprint}.zip"
-    if target.exists():
-        return str(target)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for p in files:
-            zf.write(p, arcname=str(Path("airflow_hoodie") / p.relative_to(package_dir)))
-    os.replace(tmp, target)
-    return str(target)
 
 
 class HoodieHook(BaseHook):
@@ -275,7 +170,7 @@ class HoodieHook(BaseHook):
         self._python = python
         self._jobs_dir = jobs_dir
         self._config: HoodieConnectionConfig | None = None
-        self._submit_hook: _CapturingSparkSubmitHook | None = None
+        self._submit_hook: CapturingSparkSubmitHook | None = None
 
     # ---------------------------------------------------------------- connection
     def get_conn(self) -> HoodieConnectionConfig:
@@ -332,8 +227,6 @@ class HoodieHook(BaseHook):
 
     def get_table(self) -> Any:
         """The table as our format layer sees it (for sensors, checks and tests)."""
-        from airflow_hoodie.table.hoodie_table import HoodieTable
-
         cfg = self.get_conn()
         return HoodieTable.load(self.require_base_path(), storage_options=cfg.storage_options or None)
 
@@ -384,48 +277,30 @@ class HoodieHook(BaseHook):
         application_args: list[str],
         *,
         extra_spark_conf: Mapping[str, Any] | None = None,
-    ) -> _CapturingSparkSubmitHook:
+    ) -> CapturingSparkSubmitHook:
         """The SparkSubmitHook for one job: master, Python, package shipping, env."""
         cfg = self.get_conn()
         spark_conn_id = cfg.spark_conn_id
         fallback = None
         if spark_conn_id == DEFAULT_SPARK_CONN_ID and not self._spark_connection_exists(spark_conn_id):
             fallback = LOCAL_FALLBACK_MASTER
+            self.log.info("Spark connection %r does not exist; running on %s (the driver runs in this "
+                          "worker). Create it to use a cluster.", spark_conn_id, fallback)
         kwargs = dict(self._spark_submit_kwargs)
         conf = dict(cfg.spark_conf)
         conf.update({str(k): _to_str(v) for k, v in (extra_spark_conf or {}).items()})
         conf.update({str(k): _to_str(v) for k, v in (kwargs.pop("conf", None) or {}).items()})
-        python = cfg.python or sys.executable
-        hook = _CapturingSparkSubmitHook(
-            local_fallback_master=fallback,
+        return make_submit_hook(
             conn_id=spark_conn_id,
+            local_fallback_master=fallback,
             conf=conf,
+            python=cfg.python or sys.executable,
+            ship_package=self._ship_package,
+            env_vars=kwargs.pop("env_vars", None),
             name=kwargs.pop("name", f"airflow-hoodie-{job}"),
             application_args=application_args,
             **kwargs,
         )
-        master = hook.master
-        conf.setdefault("spark.pyspark.python", python)
-        if hook.deploy_mode != "cluster":
-            conf.setdefault("spark.pyspark.driver.python", python)
-        ship = self._ship_package
-        if ship == "auto":
-            ship = not is_local_master(master)
-        if ship:
-            zip_path = build_package_zip()
-            existing = hook._py_files
-            hook._py_files = f"{existing},{zip_path}" if existing else zip_path
-        hook._conf = conf
-        if hook.deploy_mode != "cluster" and not hook._is_yarn and not hook._is_kubernetes:
-            # spark-submit ships with pyspark inside the venv; find it and pin Python workers.
-            env = dict(hook._env_vars or {})
-            bin_dir = os.path.dirname(sys.executable)
-            env.setdefault("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
-            env.setdefault("PYSPARK_PYTHON", python)
-            env.setdefault("PYSPARK_DRIVER_PYTHON", python)
-            hook._env_vars = env
-            hook._env = env
-        return hook
 
     def run_job(
         self,
@@ -475,7 +350,7 @@ class HoodieHook(BaseHook):
         return JobRun(job=job, result=result, master=hook.master)
 
     @staticmethod
-    def _failure_message(job: str, hook: _CapturingSparkSubmitHook, exc: Exception) -> str:
+    def _failure_message(job: str, hook: CapturingSparkSubmitHook, exc: Exception) -> str:
         if hook.error_lines:
             detail = "\n".join(dict.fromkeys(hook.error_lines))
         else:
@@ -484,7 +359,7 @@ class HoodieHook(BaseHook):
 
     @staticmethod
     def _read_result(
-        job: str, hook: _CapturingSparkSubmitHook, result_file: str, cluster_mode: bool
+        job: str, hook: CapturingSparkSubmitHook, result_file: str, cluster_mode: bool
     ) -> dict[str, Any]:
         candidates: list[str] = []
         if os.path.exists(result_file):
@@ -522,10 +397,8 @@ class HoodieHook(BaseHook):
         process = hook._submit_sp
         if process is not None and process.poll() is None:
             try:
-                import psutil
-
                 children = psutil.Process(process.pid).children(recursive=True)
-            except Exception:  # noqa: BLE001 - already gone, or psutil missing
+            except psutil.Error:  # already gone
                 children = []
         hook.on_kill()
         for child in children:

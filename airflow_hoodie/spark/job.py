@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 
 from airflow_hoodie.config import HoodieConfig, parse_key_values, parse_properties
 from airflow_hoodie.errors import HoodieError
+from airflow_hoodie.spark.session import active_session_summary
 
 EXIT_FAILURE = 1
 
@@ -90,6 +91,9 @@ def run_job(main: Callable[[], Mapping[str, Any]], result_file: str | None) -> i
         traceback.print_exc()
         print(f"ERROR: unexpected {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return EXIT_FAILURE
+    spark = active_session_summary()
+    if spark is not None and "spark" not in result:
+        result = {**result, "spark": spark}
     emit_result(result, result_file)
     return 0
 

@@ -1,5 +1,10 @@
 """The one place a SparkSession is built.
 
+The user's Spark settings win: a value from spark-submit ``--conf``, ``spark-defaults.conf``
+or the Spark connection is never replaced. We only fill in what nobody set, and tune with
+adaptive query execution (AQE coalesces shuffle partitions to the data's size) instead of
+fixed partition counts that are right for a laptop and fatal at real sizes.
+
 Spark's Python workers must run the same interpreter as the driver (ours has pyarrow and
 fastavro; the system python may not), so we pin ``PYSPARK_PYTHON`` before Spark starts.
 """
@@ -8,18 +13,27 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from typing import Any, Mapping
 
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+
+#: filled in only when neither the submit command, spark-defaults.conf nor ``conf=`` set them
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "4",
-    "spark.driver.memory": "2g",
     "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
 }
+
+#: only for plain ``python job.py`` runs, where no submit command sized the driver JVM
+PLAIN_PYTHON_CONF: dict[str, str] = {"spark.driver.memory": "2g"}
+
+#: Spark's log level for the job (``WARN`` keeps a task log readable); override with
+#: ``HOODIE_SPARK_LOG_LEVEL`` (e.g. ``INFO``) in the job's environment.
+LOG_LEVEL_ENV = "HOODIE_SPARK_LOG_LEVEL"
+DEFAULT_LOG_LEVEL = "WARN"
 
 
 def pin_python_workers() -> None:
@@ -28,32 +42,71 @@ def pin_python_workers() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def _is_submitted() -> bool:
+    return "SPARK_SUBMIT" in os.environ or bool(os.environ.get("SPARK_ENV_LOADED")) \
+        or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _settings_already_made() -> set[str]:
+    """Keys the submit command (``--conf``, spark-defaults.conf, the connection) has set.
+
+    Under spark-submit they are the driver JVM's system properties, which a default-loading
+    SparkConf reads through the gateway spark-submit started for us.
+    """
+    if not _is_submitted():
+        return set()
+    SparkContext._ensure_initialized()
+    return {key for key, _ in SparkConf(loadDefaults=True).getAll()}
+
+
 def get_or_create_session(
     app_name: str = "airflow-hoodie",
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
-):
+) -> SparkSession:
     """Return the active SparkSession or build one.
 
     Under ``spark-submit`` the master and resources come from the submit command; run
     as plain ``python`` we default to ``local[*]`` so every job script works without a
-    cluster.
+    cluster. ``conf`` is the caller's explicit choice and is applied as given.
     """
     pin_python_workers()
-    from pyspark.sql import SparkSession
-
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     builder = SparkSession.builder.appName(app_name)
-    submitted = "SPARK_SUBMIT" in os.environ or os.environ.get("SPARK_ENV_LOADED")
     chosen_master = master or os.environ.get("HOODIE_SPARK_MASTER")
     if chosen_master:
         builder = builder.master(chosen_master)
-    elif not submitted:
+    elif not _is_submitted():
         builder = builder.master("local[*]")
-    merged = dict(DEFAULT_CONF)
-    merged.update(conf or {})
-    for key, value in merged.items():
+    taken = _settings_already_made() | set(conf or {})
+    defaults = dict(DEFAULT_CONF)
+    if not _is_submitted():
+        defaults.update(PLAIN_PYTHON_CONF)
+    for key, value in defaults.items():
+        if key not in taken:
+            builder = builder.config(key, value)
+    for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, DEFAULT_LOG_LEVEL))
+    return session
+
+
+def session_summary(session: SparkSession) -> dict[str, Any]:
+    """What a job reports about the Spark it ran on: master, application, UI, key settings."""
+    sc = session.sparkContext
+    return {
+        "master": sc.master,
+        "app_id": sc.applicationId,
+        "ui_url": sc.uiWebUrl,
+        "shuffle_partitions": session.conf.get("spark.sql.shuffle.partitions"),
+        "adaptive": session.conf.get("spark.sql.adaptive.enabled"),
+    }
+
+
+def active_session_summary() -> dict[str, Any] | None:
+    """:func:`session_summary` of the session this process started, if it started one."""
+    active = SparkSession.getActiveSession()
+    return None if active is None else session_summary(active)

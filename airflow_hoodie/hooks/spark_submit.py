@@ -1,0 +1,200 @@
+"""Everything about starting one job with the apache-spark provider's ``SparkSubmitHook``.
+
+Where the job scripts are (inside the installed package, or beside it in a checkout),
+the zip of the package shipped with ``--py-files``, which ``spark-submit`` runs, and the
+``SparkSubmitHook`` itself, built through its constructor with every argument known up
+front so its own YARN / Kubernetes / standalone tracking, Kerberos and ``on_kill`` apply
+unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from collections import deque
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import pyspark
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+import airflow_hoodie
+from airflow_hoodie.errors import HoodieConfigError
+
+LOCAL_FALLBACK_MASTER = "local[*]"
+JOBS_DIR_ENV = "AIRFLOW_HOODIE_JOBS_DIR"
+SPARK_SUBMIT = "spark-submit"
+
+
+def is_local_master(master: str) -> bool:
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
+
+
+def find_jobs_dir(explicit: str | None = None) -> Path:
+    """Where the ``spark_jobs/*.py`` scripts are.
+
+    In order: an explicit directory, ``$AIRFLOW_HOODIE_JOBS_DIR``, ``airflow_hoodie/spark_jobs``
+    (a pip-installed wheel: setup.py maps the repository's top-level ``spark_jobs/`` there),
+    then ``spark_jobs/`` beside the package (a source checkout).
+    """
+    candidates: list[Path] = []
+    if explicit:
+        candidates.append(Path(explicit))
+    if os.environ.get(JOBS_DIR_ENV):
+        candidates.append(Path(os.environ[JOBS_DIR_ENV]))
+    package_dir = Path(airflow_hoodie.__file__).resolve().parent
+    candidates += [package_dir / "spark_jobs", package_dir.parent / "spark_jobs"]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise HoodieConfigError(
+        "Cannot find the airflow-hoodie job scripts (spark_jobs/*.py); looked in "
+        + ", ".join(str(c) for c in candidates)
+        + f". Set the {JOBS_DIR_ENV} environment variable or the connection's jobs_dir extra."
+    )
+
+
+def _package_fingerprint(package_dir: Path) -> tuple[str, list[Path]]:
+    files = sorted(
+        p for p in package_dir.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+    )
+    digest = hashlib.sha256()
+    for p in files:
+        stat = p.stat()
+        digest.update(f"{p.relative_to(package_dir)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16], files
+
+
+def build_package_zip(target_dir: str | None = None) -> str:
+    """Zip the imported ``airflow_hoodie`` (the installed package) for ``--py-files``.
+
+    Executors on a cluster cannot import the package from the Airflow worker's
+    site-packages, so it travels with every job (Spark puts the zip on the executors'
+    ``sys.path``). The zip is content-addressed, so concurrent tasks share it safely, and
+    rebuilt only when the sources change.
+    """
+    package_dir = Path(airflow_hoodie.__file__).resolve().parent
+    fingerprint, files = _package_fingerprint(package_dir)
+    out_dir = Path(target_dir or tempfile.gettempdir())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"airflow_hoodie-{airflow_hoodie.__version__}-{fingerprint}.zip"
+    if target.exists():
+        return str(target)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for p in files:
+            zf.write(p, arcname=str(Path("airflow_hoodie") / p.relative_to(package_dir)))
+    os.replace(tmp, target)
+    return str(target)
+
+
+def spark_submit_path_dirs() -> list[str]:
+    """Directories to put before ``PATH`` so ``spark-submit`` is found on a plain pip install.
+
+    ``pip install pyspark`` puts ``spark-submit`` in the environment's ``bin/`` (next to the
+    interpreter) and always inside the pyspark package (``pyspark/bin``); an Airflow image
+    whose PATH holds neither still runs the jobs. A ``spark-submit`` already on PATH (a
+    Spark distribution) comes after the interpreter's own.
+    """
+    dirs = [os.path.dirname(sys.executable)]
+    if shutil.which(SPARK_SUBMIT, path=os.pathsep.join(dirs + [os.environ.get("PATH", "")])) is None:
+        dirs.append(str(Path(pyspark.__file__).resolve().parent / "bin"))
+    return dirs
+
+
+class CapturingSparkSubmitHook(SparkSubmitHook):
+    """SparkSubmitHook that also keeps the job's output, and runs locally without a connection.
+
+    The provider's hook logs every output line but keeps only a 20-line tail, which Spark's
+    shutdown chatter can push our ``ERROR: ...`` line out of; we keep what we need to
+    report the job's own error, its progress lines and its JSON result line.
+    """
+
+    def __init__(self, *, local_fallback_master: str | None = None, **kwargs: Any) -> None:
+        self._local_fallback_master = local_fallback_master
+        self.output_tail: deque[str] = deque(maxlen=400)
+        self.error_lines: list[str] = []
+        self.json_lines: deque[str] = deque(maxlen=5)
+        super().__init__(**kwargs)
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        data = super()._resolve_connection()
+        if self._local_fallback_master:
+            data["master"] = self._local_fallback_master
+        return data
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        def tee() -> Iterator[Any]:
+            for raw in itr:
+                line = raw.rstrip("\n")
+                self.output_tail.append(line)
+                stripped = line.strip()
+                if stripped.startswith("ERROR:"):
+                    self.error_lines.append(stripped)
+                elif stripped.startswith("{") and stripped.endswith("}"):
+                    self.json_lines.append(stripped)
+                yield raw
+
+        super()._process_spark_submit_log(tee())
+
+    @property
+    def master(self) -> str:
+        return self._connection["master"]
+
+    @property
+    def deploy_mode(self) -> str | None:
+        return self._connection.get("deploy_mode")
+
+    @property
+    def runs_on_cluster_manager(self) -> bool:
+        """YARN or Kubernetes: environment variables travel as Spark conf, not the process env."""
+        return self._is_yarn or self._is_kubernetes
+
+
+def make_submit_hook(
+    *,
+    conn_id: str,
+    local_fallback_master: str | None,
+    conf: Mapping[str, str],
+    python: str,
+    ship_package: bool | str,
+    env_vars: Mapping[str, str] | None = None,
+    **kwargs: Any,
+) -> CapturingSparkSubmitHook:
+    """Build the SparkSubmitHook for one job through its constructor.
+
+    The master and deploy mode decide the rest (Python pinning, package shipping, the
+    process environment), so a first hook resolves only the connection and the second is
+    built with every argument final.
+    """
+    probe = CapturingSparkSubmitHook(local_fallback_master=local_fallback_master, conn_id=conn_id,
+                                     deploy_mode=kwargs.get("deploy_mode"))
+    cluster = probe.deploy_mode == "cluster"
+    conf = dict(conf)
+    conf.setdefault("spark.pyspark.python", python)
+    if not cluster:
+        conf.setdefault("spark.pyspark.driver.python", python)
+    py_files = kwargs.pop("py_files", None)
+    ship = (not is_local_master(probe.master)) if ship_package == "auto" else bool(ship_package)
+    if ship:
+        zip_path = build_package_zip()
+        py_files = f"{py_files},{zip_path}" if py_files else zip_path
+    env = dict(env_vars or {})
+    if not cluster and not probe.runs_on_cluster_manager:
+        # spark-submit ships with pyspark inside the environment: find it, pin Python workers.
+        env.setdefault("PATH", os.pathsep.join(spark_submit_path_dirs() + [os.environ.get("PATH", "")]))
+        env.setdefault("PYSPARK_PYTHON", python)
+        env.setdefault("PYSPARK_DRIVER_PYTHON", python)
+    return CapturingSparkSubmitHook(
+        local_fallback_master=local_fallback_master,
+        conn_id=conn_id,
+        conf=conf,
+        py_files=py_files,
+        env_vars=env or None,
+        **kwargs,
+    )
