@@ -49,7 +49,7 @@ from airflow_hoodie.table.file_group.file_naming import base_file_name, log_file
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.file_group.base_file_writer import (
-    IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
+    FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
     stamp_meta_columns, write_base_file,
 )
 from airflow_hoodie.table.storage.storage import Storage
@@ -307,7 +307,9 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
             list(old_meta.columns) + list(old_data.columns), names=list(META_COLUMNS) + data_schema.names
         )
         kept, incoming, n_updates, n_deletes = merge_cow(old_full, records, ctx.ordering_field)
-        old_part = kept
+        # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
+        old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
+                                   pa.repeat(pa.scalar(file_name, pa.string()), kept.num_rows))
     else:
         incoming = records.filter(pc.invert(pc.is_in(records.column(OP_COL), value_set=DELETE_OPS)))
     new_data = align_to_schema(incoming, data_schema)
@@ -687,6 +689,8 @@ class WriteClient:
         if self.table is not None:
             self.table.check_writable()
             self._check_table_matches()
+            # a write planned on a view missing a latest file would make the older data permanent
+            self.table.file_system_view().check_latest_files_present()
         return self.table
 
     def _check_table_matches(self) -> None:
