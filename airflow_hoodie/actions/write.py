@@ -689,6 +689,8 @@ class WriteClient:
         if self.table is not None:
             self.table.check_writable()
             self._check_table_matches()
+            # a write planned on a view missing a latest file would make the older data permanent
+            self.table.file_system_view().check_latest_files_present()
         return self.table
 
     def _check_table_matches(self) -> None:
