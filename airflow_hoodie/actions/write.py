@@ -901,7 +901,7 @@ class WriteClient:
             if self.table is not None:
                 pending = self.table.reload_timeline().get(instant_time)
                 if pending is not None and not pending.is_completed:
-                    rollback_instant(self.table, instant_time, config=self.config)
+                    rollback_instant(self.table, instant_time, config=self.config, pending_only=True)
                 elif pending is None:
                     # rolled back by another task while our tasks still wrote: what they
                     # wrote after that rollback is ours to remove
