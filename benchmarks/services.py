@@ -20,6 +20,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.report import print_table, write_report  # noqa: E402
+
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
@@ -131,6 +133,11 @@ def main() -> None:
         "clustering_vs_plain": round(clus_s / plain2_s, 2),
         "table_dir": tmp,
     }))
+    rows = [(f"compaction of {n:,} rows ({res['operations']} file groups)", comp_s, plain_s,
+             "pyarrow read + rewrite"),
+            (f"clustering of {n:,} rows", clus_s, plain2_s, "pyarrow read + sort + write")]
+    print_table(rows)
+    print(f"figures: {write_report('services', {'rows': n, 'table_dir': tmp}, rows)}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.report import print_table, write_report  # noqa: E402
+
 
 def make_rows(ids: np.ndarray, ts: int, seed: int) -> pa.Table:
     rng = np.random.default_rng(seed)
@@ -91,6 +93,16 @@ def main() -> None:
     results["ratio_mor_vs_delta"] = results["hudi_MERGE_ON_READ"] / results["delta_merge"]
     results["codec"] = args.codec  # type: ignore[assignment]
     print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in results.items()}, indent=1))
+    rows = [
+        (f"bulk_insert {args.rows:,} rows, COW", results["hudi_COPY_ON_WRITE_initial_load"],
+         results["delta_initial_load"], "delta-rs write_deltalake"),
+        (f"upsert {args.batch:,} (20% updates) into {args.rows:,}, COW", results["hudi_COPY_ON_WRITE"],
+         results["delta_merge"], "delta-rs merge"),
+        (f"upsert {args.batch:,} (20% updates) into {args.rows:,}, MOR", results["hudi_MERGE_ON_READ"],
+         results["delta_merge"], "delta-rs merge"),
+    ]
+    print_table(rows)
+    print(f"figures: {write_report('upsert', results, rows)}")
     spark.stop()
 
 

@@ -128,10 +128,9 @@ def lookup(batch: pa.Table, existing: pa.Table, global_index: bool) -> pa.Table:
     ex = existing.rename_columns(["key", LOC_PART, LOC_FILE])
     if not global_index:
         ex = ex.append_column("partition", ex.column(LOC_PART))
+    # Join only the keys and a row number, then attach the locations to the batch by row:
+    # Arrow's hash join cannot carry nested (struct, list, map) payload columns.
     idx_col = "__row"
-    b = batch.append_column(idx_col, pa.array(range(batch.num_rows), pa.int64()))
-    joined = b.join(ex, keys=left_keys, right_keys=right_keys, join_type="left outer")
-    if "partition" in joined.column_names:
-        joined = joined.drop_columns(["partition"])
-    joined = joined.sort_by(idx_col).drop_columns([idx_col])
-    return joined
+    b = batch.select(left_keys).append_column(idx_col, pa.array(range(batch.num_rows), pa.int64()))
+    joined = b.join(ex, keys=left_keys, right_keys=right_keys, join_type="left outer").sort_by(idx_col)
+    return batch.append_column(LOC_PART, joined.column(LOC_PART)).append_column(LOC_FILE, joined.column(LOC_FILE))

@@ -23,6 +23,10 @@ from airflow_hoodie.table.timeline.instant import Action, Instant, State
 UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
 
 
+#: Hudi 0.14's HoodieRestorePlan version (with savepointToRestoreTimestamp)
+RESTORE_PLAN_VERSION = 2
+
+
 def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Decided and done under the table lock; refused while a task still runs on an
     instant it would undo (a live heartbeat): that task would go on writing into a table
@@ -77,7 +81,10 @@ def _restore(table: Any, instant_time: str, config: HoodieConfig | None) -> dict
                 )
         undo = [i for i in tl.instants if i.timestamp > instant_time and i.action in UNDOABLE]
         undo.sort(key=lambda i: i.sort_key, reverse=True)
-        plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in undo], "version": 1}
+        savepoint = find_instant(tl, instant_time, [Action.SAVEPOINT])
+        plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in undo],
+                "version": RESTORE_PLAN_VERSION,
+                "savepointToRestoreTimestamp": instant_time if savepoint is not None else None}
         last = tl.instants[-1].timestamp
         ts = new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
         restore = writer.create_requested(Instant(ts, Action.RESTORE, State.REQUESTED),
@@ -102,6 +109,10 @@ def _restore(table: Any, instant_time: str, config: HoodieConfig | None) -> dict
         "restoreInstantInfo": plan["instantsToRollback"],
     }
     writer.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), serialize_plan("HoodieRestoreMetadata", meta))
+    # Hudi 0.14 keeps the rollbacks only inside the restore metadata, not on the timeline
+    for metas in rollbacks.values():
+        for rb_meta in metas:
+            writer.delete_instant_files(rb_meta["startRollbackTime"], Action.ROLLBACK)
     table.reload_timeline()
     return {"instant": ts, "action": Action.RESTORE, "state": "completed", "restored_to": instant_time,
             "rolled_back": meta["instantsToRollback"]}

@@ -65,7 +65,7 @@ def _create_savepoint(table: Any, instant_time: str, user: str, comments: str) -
             )
     files = savepoint_files(table, instant_time)
     meta = {
-        "savepointedBy": user, "savepointedAt": int(time.time()), "comments": comments,
+        "savepointedBy": user, "savepointedAt": int(time.time() * 1000), "comments": comments,
         "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": names} for p, names in files.items()},
         "version": 1,
     }

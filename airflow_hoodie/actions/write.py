@@ -49,7 +49,7 @@ from airflow_hoodie.table.file_group.file_naming import base_file_name, log_file
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.file_group.base_file_writer import (
-    IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
+    FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
     stamp_meta_columns, write_base_file,
 )
 from airflow_hoodie.table.storage.storage import Storage
@@ -308,7 +308,9 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
             list(old_meta.columns) + list(old_data.columns), names=list(META_COLUMNS) + data_schema.names
         )
         kept, incoming, n_updates, n_deletes = merge_cow(old_full, records, ctx.ordering_field)
-        old_part = kept
+        # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
+        old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
+                                   pa.repeat(pa.scalar(file_name, pa.string()), kept.num_rows))
     else:
         incoming = records.filter(pc.invert(pc.is_in(records.column(OP_COL), value_set=DELETE_OPS)))
     new_data = align_to_schema(incoming, data_schema)
@@ -593,7 +595,6 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         "hoodie.populate.meta.fields": "true",
         "hoodie.database.name": config.get("hoodie.database.name") or "default",
         "hoodie.table.create.schema": json.dumps(avro_schema, separators=(",", ":")),
-        "hoodie.table.metadata.partitions": "",
     }
     pre = config.get(PRECOMBINE_FIELD)
     if pre and pre in {f["name"] for f in avro_schema.get("fields", [])}:
@@ -602,7 +603,9 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         props["hoodie.compaction.payload.class"] = config.get("hoodie.datasource.write.payload.class")
     if config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC":
         props["hoodie.table.timeline.timezone"] = "UTC"
-    return props
+    # Hudi leaves a key out rather than writing it empty (a non-partitioned table has no
+    # hoodie.table.partition.fields, a table without metadata table no metadata.partitions)
+    return {k: v for k, v in props.items() if v not in (None, "")}
 
 
 def key_generator_class(config: HoodieConfig) -> str:

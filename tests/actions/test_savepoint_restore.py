@@ -85,3 +85,30 @@ def test_savepoint_does_not_change_reads(tmp_path, table_type, listing_order):
         c.schedule_compaction(load(base), HoodieConfig({}), force=True)
         c.execute_pending_compactions(load(base), LocalExecutor())
     assert snapshot(base) == model.table()
+
+
+def test_restore_and_savepoint_metadata_match_hudi_014(tmp_path):
+    """Field by field against Hudi 0.14's schemas: the restore plan is version 2 and names the
+    savepoint; the rollbacks a restore runs live only inside its metadata; savepointedAt is
+    in milliseconds."""
+    import time
+
+    from airflow_hoodie.table.metadata import avro_codec
+
+    base = str(tmp_path / "t")
+    cfg = table_config("COPY_ON_WRITE")
+    commits = [write(base, batch(range(t, t + 3), t), cfg) for t in range(1, 3)]
+    before = time.time()
+    sp.create_savepoint(load(base), commits[0])
+    tl = load(base).timeline
+    meta = avro_codec.deserialize(tl.read_details(tl.savepoints().completed().instants[0]), "HoodieSavepointMetadata")
+    assert before * 1000 - 5000 <= meta["savepointedAt"] <= time.time() * 1000 + 5000
+    write(base, batch(range(10, 12), 10), cfg)
+    res = rs.restore_to(load(base), commits[0])
+    tl = load(base).timeline
+    plan = avro_codec.deserialize(tl.read_plan(tl.get(res["instant"], "restore")), "HoodieRestorePlan")
+    assert plan["version"] == 2 and plan["savepointToRestoreTimestamp"] == commits[0]
+    assert [i["commitTime"] for i in plan["instantsToRollback"]] == sorted(res["rolled_back"], reverse=True)
+    assert not [f for f in timeline_files(base) if ".rollback" in f]
+    restore_meta = avro_codec.deserialize(tl.read_details(tl.get(res["instant"], "restore")), "HoodieRestoreMetadata")
+    assert sorted(restore_meta["hoodieRestoreMetadata"]) == sorted(res["rolled_back"])

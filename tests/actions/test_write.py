@@ -232,3 +232,15 @@ def test_mor_log_rollover_and_blocks(tmp_path):
     assert len({n.split(".log.")[1].split("_")[0] for n in logs}) >= 2  # rolled over to new versions
     assert actual(read_table(base)) == model.expected()
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+
+
+def test_a_new_table_config_has_no_empty_keys_as_hudi_writes_it(tmp_path):
+    """Real Hudi 0.14 leaves hoodie.table.partition.fields out on a non-partitioned table."""
+    from airflow_hoodie.table.properties import load_java_properties
+
+    base = tmp_path / "t"
+    write_arrow(str(base), to_arrow([{"id": 1, "ts": 1, "p": "x", "v": "a"}]), "upsert", conf(partitioned=False),
+                table_name="t")
+    props = load_java_properties((base / ".hoodie" / "hoodie.properties").read_text("latin-1"))
+    assert "hoodie.table.partition.fields" not in props
+    assert [k for k, v in props.items() if v == ""] == []

@@ -521,11 +521,9 @@ def archived_meta_entry(
         if state_name == "REQUESTED" and content:
             entry["hoodieCompactionPlan"] = avro_codec.deserialize(content, "HoodieCompactionPlan")
     elif action == "indexing":
-        if content:
-            if completed:
-                entry["hoodieIndexCommitMetadata"] = avro_codec.deserialize(content, "HoodieIndexCommitMetadata")
-            else:
-                entry["hoodieIndexPlan"] = avro_codec.deserialize(content, "HoodieIndexPlan")
+        # HoodieArchivedMetaEntry has a field for the index commit metadata, none for the plan
+        if content and completed:
+            entry["hoodieIndexCommitMetadata"] = avro_codec.deserialize(content, "HoodieIndexCommitMetadata")
     else:
         raise HoodieNotSupportedError(f"Hudi does not archive {action} instants ({timestamp})")
     return entry

@@ -36,8 +36,6 @@ _METADATA_FIELDS = {
     (Action.REPLACE_COMMIT, State.REQUESTED): "hoodieRequestedReplaceMetadata",
     (Action.REPLACE_COMMIT, State.INFLIGHT): "HoodieInflightReplaceMetadata",
     (Action.INDEXING, State.COMPLETED): "hoodieIndexCommitMetadata",
-    (Action.INDEXING, State.REQUESTED): "hoodieIndexPlan",
-    (Action.INDEXING, State.INFLIGHT): "hoodieIndexPlan",
 }
 
 _STATE_NAMES = {"REQUESTED": State.REQUESTED, "INFLIGHT": State.INFLIGHT, "COMPLETED": State.COMPLETED}
