@@ -102,10 +102,12 @@ def _encode(name: str, record: Mapping[str, Any]) -> bytes:
 
 
 def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None,
-                     rollback_time: str | None = None) -> str:
+                     rollback_time: str | None = None, pending_only: bool = False) -> str:
     """Roll back instant ``target`` (pending, or the latest completed write); returns the rollback instant.
 
     A pending rollback of the same target (killed earlier) is resumed from its plan.
+    ``pending_only`` (failed writes): a target found completed is refused with
+    :class:`HoodieTimelineError`, however it was judged before: its writer finished after all.
     """
     from airflow_hoodie.table.timeline.instant import Instant, State, new_instant_time
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -127,6 +129,9 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
             break
     if inst is None and plan is None:
         raise HoodieTimelineError(f"Instant {target} is not on the timeline of {table.base_uri}; nothing to roll back.")
+    if inst is not None and inst.is_completed and pending_only:
+        raise HoodieTimelineError(f"{inst.action} {target} completed meanwhile; a completed write is not rolled "
+                                  "back as failed.")
     if inst is not None and inst.is_completed:
         later = [i for i in tl.completed_commits().instants if i.timestamp > target]
         if later:

@@ -691,6 +691,8 @@ class WriteClient:
         if self.table is not None:
             self.table.check_writable()
             self._check_table_matches()
+            # a write planned on a view missing a latest file would make the older data permanent
+            self.table.file_system_view().check_latest_files_present()
         return self.table
 
     def _check_table_matches(self) -> None:
@@ -902,7 +904,7 @@ class WriteClient:
             if self.table is not None:
                 pending = self.table.reload_timeline().get(instant_time)
                 if pending is not None and not pending.is_completed:
-                    rollback_instant(self.table, instant_time, config=self.config)
+                    rollback_instant(self.table, instant_time, config=self.config, pending_only=True)
                 elif pending is None:
                     # rolled back by another task while our tasks still wrote: what they
                     # wrote after that rollback is ours to remove

@@ -459,6 +459,9 @@ def read_table(
 
 
     view = table.file_system_view(timeline)
+    if not as_of:
+        # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
+        view.check_latest_files_present()
     all_partitions = list(view.partitions())
     partitions = set(prune_partitions(all_partitions, spec, flt, schema))
     if query_type == "read_optimized":

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.config import ConfigKey, register
-from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError
 
 RECORD_KEY_COLUMN = "_hoodie_record_key"
 COMMIT_TIME_COLUMN = "_hoodie_commit_time"
@@ -365,6 +365,11 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
             n = piece.num_rows
             if n == 0:
                 continue
+            if RECORD_KEY_COLUMN not in piece.column_names:
+                raise HoodieCorruptedDataError(
+                    f"a log data block of this file slice has no {RECORD_KEY_COLUMN} column while the others do: "
+                    "its SCHEMA header is corrupt. Put the log file back from a backup, or restore the table to "
+                    "a savepoint before the instant that wrote it.")
             key_parts.append(pc.cast(piece.column(RECORD_KEY_COLUMN), pa.string()).combine_chunks())
             del_parts.append(_is_delete_mask(piece, config))
             natural_parts.append(_const(False, n))

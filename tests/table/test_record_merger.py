@@ -210,3 +210,14 @@ def test_v6_overwrite_payload_log_delete_beats_base():
     out = merge_records([base, log1, stale], V6_LATEST, has_base=True)
     # a: the delete (4) is older than log1 (5) in the log: stale; b: the delete overwrites the base
     assert as_map(out) == {"a": "a1"}
+
+
+def test_a_block_without_the_record_key_is_corrupt_data_not_a_key_error():
+    """A log block decoded with a damaged SCHEMA header lacks _hoodie_record_key while the
+    base file has it: a clear HoodieCorruptedDataError, not a raw KeyError."""
+    from airflow_hoodie.errors import HoodieCorruptedDataError
+
+    base = pa.table({"_hoodie_record_key": ["k1"], "v": [1]})
+    damaged = pa.table({"_hoodie_record_kez": ["k1"], "v": [2]})
+    with pytest.raises(HoodieCorruptedDataError, match="SCHEMA header is corrupt"):
+        merge_records([base, damaged], MergeConfig(), has_base=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.timeline.instant import Instant
 
 
@@ -43,7 +44,10 @@ def rollback_failed_writes(table: Any, tm: TransactionManager, config: HoodieCon
             current = table.timeline.get(candidate.timestamp)
             if current is None or current.is_completed or not tm.heartbeats.is_expired(candidate.timestamp):
                 continue  # completed, rolled back or revived meanwhile
-            rollback_instant(table, candidate.timestamp, config=config)
+            try:
+                rollback_instant(table, candidate.timestamp, config=config, pending_only=True)
+            except HoodieTimelineError:
+                continue  # completed after all (without a lock, SINGLE_WRITER): it stays
         tm.heartbeats.stop(candidate.timestamp)
         done.append(candidate.timestamp)
     table.reload_timeline()

@@ -115,8 +115,12 @@ def scan_log_pieces(
     valid_instants: Iterable[str] | None,
     timeline_start: str | None = None,
     inflight_instants: Iterable[str] = (),
+    keyed: bool = False,
 ) -> list[Piece]:
     """The data tables and delete sets of a slice's log files, in the order they were written.
+
+    ``keyed``: the slice's records carry ``_hoodie_record_key`` (its base file does), so a
+    data block without it has a corrupt SCHEMA header.
 
     Block validity (committed instants, rollback command blocks, corrupt blocks, the as-of
     cut) is the log scanner's job (:func:`airflow_hoodie.table.log.log_reader.scan_log_files`);
@@ -140,8 +144,24 @@ def scan_log_pieces(
             if block.deletes:
                 pieces.append(DeleteSet.from_records(block.deletes))
         elif block.table is not None and block.table.num_rows:
+            _check_record_key(block, keyed)
             pieces.append(block.table)
     return pieces
+
+
+def _check_record_key(block: Any, keyed: bool) -> None:
+    """Hudi writes all five meta columns or none: a data block missing some of them while it
+    (or the slice's base file) has others was decoded with a damaged SCHEMA header."""
+    assert block.table is not None
+    names = block.table.column_names
+    missing = [c for c in META_COLUMNS if c not in names]
+    if not missing or not (keyed or len(missing) < len(META_COLUMNS)):
+        return
+    raise HoodieCorruptedDataError(
+        f"{block.log_path}: the data block at byte {block.block.offset} (instant {block.instant_time}) has no "
+        f"{', '.join(missing)} column; its SCHEMA header is corrupt (columns: {', '.join(names[:8])}"
+        f"{' ...' if len(names) > 8 else ''}), so its records cannot be merged. Nothing was read. Put the log "
+        f"file back from a backup, or restore the table to a savepoint before {block.instant_time}.")
 
 
 def _conform(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
@@ -210,6 +230,7 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
         opts.valid_instants,
         opts.timeline_start,
         opts.inflight_instants,
+        keyed=base_schema is not None and RECORD_KEY_COLUMN in base_schema.names,
     )
     for piece in log_pieces:
         if isinstance(piece, pa.Table):

@@ -29,6 +29,7 @@ from airflow_hoodie.errors import HoodieCorruptedDataError
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileGroup, FileSlice, LogFile, build_file_groups
 from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import FileStatus, Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
@@ -432,6 +433,7 @@ class FileSystemView:
 
     def service_latest_slices(self) -> list[FileSlice]:
         """Latest slice of each live (not replaced) group of :meth:`service_file_groups`."""
+        self.check_latest_files_present()
         replaced = self.replace_instants_by_group()
         return [fg.slices[-1] for key, fg in sorted(self.service_file_groups().items())
                 if key not in replaced and fg.slices]
@@ -457,6 +459,49 @@ class FileSystemView:
         return [bf for _, g in sorted(self._groups.items()) for bf in g.all_base_files()
                 if bf.commit_time == instant_time]
 
+    # -------------------------------------------------------- missing files
+    def latest_files_per_timeline(self) -> dict[tuple[str, str], tuple[str, set[str]]]:
+        """``{(partition, fileId): (instant, paths)}``: the files of each live group's latest
+        slice according to the completed commits' metadata (a base file opens a new slice,
+        log files add to it). Groups replaced since are left out; the cleaner never deletes
+        a latest slice, so each of these files must be on storage."""
+        latest: dict[tuple[str, str], tuple[str, set[str]]] = {}
+        ext = self.config.base_file_extension if self.config is not None else ".parquet"
+        for inst in self.timeline.completed_commits():
+            meta = parse_commit_metadata(self.timeline.read_details(inst), inst.action)
+            for part, stat in meta.iter_write_stats():
+                if not stat.file_id or not stat.path:
+                    continue
+                key = (stat.partition_path or part or "", stat.file_id)
+                prev = latest.get(key)
+                if stat.path.endswith(ext) or prev is None:
+                    paths = {stat.path} if prev is None or prev[0] != inst.timestamp else prev[1] | {stat.path}
+                else:
+                    paths = prev[1] | {stat.path}
+                latest[key] = (inst.timestamp, paths)
+        replaced = self.replaced_file_groups()
+        return {k: v for k, v in latest.items() if k not in replaced}
+
+    def check_latest_files_present(self) -> None:
+        """Refuse to read or write over a table whose timeline names a file that is gone.
+
+        Without this a deleted base or log file silently drops its slice back to older data
+        (or no data), and the next write bases itself on that view, making it permanent.
+        """
+        self._load()
+        assert self._groups is not None
+        present = {_rel(bf.partition_path, bf.file_name) for g in self._groups.values() for bf in g.all_base_files()}
+        present |= {_rel(lf.partition_path, lf.file_name) for g in self._groups.values() for lf in g.all_log_files()}
+        for (part, fid), (ts, paths) in sorted(self.latest_files_per_timeline().items()):
+            missing = sorted(p for p in paths if p not in present)
+            if missing:
+                raise HoodieCorruptedDataError(
+                    f"{self.storage.uri(self.storage.join(self.base_path, missing[0]))} is missing: commit {ts} "
+                    f"wrote it as the latest version of file group {part or '<non-partitioned>'}/{fid}, and reading "
+                    "without it would silently return older data. Nothing was read or written. Put the file back "
+                    "(object-store versioning, a backup), or restore the table to a savepoint before "
+                    f"{ts} (`airflow-hoodie`/RestoreOperator), then retry.")
+
     # -------------------------------------------------------------- writer view
     def existing_files(self, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
         """Latest committed file slices as the index and bucketing see them.
@@ -465,6 +510,7 @@ class FileSystemView:
         keys, or their records would be inserted a second time); with a pending
         compaction the keys are looked up in the merged slice.
         """
+        self.check_latest_files_present()
         clustering = set(self.pending_clustering_file_groups())
         parts: list[str | None] = list(partitions) if partitions is not None else [None]
         slices = [s for p in parts for s in self.latest_file_slices(p)]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import functools
 import io
 import json
 import struct
@@ -401,7 +402,25 @@ def _require_schema(block: LogBlock) -> str:
         raise HoodieCorruptedLogError(
             f"{block.type_name} block at byte {block.offset} has no SCHEMA header"
         )
+    if not _is_record_schema(schema):
+        raise HoodieCorruptedLogError(
+            f"{block.type_name} block at byte {block.offset} has a corrupt SCHEMA header: not an Avro record "
+            f"schema with fields ({schema[:120]!r}...); its records cannot be decoded. Put the log file back "
+            "from a backup, or restore the table to a savepoint before the block's instant."
+        )
     return schema
+
+
+@functools.lru_cache(maxsize=256)
+def _is_record_schema(schema: str) -> bool:
+    """Hudi writes a record schema with a non-empty field list: anything else (a damaged
+    key such as ``fieldz``) would decode every record as empty and drop its update."""
+    try:
+        obj = json.loads(schema)
+    except ValueError:
+        return False
+    fields = obj.get("fields") if isinstance(obj, dict) else None
+    return isinstance(obj, dict) and obj.get("type") == "record" and isinstance(fields, list) and bool(fields)
 
 
 def _block_arrow_schema(block: LogBlock, schema: str) -> pa.Schema:

@@ -16,10 +16,10 @@ from airflow_hoodie.actions.clean import run_clean
 from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.restore import restore_to
-from airflow_hoodie.actions.rollback import rollback_latest_or
+from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
 from airflow_hoodie.actions.write import WriteClient, _run_bucket, write_arrow
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieWriteConflictError
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieTimelineError, HoodieWriteConflictError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf
@@ -174,3 +174,16 @@ def test_the_latest_commit_is_not_rolled_back_under_a_writer_that_built_on_it(tm
     values = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
     assert [values[i] for i in range(10)] == ["b0", "b1", "b2", "c3", "c4", "c5", "c6", "c7", "a8", "a9"]
     assert HoodieTable.load(base).timeline.get(latest.instant).is_completed
+
+
+def test_a_failed_write_rollback_never_takes_a_write_that_completed_after_all(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf("COPY_ON_WRITE")
+    write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
+    latest = write_arrow(base, to_arrow(rows(range(5), 2, "b")), "upsert", c)
+    # judged failed a moment ago (no lock in SINGLE_WRITER), completed since
+    with pytest.raises(HoodieTimelineError, match="completed meanwhile"):
+        rollback_instant(HoodieTable.load(base), latest.instant, pending_only=True)
+    table = HoodieTable.load(base)
+    assert table.timeline.get(latest.instant).is_completed and not table.timeline.filter(actions="rollback").instants
+    assert {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}[0] == "b0"

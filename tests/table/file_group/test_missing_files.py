@@ -1,0 +1,77 @@
+"""A base or log file the timeline names as the latest version of a file group is gone:
+every reader, writer and service says which file and what to do, instead of silently
+serving the older slice (and a write making that permanent). The table is left as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from airflow_hoodie.actions.compaction import schedule_compaction
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieCorruptedDataError
+from airflow_hoodie.table import read_table
+from airflow_hoodie.table.hoodie_table import HoodieTable
+
+CONF = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p"}
+
+
+def _table(tmp_path: Path, table_type: str) -> Path:
+    base = tmp_path / "t"
+    conf = {**CONF, "hoodie.table.type": table_type}
+    write_arrow(str(base), pa.table({"id": [1, 2], "ts": [1, 1], "p": ["a", "a"], "v": ["old", "old"]}), "upsert", conf)
+    write_arrow(str(base), pa.table({"id": [1], "ts": [2], "p": ["a"], "v": ["new"]}), "upsert", conf)
+    return base
+
+
+def _snapshot(base: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def _latest(base: Path, kind: str) -> Path:
+    if kind == "base":
+        return sorted((base / "a").glob("*.parquet"), key=lambda f: f.stem.rsplit("_", 1)[-1])[-1]
+    (log,) = (base / "a").glob(".*.log.*")
+    return log
+
+
+CASES = [("COPY_ON_WRITE", "base"), ("MERGE_ON_READ", "log"), ("MERGE_ON_READ", "base")]
+
+
+@pytest.mark.parametrize(("table_type", "kind"), CASES)
+def test_missing_latest_file_is_named_by_reads_and_writes(tmp_path, table_type, kind):
+    base = _table(tmp_path, table_type)
+    assert sorted(read_table(str(base)).column("v").to_pylist()) == ["new", "old"]
+    gone = _latest(base, kind)
+    gone.unlink()
+    before = _snapshot(base)
+    for read in (lambda: read_table(str(base)), lambda: read_table(str(base), query_type="read_optimized")):
+        with pytest.raises(HoodieCorruptedDataError, match=f"{gone.name} is missing.*Put the file back"):
+            read()
+    # the next upsert must not build on the older slice and make the loss permanent
+    with pytest.raises(HoodieCorruptedDataError, match=f"{gone.name} is missing"):
+        write_arrow(str(base), pa.table({"id": [2], "ts": [3], "p": ["a"], "v": ["x"]}), "upsert",
+                    {**CONF, "hoodie.table.type": table_type})
+    assert _snapshot(base) == before
+
+
+def test_missing_log_file_stops_compaction_planning(tmp_path):
+    base = _table(tmp_path, "MERGE_ON_READ")
+    gone = _latest(base, "log")
+    gone.unlink()
+    before = _snapshot(base)
+    with pytest.raises(HoodieCorruptedDataError, match=f"{gone.name} is missing"):
+        schedule_compaction(HoodieTable.load(str(base)), HoodieConfig({}), force=True)
+    assert _snapshot(base) == before
+
+
+def test_files_of_older_slices_may_be_cleaned(tmp_path):
+    """Only the latest slice must be there: the cleaner legitimately deletes older ones."""
+    base = _table(tmp_path, "COPY_ON_WRITE")
+    older = sorted((base / "a").glob("*.parquet"), key=lambda f: f.stem.rsplit("_", 1)[-1])[0]
+    older.unlink()
+    assert sorted(read_table(str(base)).column("v").to_pylist()) == ["new", "old"]
