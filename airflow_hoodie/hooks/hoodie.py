@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -35,6 +36,8 @@ import psutil
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from airflow_hoodie.actions.write_identity import FoundWrite, find_write, result_of
+from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError, HoodieJobError
 from airflow_hoodie.hooks.spark_submit import (
     LOCAL_FALLBACK_MASTER,
@@ -76,6 +79,11 @@ def _to_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+#: how long a finished cluster-mode job's instant may take to show on the timeline
+TIMELINE_WAIT_SECONDS = 60.0
+TIMELINE_POLL_SECONDS = 2.0
 
 
 @dataclass
@@ -310,11 +318,14 @@ class HoodieHook(BaseHook):
         hoodie_conf: Mapping[str, Any] | None = None,
         props_file: str | None = None,
         spark_conf: Mapping[str, Any] | None = None,
+        write_id: str | None = None,
     ) -> JobRun:
         """spark-submit ``spark_jobs/<job>.py`` and return its JSON result.
 
-        Raises :class:`HoodieJobError` carrying the job's own ``ERROR: ...`` line when the
-        job fails, so the task log and the exception say what went wrong.
+        ``write_id`` is stored in the instant's ``extraMetadata``; when the job's own output
+        never reaches us (cluster deploy mode) the result is read from the timeline instant
+        carrying it. Raises :class:`HoodieJobError` carrying the job's own ``ERROR: ...``
+        line when the job fails, so the task log and the exception say what went wrong.
         """
         script = find_jobs_dir(self.get_conn().jobs_dir) / f"{job}.py"
         if not script.is_file():
@@ -327,6 +338,8 @@ class HoodieHook(BaseHook):
             app_args = self.job_arguments(
                 job_args, result_file=result_file, props_file=props_file, hoodie_conf=hoodie_conf
             )
+            if write_id:
+                app_args += ["--write-id", write_id]
             hook = self.build_submit_hook(job, app_args, extra_spark_conf=spark_conf)
             self._submit_hook = hook
             cluster_mode = hook.deploy_mode == "cluster"
@@ -347,7 +360,36 @@ class HoodieHook(BaseHook):
             except Exception as exc:
                 raise HoodieJobError(self._failure_message(job, hook, exc)) from exc
             result = self._read_result(job, hook, result_file, cluster_mode)
+        if result.get("status") == "submitted" and write_id:
+            result = self.result_from_timeline(write_id, hoodie_conf)
         return JobRun(job=job, result=result, master=hook.master)
+
+    def find_write(self, write_id: str, hoodie_conf: Mapping[str, Any] | None = None) -> FoundWrite:
+        """What the table's timeline holds for ``write_id`` right now."""
+        cfg = self.get_conn()
+        config = HoodieConfig({**cfg.hoodie_conf, **{str(k): _to_str(v) for k, v in (hoodie_conf or {}).items()}})
+        return find_write(self.get_table().timeline, config, write_id)
+
+    def result_from_timeline(self, write_id: str, hoodie_conf: Mapping[str, Any] | None = None,
+                             timeout: float = TIMELINE_WAIT_SECONDS) -> dict[str, Any]:
+        """The result of the write with ``write_id``, read from its completed instant.
+
+        The driver has ended when this is called; the wait only covers storage listing lag.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.find_write(write_id, hoodie_conf)
+            if found.completed is not None:
+                result = result_of(found, self.require_base_path())
+                self.log.info("Found instant %s (%s) of this task on the timeline",
+                              result["instant"], result["action"])
+                return result
+            if time.monotonic() >= deadline:
+                raise HoodieJobError(
+                    f"The job ended but no completed instant on {self.require_base_path()} carries this task's "
+                    f"write identity {write_id}; see the driver's log on the cluster for its error."
+                )
+            time.sleep(TIMELINE_POLL_SECONDS)
 
     @staticmethod
     def _failure_message(job: str, hook: CapturingSparkSubmitHook, exc: Exception) -> str:

@@ -36,6 +36,10 @@ def base_parser(description: str) -> argparse.ArgumentParser:
         help="pyarrow filesystem option (credentials, region, endpoint); repeatable",
     )
     parser.add_argument("--spark-master", help="Spark master when run as plain python")
+    parser.add_argument(
+        "--write-id", help="Identity of the writer (Airflow: dag_id, run_id, task_id, map_index as JSON), stored "
+        "in the commit's extraMetadata: a retry finding it committed returns that instant and writes nothing",
+    )
     return parser
 
 

@@ -285,7 +285,10 @@ class TableConfig(Mapping[str, str]):
 
     @property
     def precombine_field(self) -> str | None:
-        return self._props.get(PRECOMBINE_FIELD) or None
+        """The ordering field; Hudi 1.1 (table version 9) renamed the key to
+        ``hoodie.table.ordering.fields`` (a list: its first field orders)."""
+        ordering = (self._props.get("hoodie.table.ordering.fields") or "").split(",")[0].strip()
+        return self._props.get(PRECOMBINE_FIELD) or ordering or None
 
     @property
     def key_generator_class(self) -> str | None:

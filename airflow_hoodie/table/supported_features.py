@@ -20,6 +20,8 @@ BASE_FILE_FORMAT = "hoodie.table.base.file.format"
 MULTIPLE_BASE_FILE_FORMATS = "hoodie.table.multiple.base.file.formats.enable"
 LOG_FILE_FORMAT = "hoodie.table.log.file.format"
 BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
+#: Hudi 1.1's pluggable table format; only Hudi's own ("native") timeline and files are read
+TABLE_FORMAT = "hoodie.table.format"
 #: Hudi's reserved instant times of a bootstrap commit (metadata-only and full record)
 BOOTSTRAP_INSTANTS = ("00000000000001", "00000000000002")
 
@@ -92,6 +94,10 @@ def check_supported(props: Mapping[str, str], timestamps: list[str], where: str)
         raise _refuse(where, f"Hudi table version {version}",
                       f"Supported table versions: {', '.join(map(str, READABLE_TABLE_VERSIONS))} (Hudi 0.14/0.15, "
                       "1.0, 1.1). Upgrade or downgrade the table with Hudi to one of them.")
+    table_format = (props.get(TABLE_FORMAT) or "native").strip().lower()
+    if table_format != "native":
+        raise _refuse(where, f"table format {table_format} ({TABLE_FORMAT})",
+                      "Only Hudi's native table format is read; use the engine of that format.")
     base_format = (props.get(BASE_FILE_FORMAT) or "PARQUET").strip().upper()
     if base_format != "PARQUET":
         raise _refuse(where, f"base file format {base_format} ({BASE_FILE_FORMAT})",

@@ -127,3 +127,12 @@ def test_backup_used_when_main_missing(tmp_path):
     (tmp_path / ".hoodie").mkdir()
     (tmp_path / ".hoodie/hoodie.properties.backup").write_text("hoodie.table.name=bk\n")
     assert TableConfig.load(*Storage.for_uri(str(tmp_path))).table_name == "bk"
+
+
+def test_hudi_1_1_ordering_fields_key_is_the_precombine_field(conformance_next):
+    """Table version 9 renamed hoodie.table.precombine.field to hoodie.table.ordering.fields."""
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    table = HoodieTable.load(str(conformance_next / "tables" / "mor" / "v9_txns_simple_meta"))
+    assert "hoodie.table.precombine.field" not in table.config
+    assert table.config.precombine_field == "txn_ts"

@@ -32,6 +32,7 @@ FEATURES = {
     "partial-update payload": ({"hoodie.compaction.payload.class":
                                 "org.apache.hudi.common.model.PartialUpdateAvroPayload"}, "PartialUpdateAvroPayload"),
     "bootstrap table": ({"hoodie.bootstrap.base.path": "/data/source"}, "bootstrap table"),
+    "non-native table format": ({"hoodie.table.format": "iceberg"}, "table format iceberg"),
 }
 
 
