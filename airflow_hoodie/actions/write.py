@@ -828,8 +828,9 @@ class WriteClient:
                 try:
                     self._refuse_beside_live_writer(own=instant_time)
                 except HoodieConcurrentWriterError:
-                    TimelineWriter(self.storage, self.base_path).delete_instant_files(instant_time, action)
-                    self.txn.heartbeats.stop(instant_time)
+                    # a rollback, not a silent delete: a writer that saw our instant pending
+                    # must learn it was undone, or its conflict check takes it for archived
+                    self.abort(instant_time)
                     raise
         return instant_time
 
