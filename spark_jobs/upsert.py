@@ -19,6 +19,7 @@ try:
 except ImportError:  # run from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from airflow_hoodie.actions.write_identity import settle_previous_try, with_write_id  # noqa: E402
 from airflow_hoodie.spark.job import base_parser, load_config, run_job, storage_options  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         from airflow_hoodie.spark.upsert import SOURCE_FORMATS
         from airflow_hoodie.table.storage.storage import Storage
 
-        config = load_config(args)
+        config = with_write_id(load_config(args), args.write_id)
         # cheap checks first: a bad call fails in a second, before a JVM starts
         if args.operation not in OPERATIONS:
             raise HoodieConfigError(f"--operation {args.operation!r} is not one of {', '.join(OPERATIONS)}.")
@@ -56,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         unknown = config.unknown_keys()
         if unknown:
             print("WARNING: unknown hoodie.* settings (ignored): " + ", ".join(unknown), file=sys.stderr, flush=True)
+        if args.write_id:
+            previous = settle_previous_try(args.base_path, storage_options(args), config, args.write_id)
+            if previous is not None:
+                print(f"this task already committed {previous['instant']} (a try that ended before reporting); "
+                      "nothing written again", flush=True)
+                return previous
         table_name = args.table_name or config.get("hoodie.table.name")
         spark = get_or_create_session(f"hoodie-upsert-{table_name or 'table'}", master=args.spark_master)
         df = read_source(spark, args.source, args.source_format)

@@ -53,6 +53,7 @@ from airflow_hoodie.table.file_group.base_file_writer import (
     stamp_meta_columns, write_base_file,
 )
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.actions.write_identity import commit_extra_metadata
 
 # ----------------------------------------------------------------------------- settings
 TABLE_TYPE = "hoodie.table.type"
@@ -551,7 +552,8 @@ def commit_metadata_json(
     return json.dumps(doc, indent=2).encode()
 
 
-def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str) -> bytes:
+def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str,
+                          extra: Mapping[str, str] | None = None) -> bytes:
     """What Hudi puts in the inflight file: one stat per bucket with expected counts."""
     stats = []
     for t in tasks:
@@ -566,7 +568,7 @@ def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str) -> byt
         part = st.pop("partitionPath")
         st["partitionPath"] = None
         by_part.setdefault(part, []).append(st)
-    return json.dumps({"partitionToWriteStats": by_part, "compacted": False, "extraMetadata": {},
+    return json.dumps({"partitionToWriteStats": by_part, "compacted": False, "extraMetadata": dict(extra or {}),
                        "operationType": OPERATION_TYPE.get(operation, operation)}, indent=2).encode()
 
 
@@ -826,8 +828,9 @@ class WriteClient:
                 try:
                     self._refuse_beside_live_writer(own=instant_time)
                 except HoodieConcurrentWriterError:
-                    TimelineWriter(self.storage, self.base_path).delete_instant_files(instant_time, action)
-                    self.txn.heartbeats.stop(instant_time)
+                    # a rollback, not a silent delete: a writer that saw our instant pending
+                    # must learn it was undone, or its conflict check takes it for archived
+                    self.abort(instant_time)
                     raise
         return instant_time
 
@@ -835,7 +838,8 @@ class WriteClient:
         from airflow_hoodie.table.timeline.instant import Instant, State
         from airflow_hoodie.table.timeline.timeline import TimelineWriter
         TimelineWriter(self.storage, self.base_path).transition_to_inflight(
-            Instant(instant_time, action, State.REQUESTED), workload_profile_json(tasks, operation))
+            Instant(instant_time, action, State.REQUESTED),
+            workload_profile_json(tasks, operation, commit_extra_metadata(self.config)))
 
     def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
                avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> None:
@@ -850,7 +854,7 @@ class WriteClient:
         for part in sorted({st.get("partitionPath") or "" for st in stats}):
             write_partition_metadata(self.storage, self.base_path, part, instant_time)
         schema_json = json.dumps(avro_schema, separators=(",", ":"))
-        body = commit_metadata_json(stats, operation, schema_json, replaced)
+        body = commit_metadata_json(stats, operation, schema_json, replaced, commit_extra_metadata(self.config))
         own = Instant(instant_time, action, State.INFLIGHT)
         groups = {(st.get("partitionPath") or "", st["fileId"]) for st in stats if st.get("fileId")}
         groups |= {(p, f) for p, ids in (replaced or {}).items() for f in ids}

@@ -12,7 +12,10 @@ Connection ``hoodie`` (all optional; a fresh install needs no connection at all)
 
 - extra ``base_path``: default table path or URI (operators may override it);
 - login / password: storage access key and secret, added to the storage options as
-  ``access_key`` / ``secret_key`` (what ``pyarrow.fs.S3FileSystem`` expects);
+  ``access_key`` / ``secret_key`` (what ``pyarrow.fs.S3FileSystem`` expects). Secrets never
+  go on the spark-submit command line: they reach the job in its environment
+  (``HOODIE_STORAGE_SECRETS``, JSON), are masked in task logs, and are not sent to a
+  cluster-mode driver (give it the cluster's own credentials or that variable there);
 - extra ``storage_options``: JSON object of pyarrow filesystem options;
 - extra ``spark_conn_id``: Spark connection used for spark-submit (default ``spark_default``;
   when that connection does not exist the job runs on ``local[*]``);
@@ -28,13 +31,18 @@ import json
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import psutil
 from airflow.sdk import BaseHook
+from airflow.sdk.log import mask_secret
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from airflow_hoodie.actions.write_identity import FoundWrite, find_write, result_of
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.spark.job import STORAGE_SECRETS_ENV, is_secret_option
 from airflow_hoodie.errors import HoodieConfigError, HoodieJobError
 from airflow_hoodie.hooks.spark_submit import (
     LOCAL_FALLBACK_MASTER,
@@ -76,6 +84,11 @@ def _to_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+#: how long a finished cluster-mode job's instant may take to show on the timeline
+TIMELINE_WAIT_SECONDS = 60.0
+TIMELINE_POLL_SECONDS = 2.0
 
 
 @dataclass
@@ -202,6 +215,9 @@ class HoodieHook(BaseHook):
         if conn is not None and conn.password:
             storage.setdefault("secret_key", conn.password)
         storage.update({str(k): _to_str(v) for k, v in self._storage_options.items()})
+        for key, value in storage.items():
+            if is_secret_option(key):
+                mask_secret(value)
         hoodie_conf = _parse_mapping(extra.get("hoodie_conf"), "hoodie_conf")
         hoodie_conf.update(self._hoodie_conf)
         spark_conf = _parse_mapping(extra.get("spark_conf"), "spark_conf")
@@ -263,7 +279,8 @@ class HoodieHook(BaseHook):
         for key, value in merged.items():
             args += ["--hoodie-conf", f"{key}={value}"]
         for key, value in cfg.storage_options.items():
-            args += ["--storage-option", f"{key}={value}"]
+            if not is_secret_option(key):  # secrets travel in the job's environment, never here
+                args += ["--storage-option", f"{key}={value}"]
         if props_file:
             args += ["--props", props_file]
         if result_file:
@@ -290,8 +307,10 @@ class HoodieHook(BaseHook):
         conf = dict(cfg.spark_conf)
         conf.update({str(k): _to_str(v) for k, v in (extra_spark_conf or {}).items()})
         conf.update({str(k): _to_str(v) for k, v in (kwargs.pop("conf", None) or {}).items()})
+        secrets = {k: v for k, v in cfg.storage_options.items() if is_secret_option(k)}
         return make_submit_hook(
             conn_id=spark_conn_id,
+            secret_env={STORAGE_SECRETS_ENV: json.dumps(secrets)} if secrets else None,
             local_fallback_master=fallback,
             conf=conf,
             python=cfg.python or sys.executable,
@@ -310,11 +329,14 @@ class HoodieHook(BaseHook):
         hoodie_conf: Mapping[str, Any] | None = None,
         props_file: str | None = None,
         spark_conf: Mapping[str, Any] | None = None,
+        write_id: str | None = None,
     ) -> JobRun:
         """spark-submit ``spark_jobs/<job>.py`` and return its JSON result.
 
-        Raises :class:`HoodieJobError` carrying the job's own ``ERROR: ...`` line when the
-        job fails, so the task log and the exception say what went wrong.
+        ``write_id`` is stored in the instant's ``extraMetadata``; when the job's own output
+        never reaches us (cluster deploy mode) the result is read from the timeline instant
+        carrying it. Raises :class:`HoodieJobError` carrying the job's own ``ERROR: ...``
+        line when the job fails, so the task log and the exception say what went wrong.
         """
         script = find_jobs_dir(self.get_conn().jobs_dir) / f"{job}.py"
         if not script.is_file():
@@ -327,6 +349,8 @@ class HoodieHook(BaseHook):
             app_args = self.job_arguments(
                 job_args, result_file=result_file, props_file=props_file, hoodie_conf=hoodie_conf
             )
+            if write_id:
+                app_args += ["--write-id", write_id]
             hook = self.build_submit_hook(job, app_args, extra_spark_conf=spark_conf)
             self._submit_hook = hook
             cluster_mode = hook.deploy_mode == "cluster"
@@ -347,7 +371,36 @@ class HoodieHook(BaseHook):
             except Exception as exc:
                 raise HoodieJobError(self._failure_message(job, hook, exc)) from exc
             result = self._read_result(job, hook, result_file, cluster_mode)
+        if result.get("status") == "submitted" and write_id:
+            result = self.result_from_timeline(write_id, hoodie_conf)
         return JobRun(job=job, result=result, master=hook.master)
+
+    def find_write(self, write_id: str, hoodie_conf: Mapping[str, Any] | None = None) -> FoundWrite:
+        """What the table's timeline holds for ``write_id`` right now."""
+        cfg = self.get_conn()
+        config = HoodieConfig({**cfg.hoodie_conf, **{str(k): _to_str(v) for k, v in (hoodie_conf or {}).items()}})
+        return find_write(self.get_table().timeline, config, write_id)
+
+    def result_from_timeline(self, write_id: str, hoodie_conf: Mapping[str, Any] | None = None,
+                             timeout: float = TIMELINE_WAIT_SECONDS) -> dict[str, Any]:
+        """The result of the write with ``write_id``, read from its completed instant.
+
+        The driver has ended when this is called; the wait only covers storage listing lag.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.find_write(write_id, hoodie_conf)
+            if found.completed is not None:
+                result = result_of(found, self.require_base_path())
+                self.log.info("Found instant %s (%s) of this task on the timeline",
+                              result["instant"], result["action"])
+                return result
+            if time.monotonic() >= deadline:
+                raise HoodieJobError(
+                    f"The job ended but no completed instant on {self.require_base_path()} carries this task's "
+                    f"write identity {write_id}; see the driver's log on the cluster for its error."
+                )
+            time.sleep(TIMELINE_POLL_SECONDS)
 
     @staticmethod
     def _failure_message(job: str, hook: CapturingSparkSubmitHook, exc: Exception) -> str:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
 from airflow_hoodie.hooks.hoodie import HoodieHook
 
@@ -57,6 +58,9 @@ class HoodieBaseOperator(BaseOperator):
 
     job: ClassVar[str] = ""
     writes_data: ClassVar[bool] = False
+    #: the job stores the task's write identity in its commit (exactly-once retries,
+    #: results found on the timeline in cluster deploy mode)
+    records_write_id: ClassVar[bool] = False
     template_fields: Sequence[str] = (
         "base_path", "hoodie_conf", "props_file", "storage_options", "spark_conf",
     )
@@ -103,6 +107,13 @@ class HoodieBaseOperator(BaseOperator):
         """The job's own arguments (after the common ``--base-path``/``--hoodie-conf``...)."""
         return []
 
+    def write_id(self, context: Any) -> str | None:
+        """This task instance's write identity (the same for every try of it)."""
+        ti = context.get("ti") if context else None
+        if not self.records_write_id or ti is None:
+            return None
+        return format_write_id(ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", None))
+
     def is_nothing_to_do(self, result: Mapping[str, Any]) -> bool:
         return result.get("instant") is None
 
@@ -120,7 +131,8 @@ class HoodieBaseOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         self._hook = self.get_hook()
-        run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file)
+        run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file,
+                                 write_id=self.write_id(context))
         result = dict(run.result)
         base_uri = self._hook.require_base_path()
         if self.is_nothing_to_do(result):
@@ -174,6 +186,7 @@ class HoodieUpsertOperator(HoodieBaseOperator):
 
     job = "upsert"
     writes_data = True
+    records_write_id = True
     template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "table_name", "source",
                                       "source_format", "operation")
 
@@ -200,8 +213,10 @@ class HoodieCompactionExecuteOperator(HoodieBaseOperator):
     """Execute a pending compaction (``spark_jobs/compaction_execute.py``).
 
     :param instant_time: the compaction to run. Default: the instant planned by the
-        upstream :class:`HoodieCompactionPlanOperator` (its XCom), or, with no such task
-        upstream, every pending compaction oldest first.
+        upstream :class:`HoodieCompactionPlanOperator` (its XCom); when none was handed
+        over (nothing planned this run, or no plan task upstream), the pending plans on the
+        timeline run oldest first, as Hudi's HoodieCompactor does, so a plan left by a
+        failed earlier run is executed rather than skipped.
     :param plan_task_id: take the instant from this task's XCom instead of looking upstream.
     """
 
@@ -214,7 +229,6 @@ class HoodieCompactionExecuteOperator(HoodieBaseOperator):
         super().__init__(**kwargs)
         self.instant_time = instant_time
         self.plan_task_id = plan_task_id
-        self._nothing_planned = False
 
     def _plan_task_ids(self) -> list[str]:
         if self.plan_task_id:
@@ -222,36 +236,23 @@ class HoodieCompactionExecuteOperator(HoodieBaseOperator):
         return [t.task_id for t in self.upstream_list if isinstance(t, HoodieCompactionPlanOperator)]
 
     def resolve_instant(self, context: Any) -> str | None:
+        """The plan handed over (argument or upstream XCom), or None for "the pending ones"."""
         if self.instant_time:
             return str(self.instant_time)
-        plan_tasks = self._plan_task_ids()
-        if not plan_tasks:
-            return None
         ti = context["ti"]
-        for task_id in plan_tasks:
+        for task_id in self._plan_task_ids():
             planned = ti.xcom_pull(task_ids=task_id, key="return_value")
             if isinstance(planned, Mapping) and planned.get("instant"):
                 return str(planned["instant"])
-        self._nothing_planned = True
         return None
 
-    def execute(self, context: Any) -> dict[str, Any]:
-        instant = self.resolve_instant(context)
-        if self._nothing_planned:
-            result = {"instant": None, "action": "compaction",
-                      "reason": f"no compaction was planned by {', '.join(self._plan_task_ids())}"}
-            self._drop_table_outlets()
-            if self.on_nothing_to_do == NOTHING_TO_DO_SKIP:
-                raise AirflowSkipException(result["reason"])
-            self.log.info("Nothing to compact: %s", result["reason"])
-            context["ti"].xcom_push(key="instant", value=None)
-            return result
-        self._resolved_instant = instant
-        return super().execute(context)
-
     def job_args(self, context: Any) -> list[str]:
-        instant = getattr(self, "_resolved_instant", None)
-        return ["--instant-time", instant] if instant else []
+        instant = self.resolve_instant(context)
+        if instant is None:
+            self.log.info("No compaction plan handed to this task; executing the pending plans on the "
+                          "timeline, oldest first")
+            return []
+        return ["--instant-time", instant]
 
 
 class HoodieClusteringOperator(HoodieBaseOperator):

@@ -83,7 +83,7 @@ def test_plan_execute_xcom_and_asset_event(airflow_db, fake_jobs_dir, tmp_path):
 def test_nothing_to_do_succeeds_or_skips_without_asset_event(airflow_db, fake_jobs_dir, tmp_path):
     make_job(fake_jobs_dir, "compaction_plan", "noop")
     make_job(fake_jobs_dir, "clustering", "noop")
-    make_job(fake_jobs_dir, "compaction_execute", "ok")
+    make_job(fake_jobs_dir, "compaction_execute", "noop")  # the real job: no pending plan, nothing to do
     base = tmp_path / "table"
     dag = load_dag_file("ops_noop", f"""
         import pendulum
@@ -99,7 +99,7 @@ def test_nothing_to_do_succeeds_or_skips_without_asset_event(airflow_db, fake_jo
     dr = dag.test()
     assert _states(dr) == {"plan": "success", "execute": "success", "cluster": "skipped"}
     assert _xcom(dr, "plan")["reason"] == "no file slice has log files"
-    assert _xcom(dr, "execute")["instant"] is None  # no plan, no spark-submit, no event
+    assert _xcom(dr, "execute")["instant"] is None  # no plan handed over, none pending: no event
     assert _asset_events(table_asset_uri(str(base))) == []
 
 

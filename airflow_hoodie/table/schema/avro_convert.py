@@ -146,8 +146,14 @@ def _type_to_avro(t: pa.DataType, name: str, namespace: str) -> Any:
     if pa.types.is_date(t):
         return {"type": "int", "logicalType": "date"}
     if pa.types.is_timestamp(t):
-        logical = "timestamp-micros" if t.tz is not None else "local-timestamp-micros"
-        return {"type": "long", "logicalType": logical}
+        if t.tz is None:
+            # Hudi 0.14 has no TIMESTAMP_NTZ: it never writes local-timestamp-*, and hudi-rs
+            # fails on tables that carry it. Guessing a zone would shift the values silently.
+            raise HoodieNotSupportedError(
+                f"Column {name!r} is a timestamp without time zone ({t}); Hudi 0.14/0.15 tables store "
+                "timestamps as UTC instants (timestamp-micros). Convert the column first, e.g. "
+                "pyarrow.compute.assume_timezone(col, 'UTC') or a Spark TIMESTAMP (not TIMESTAMP_NTZ).")
+        return {"type": "long", "logicalType": "timestamp-micros"}
     if pa.types.is_time32(t):
         return {"type": "int", "logicalType": "time-millis"}
     if pa.types.is_time64(t):

@@ -16,12 +16,14 @@ from airflow_hoodie.actions.clean import run_clean
 from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.restore import restore_to
+from airflow_hoodie.actions.transaction.conflict_resolution import check_no_conflict
 from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
 from airflow_hoodie.actions.write import WriteClient, _run_bucket, write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieTimelineError, HoodieWriteConflictError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
+from airflow_hoodie.table.timeline.instant import Instant, State
 from tests.actions.test_write import conf
 from tests.actions.transaction.test_occ_writes import OCC, RunsMeanwhile, rows
 from tests.actions.write_model import to_arrow
@@ -187,3 +189,21 @@ def test_a_failed_write_rollback_never_takes_a_write_that_completed_after_all(tm
     table = HoodieTable.load(base)
     assert table.timeline.get(latest.instant).is_completed and not table.timeline.filter(actions="rollback").instants
     assert {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}[0] == "b0"
+
+
+def test_a_write_pending_at_our_start_that_was_rolled_back_is_no_conflict(tmp_path):
+    base = str(tmp_path / "t")
+    c = conf("COPY_ON_WRITE", **OCC)
+    write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
+    other = WriteClient(base, HoodieConfig(dict(c)))
+    other.load_table()
+    pending = other.start(other.new_instant_time(), "commit", "upsert")
+    ours = WriteClient(base, HoodieConfig(dict(c)))
+    ours.load_table()
+    own = ours.start(ours.new_instant_time(), "commit", "upsert")
+    assert (pending, "commit") in ours._started.pending
+    other.abort(pending)  # e.g. refused by the single-writer check, or failed: a rollback names it
+    timeline = HoodieTable.load(base).timeline
+    groups = {("a", "f")}
+    check_no_conflict(timeline, Instant(own, "commit", State.INFLIGHT), groups, ours._started)
+    ours.abort(own)

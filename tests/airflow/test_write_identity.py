@@ -1,0 +1,93 @@
+"""Exactly-once retries and results found on the timeline, with the real job scripts.
+
+A try that committed and died before reporting is simulated by discarding the first
+execute's result: the retry (same task instance identity) must report the same instant
+and write nothing. The timeline lookup the hook uses in cluster deploy mode must give the
+same figures as the job's own result. A compaction plan left behind by an earlier run is
+executed by the execute operator even when this run's plan task planned nothing.
+"""
+
+from __future__ import annotations
+
+import types
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_hoodie.actions.compaction import schedule_compaction
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.actions.write_identity import format_write_id
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.hooks.hoodie import HoodieHook
+from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.read import read_table
+from tests.airflow.conftest import load_dag_file
+
+pytestmark = pytest.mark.timeout(600)
+
+CONF = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": ""}
+
+
+class _TaskInstance(types.SimpleNamespace):
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+
+def _context():
+    ti = _TaskInstance(dag_id="ingest", run_id="manual__1", task_id="upsert", map_index=-1, pushed={})
+    return {"ti": ti}
+
+
+def test_retry_after_commit_reports_the_same_instant_and_writes_nothing(airflow_db, tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    source = tmp_path / "batch.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "v": [1, 2, 3]}), source)
+    base = str(tmp_path / "t")
+    op = HoodieUpsertOperator(task_id="upsert", base_path=base, table_name="t", source=str(source),
+                              operation="insert", hoodie_conf=CONF)
+    first = op.execute(_context())  # committed; imagine the worker died before this returned
+    assert first["inserts"] == 3
+
+    retry = op.execute(_context())
+    assert retry["instant"] == first["instant"]
+    assert retry["retry_of_completed_write"] is True
+    assert read_table(base).num_rows == 3  # insert re-applied would have made 6
+    assert [i.timestamp for i in HoodieTable.load(base).timeline.completed_commits()] == [first["instant"]]
+
+    # cluster deploy mode: the driver's output never reaches the hook; the timeline answers
+    write_id = format_write_id("ingest", "manual__1", "upsert", -1)
+    found = HoodieHook(base_path=base).result_from_timeline(write_id, timeout=0)
+    for key in ("instant", "action", "inserts", "updates", "files_written", "bytes_written"):
+        assert found[key] == first[key], key
+
+
+def test_execute_operator_runs_a_plan_left_by_an_earlier_run(airflow_db, tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    base = str(tmp_path / "mor")
+    conf = {**CONF, "hoodie.table.name": "mor", "hoodie.table.type": "MERGE_ON_READ"}
+    write_arrow(base, pa.table({"id": ["a", "b"], "ts": [1, 1], "v": [1, 2]}), "insert", conf)
+    write_arrow(base, pa.table({"id": ["b"], "ts": [2], "v": [20]}), "upsert", conf)
+    orphan = schedule_compaction(HoodieTable.load(base), HoodieConfig(conf), force=True).as_result()["instant"]
+    assert orphan  # a plan whose execute task failed in an earlier run
+
+    dag = load_dag_file("identity_orphan_plan", f"""
+        import pendulum
+        from airflow.sdk import DAG
+        from airflow_hoodie.operators.hoodie import HoodieCompactionExecuteOperator, HoodieCompactionPlanOperator
+        with DAG("identity_orphan_plan", schedule=None, start_date=pendulum.datetime(2024, 1, 1)) as dag:
+            plan = HoodieCompactionPlanOperator(task_id="plan", base_path="{base}",
+                                                hoodie_conf={{"hoodie.compact.inline.max.delta.commits": "50"}})
+            run = HoodieCompactionExecuteOperator(task_id="execute", base_path="{base}")
+            plan >> run
+    """)
+    dr = dag.test()
+    states = {ti.task_id: ti.state for ti in dr.get_task_instances()}
+    assert states == {"plan": "success", "execute": "success"}
+    timeline = HoodieTable.load(base).timeline
+    assert not timeline.pending_compactions().instants
+    assert timeline.get(orphan).is_completed
+    ro = read_table(base, query_type="read_optimized")
+    assert sorted(zip(ro.column("id").to_pylist(), ro.column("v").to_pylist())) == [("a", 1), ("b", 20)]
