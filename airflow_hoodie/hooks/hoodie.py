@@ -12,7 +12,10 @@ Connection ``hoodie`` (all optional; a fresh install needs no connection at all)
 
 - extra ``base_path``: default table path or URI (operators may override it);
 - login / password: storage access key and secret, added to the storage options as
-  ``access_key`` / ``secret_key`` (what ``pyarrow.fs.S3FileSystem`` expects);
+  ``access_key`` / ``secret_key`` (what ``pyarrow.fs.S3FileSystem`` expects). Secrets never
+  go on the spark-submit command line: they reach the job in its environment
+  (``HOODIE_STORAGE_SECRETS``, JSON), are masked in task logs, and are not sent to a
+  cluster-mode driver (give it the cluster's own credentials or that variable there);
 - extra ``storage_options``: JSON object of pyarrow filesystem options;
 - extra ``spark_conn_id``: Spark connection used for spark-submit (default ``spark_default``;
   when that connection does not exist the job runs on ``local[*]``);
@@ -34,10 +37,12 @@ from typing import Any, Mapping, Sequence
 
 import psutil
 from airflow.sdk import BaseHook
+from airflow.sdk.log import mask_secret
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_hoodie.actions.write_identity import FoundWrite, find_write, result_of
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.spark.job import STORAGE_SECRETS_ENV, is_secret_option
 from airflow_hoodie.errors import HoodieConfigError, HoodieJobError
 from airflow_hoodie.hooks.spark_submit import (
     LOCAL_FALLBACK_MASTER,
@@ -210,6 +215,9 @@ class HoodieHook(BaseHook):
         if conn is not None and conn.password:
             storage.setdefault("secret_key", conn.password)
         storage.update({str(k): _to_str(v) for k, v in self._storage_options.items()})
+        for key, value in storage.items():
+            if is_secret_option(key):
+                mask_secret(value)
         hoodie_conf = _parse_mapping(extra.get("hoodie_conf"), "hoodie_conf")
         hoodie_conf.update(self._hoodie_conf)
         spark_conf = _parse_mapping(extra.get("spark_conf"), "spark_conf")
@@ -271,7 +279,8 @@ class HoodieHook(BaseHook):
         for key, value in merged.items():
             args += ["--hoodie-conf", f"{key}={value}"]
         for key, value in cfg.storage_options.items():
-            args += ["--storage-option", f"{key}={value}"]
+            if not is_secret_option(key):  # secrets travel in the job's environment, never here
+                args += ["--storage-option", f"{key}={value}"]
         if props_file:
             args += ["--props", props_file]
         if result_file:
@@ -298,8 +307,10 @@ class HoodieHook(BaseHook):
         conf = dict(cfg.spark_conf)
         conf.update({str(k): _to_str(v) for k, v in (extra_spark_conf or {}).items()})
         conf.update({str(k): _to_str(v) for k, v in (kwargs.pop("conf", None) or {}).items()})
+        secrets = {k: v for k, v in cfg.storage_options.items() if is_secret_option(k)}
         return make_submit_hook(
             conn_id=spark_conn_id,
+            secret_env={STORAGE_SECRETS_ENV: json.dumps(secrets)} if secrets else None,
             local_fallback_master=fallback,
             conf=conf,
             python=cfg.python or sys.executable,

@@ -164,6 +164,7 @@ def make_submit_hook(
     python: str,
     ship_package: bool | str,
     env_vars: Mapping[str, str] | None = None,
+    secret_env: Mapping[str, str] | None = None,
     **kwargs: Any,
 ) -> CapturingSparkSubmitHook:
     """Build the SparkSubmitHook for one job through its constructor.
@@ -190,6 +191,12 @@ def make_submit_hook(
         env.setdefault("PATH", os.pathsep.join(spark_submit_path_dirs() + [os.environ.get("PATH", "")]))
         env.setdefault("PYSPARK_PYTHON", python)
         env.setdefault("PYSPARK_DRIVER_PYTHON", python)
+        env.update(secret_env or {})  # the driver is this process's child: its environment only
+    elif secret_env:
+        probe.log.warning(
+            "Storage credentials are not sent to a driver running on the cluster (they would travel as "
+            "spark-submit --conf); give the driver the cluster's own credentials or set %s in its "
+            "environment there.", ", ".join(secret_env))
     return CapturingSparkSubmitHook(
         local_fallback_master=local_fallback_master,
         conn_id=conn_id,

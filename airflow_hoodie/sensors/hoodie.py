@@ -15,6 +15,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_hoodie.hooks.hoodie import HoodieHook
+from airflow_hoodie.spark.job import is_secret_option
 from airflow_hoodie.triggers import timeline_probe
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 
@@ -83,7 +84,8 @@ class _HoodieTimelineSensor(BaseSensorOperator):
             trigger=HoodieTimelineTrigger(
                 base_uri=base_uri,
                 condition=condition,
-                storage_options=storage_options,
+                storage_options={k: v for k, v in storage_options.items() if not is_secret_option(k)},
+                hoodie_conn_id=self.hoodie_conn_id,
                 poll_interval=self.poke_interval,
             ),
             method_name="execute_complete",

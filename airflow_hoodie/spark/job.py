@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 import sys
@@ -56,8 +57,26 @@ def load_config(args: argparse.Namespace) -> HoodieConfig:
     return HoodieConfig(values)
 
 
+#: storage credentials reach a job in this environment variable (JSON), never as arguments
+STORAGE_SECRETS_ENV = "HOODIE_STORAGE_SECRETS"
+_SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas")
+
+
+def is_secret_option(key: str) -> bool:
+    """A storage option that must stay off command lines and out of logs."""
+    return any(word in key.lower() for word in _SECRET_WORDS)
+
+
 def storage_options(args: argparse.Namespace) -> dict[str, str]:
-    return parse_key_values(args.storage_option) if args.storage_option else {}
+    """``--storage-option`` values plus the credentials from ``$HOODIE_STORAGE_SECRETS``."""
+    options = parse_key_values(args.storage_option) if args.storage_option else {}
+    secrets = os.environ.get(STORAGE_SECRETS_ENV)
+    if secrets:
+        try:
+            options.update({str(k): str(v) for k, v in json.loads(secrets).items()})
+        except (json.JSONDecodeError, AttributeError) as exc:
+            raise HoodieError(f"${STORAGE_SECRETS_ENV} must be a JSON object of storage options: {exc}") from exc
+    return options
 
 
 def emit_result(result: Mapping[str, Any], result_file: str | None) -> None:

@@ -13,6 +13,7 @@ from typing import Any, AsyncIterator, Mapping
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.triggers import timeline_probe
 
 
@@ -22,7 +23,8 @@ class HoodieTimelineTrigger(BaseTrigger):
     :param base_uri: table base path or URI.
     :param condition: from :func:`timeline_probe.instant_condition` or
         :func:`timeline_probe.no_pending_condition` (plain JSON, stored with the trigger).
-    :param storage_options: pyarrow filesystem options.
+    :param storage_options: pyarrow filesystem options without credentials.
+    :param hoodie_conn_id: connection whose storage credentials are resolved in the triggerer.
     :param poll_interval: seconds between two listings.
     :param max_consecutive_errors: polls in a row that may fail (a flaky object store)
         before the trigger gives up with an ``error`` event.
@@ -38,8 +40,10 @@ class HoodieTimelineTrigger(BaseTrigger):
         storage_options: Mapping[str, Any] | None = None,
         poll_interval: float = 30.0,
         max_consecutive_errors: int = 3,
+        hoodie_conn_id: str | None = None,
     ) -> None:
         super().__init__()
+        self.hoodie_conn_id = hoodie_conn_id
         self.base_uri = base_uri
         self.condition = dict(condition)
         self.storage_options = dict(storage_options or {})
@@ -55,16 +59,26 @@ class HoodieTimelineTrigger(BaseTrigger):
                 "storage_options": self.storage_options,
                 "poll_interval": self.poll_interval,
                 "max_consecutive_errors": self.max_consecutive_errors,
+                "hoodie_conn_id": self.hoodie_conn_id,
             },
         )
+
+    def _storage_options(self) -> dict[str, str]:
+        """The serialized options plus the connection's credentials, resolved here in the
+        triggerer: a secret is never part of the trigger's serialized kwargs."""
+        if not self.hoodie_conn_id:
+            return dict(self.storage_options)
+        hook = HoodieHook(self.hoodie_conn_id, base_path=self.base_uri, storage_options=self.storage_options)
+        return dict(hook.get_conn().storage_options)
+
+    def _check(self) -> dict[str, Any] | None:
+        return timeline_probe.check(self.base_uri, self._storage_options(), self.condition)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         errors = 0
         while True:
             try:
-                outcome = await asyncio.to_thread(
-                    timeline_probe.check, self.base_uri, self.storage_options, self.condition
-                )
+                outcome = await asyncio.to_thread(self._check)
                 errors = 0
             except Exception as exc:  # noqa: BLE001 - reported through the event
                 errors += 1

@@ -22,6 +22,7 @@ TABLE = "mor/v6_nonpartitioned"
 #: feature -> (hoodie.properties edits, words the error must name)
 FEATURES = {
     "unknown table version": ({"hoodie.table.version": "7"}, "Hudi table version 7"),
+    "table version 4": ({"hoodie.table.version": "4"}, "Hudi table version 4"),
     "ORC base files": ({"hoodie.table.base.file.format": "ORC"}, "base file format ORC"),
     "HFile base files": ({"hoodie.table.base.file.format": "HFILE"}, "base file format HFILE"),
     "Lance base files": ({"hoodie.table.base.file.format": "LANCE"}, "base file format LANCE"),
@@ -119,3 +120,16 @@ def test_unknown_log_block_type_is_refused_with_the_file(conformance, tmp_path):
         read_table(str(base))
     code, err = _cli("read", str(base))
     assert code != 0 and "block type 7" in err
+
+
+def test_version_5_reads_like_version_6_and_is_not_written(conformance, tmp_path):
+    """Hudi 0.12/0.13 tables (version 5) differ from 6 in nothing a reader sees; our writers
+    still write version 6 only."""
+    base = _copy(conformance, tmp_path)
+    expected = read_table(str(base)).sort_by("_hoodie_record_key")
+    _edit_properties(base, {"hoodie.table.version": "5"})
+    assert read_table(str(base)).sort_by("_hoodie_record_key").equals(expected)
+    before = _snapshot(base)
+    with pytest.raises(HoodieNotSupportedError, match="table version 5"):
+        ENTRY_POINTS["upsert"](base)
+    assert _snapshot(base) == before
