@@ -125,3 +125,24 @@ def test_every_instant_of_hudi_1x_tables_agrees_with_hudi_rs(conformance_next: p
     for label in known:
         start = label.rsplit(" ", 1)[-1]
         assert read_table(str(path), query_type="incremental", start=start).num_rows == 0
+
+
+
+@pytest.mark.parametrize(
+    "name", [p.parent.name + "/" + p.name for p in sorted((conformance_next_dir() / "tables").glob("*/v9*"))] or ["none"],
+)
+def test_time_travel_between_request_and_completion_agrees_with_hudi_rs(conformance_next: pathlib.Path, name: str) -> None:
+    """Time travel to a moment after a commit was requested but before it completed (and to
+    its completion) reads what hudi-rs reads: ``as_of`` selects commits by requested time."""
+    pytest.importorskip("hudi")
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+    from tests.table.normalize import hudi_rs_rows, read_rows
+
+    if name == "none":
+        pytest.skip("conformance corpus not found")
+    path = str(conformance_next / "tables" / name)
+    commits = [i for i in HoodieTable.load(path).timeline.completed_commits() if i.completion_time]
+    assert commits
+    for inst in commits:
+        for ts in (str(int(inst.completion_time) - 1), inst.completion_time):
+            assert read_rows(path, as_of=ts) == hudi_rs_rows(path, as_of=ts), (inst.timestamp, ts)
