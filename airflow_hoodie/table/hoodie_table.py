@@ -169,7 +169,8 @@ class HoodieTable:
         """
         last = self.reload_timeline().last()
         return new_instant_time(
-            utc=self.config.timeline_timezone == "UTC", after=last.timestamp if last else None
+            utc=self.config.timeline_timezone == "UTC", after=last.timestamp if last else None,
+            table=self.base_uri,
         )
 
     def check_supported(self) -> None:
