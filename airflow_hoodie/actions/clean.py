@@ -224,7 +224,6 @@ def _latest_completed_commit(instants: Sequence[Instant]) -> str | None:
 def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
     """Compute the cleaner plan and write ``T.clean.requested``; (None, None, reason) if nothing to do."""
     from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     policy = policy_of(config)
@@ -252,7 +251,7 @@ def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None
         return None, None, f"{policy}: no file slice is out of retention"
     plan = build_cleaner_plan(files, earliest, _latest_completed_commit(instants), policy,
                               uri_of=lambda p: table.storage.uri(p))
-    ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=latest)
+    ts = instant_time or table.new_instant_time()
     instant = Instant(ts, Action.CLEAN, State.REQUESTED)
     TimelineWriter(table.storage, table.base_path).create_requested(instant, serialize_plan("HoodieCleanerPlan", plan))
     return instant, plan, f"{len(files)} files to delete"

@@ -211,7 +211,6 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
 
 def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:
     from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.reload_timeline()
@@ -233,9 +232,7 @@ def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | N
     plan = build_clustering_plan(by_part, config, excluded, uri_of=table.storage.uri)
     if plan is None:
         return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no file slice qualifies for clustering"}
-    instants = tl.instants
-    last = instants[-1].timestamp if instants else None
-    ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
+    ts = instant_time or table.new_instant_time()
     TimelineWriter(table.storage, table.base_path).create_requested(
         Instant(ts, Action.REPLACE_COMMIT, State.REQUESTED),
         serialize_plan("HoodieRequestedReplaceMetadata", requested_replace_metadata(plan)))

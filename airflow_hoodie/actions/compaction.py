@@ -215,7 +215,6 @@ def schedule_compaction(
 def _schedule_compaction(
     table: Any, config: HoodieConfig, instant_time: str | None, force: bool
 ) -> CompactionSchedule:
-    from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
     from airflow_hoodie.actions.service_common import serialize_plan
 
@@ -224,7 +223,7 @@ def _schedule_compaction(
     timeline = table.timeline
     instants = timeline.instants
     last = max((i.timestamp for i in instants), default=None)
-    ts = instant_time or new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
+    ts = instant_time or table.new_instant_time()
     if instant_time and timeline.get(instant_time) is not None:
         raise HoodieConfigError(f"Instant {instant_time} already exists on the timeline; pick a new instant time.")
     if last is not None and ts <= last:

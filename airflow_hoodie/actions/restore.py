@@ -54,7 +54,6 @@ def _refuse_beside_running_tasks(table: Any, tm: Any, instant_time: str) -> None
 
 def _restore(table: Any, instant_time: str, config: HoodieConfig | None) -> dict[str, Any]:
     from airflow_hoodie.actions.rollback import rollback_instant
-    from airflow_hoodie.table.timeline.instant import is_utc_timeline, new_instant_time
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
@@ -85,8 +84,7 @@ def _restore(table: Any, instant_time: str, config: HoodieConfig | None) -> dict
         plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in undo],
                 "version": RESTORE_PLAN_VERSION,
                 "savepointToRestoreTimestamp": instant_time if savepoint is not None else None}
-        last = tl.instants[-1].timestamp
-        ts = new_instant_time(utc=is_utc_timeline(dict(table.config)), after=last)
+        ts = table.new_instant_time()
         restore = writer.create_requested(Instant(ts, Action.RESTORE, State.REQUESTED),
                                           serialize_plan("HoodieRestorePlan", plan))
     ts = restore.timestamp

@@ -17,7 +17,6 @@ from typing import Any, Mapping
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieError, HoodieTimelineError
 from airflow_hoodie.table.file_group import markers as mk
-from airflow_hoodie.table.storage.storage import Storage
 
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction")
 
@@ -31,18 +30,13 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
     if instant.action in ("commit", "deltacommit"):
         return True
     if instant.action == "replacecommit":
+        from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
+
         try:
-            data = table.timeline.read_details(instant.requested()) if hasattr(instant, "requested") else b""
-        except Exception:  # noqa: BLE001
-            data = b""
-        if not data:
-            return True
-        try:
-            from airflow_hoodie.table.metadata import avro_codec
-            md = avro_codec.deserialize(data, "HoodieRequestedReplaceMetadata")
-            return str(md.get("operationType") or "").upper() != "CLUSTER"
-        except Exception:  # noqa: BLE001
-            return False
+            data = table.timeline.read_details(instant.requested())
+        except HoodieTimelineError:
+            data = b""  # an insert_overwrite that died before its requested file: a failed write
+        return not is_clustering_requested(data)
     return False
 
 
@@ -109,7 +103,7 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
     ``pending_only`` (failed writes): a target found completed is refused with
     :class:`HoodieTimelineError`, however it was judged before: its writer finished after all.
     """
-    from airflow_hoodie.table.timeline.instant import Instant, State, new_instant_time
+    from airflow_hoodie.table.timeline.instant import Instant, State
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
     from airflow_hoodie.table.metadata import avro_codec
 
@@ -140,7 +134,7 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
     action = inst.action if inst is not None else plan["instantToRollback"]["action"]
     if plan is None:
         plan = make_rollback_plan(table, target, action)
-        ts = rollback_time or new_instant_time(after=tl.last().timestamp if tl.last() else None)
+        ts = rollback_time or table.new_instant_time()
         rb_instant = Instant(ts, "rollback", State.REQUESTED)
         writer.create_requested(rb_instant, _encode("HoodieRollbackPlan", plan))
     ts = rb_instant.timestamp

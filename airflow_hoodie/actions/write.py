@@ -690,6 +690,7 @@ class WriteClient:
             self.table = None
         if self.table is not None:
             self.table.check_writable()
+            self.table.check_latest_commit()
             self._check_table_matches()
             # a write planned on a view missing a latest file would make the older data permanent
             self.table.file_system_view().check_latest_files_present()
@@ -787,16 +788,13 @@ class WriteClient:
                 "provider (hoodie.write.lock.provider).")
 
     def new_instant_time(self) -> str:
-        from airflow_hoodie.table.timeline.instant import new_instant_time, is_utc_timeline
-        last = None
+        """The table's next instant time (its time zone, after its last instant)."""
         if self.table is not None:
-            tl = self.table.timeline
-            lst = tl.last() if hasattr(tl, "last") else None
-            last = lst.timestamp if lst else None
-            utc = is_utc_timeline(dict(self.table.config.items()) if hasattr(self.table.config, "items") else None)
-        else:
-            utc = self.config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
-        return new_instant_time(utc=utc, after=last)
+            return self.table.new_instant_time()
+        from airflow_hoodie.table.timeline.instant import new_instant_time
+
+        utc = self.config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
+        return new_instant_time(utc=utc, table=self.base_uri)
 
     def start(self, instant_time: str, action: str, operation: str) -> str:
         """Create our requested instant and start its heartbeat; returns the instant time

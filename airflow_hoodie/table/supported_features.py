@@ -27,6 +27,16 @@ TABLE_FORMAT = "hoodie.table.format"
 #: Hudi's reserved instant times of a bootstrap commit (metadata-only and full record)
 BOOTSTRAP_INSTANTS = ("00000000000001", "00000000000002")
 
+#: (key, the one value we read, what it names, advice) of the table's storage formats
+FORMAT_SETTINGS = (
+    (TABLE_FORMAT, "native", "table format", "Only Hudi's native table format is read; use the engine of that format."),
+    (BASE_FILE_FORMAT, "PARQUET", "base file format",
+     "Only PARQUET base files are read; rewrite the table as PARQUET with Hudi."),
+    (MULTIPLE_BASE_FILE_FORMATS, "false", "multiple base file formats",
+     "Only PARQUET base files are read; rewrite the table as PARQUET with Hudi."),
+    (LOG_FILE_FORMAT, "HOODIE_LOG", "log file format", "Only Hudi's HOODIE_LOG format is read."),
+)
+
 MERGE_MODE_KEYS = ("hoodie.record.merge.mode", "hoodie.table.record.merge.mode")
 MERGE_STRATEGY_KEYS = ("hoodie.record.merge.strategy.id", "hoodie.compaction.record.merger.strategy")
 PAYLOAD_KEYS = ("hoodie.compaction.payload.class", "hoodie.table.payload.class",
@@ -96,21 +106,10 @@ def check_supported(props: Mapping[str, str], timestamps: list[str], where: str)
         raise _refuse(where, f"Hudi table version {version}",
                       f"Supported table versions: {', '.join(map(str, READABLE_TABLE_VERSIONS))} (Hudi 0.12/0.13, "
                       "0.14/0.15, 1.0, 1.1). Upgrade or downgrade the table with Hudi to one of them.")
-    table_format = (props.get(TABLE_FORMAT) or "native").strip().lower()
-    if table_format != "native":
-        raise _refuse(where, f"table format {table_format} ({TABLE_FORMAT})",
-                      "Only Hudi's native table format is read; use the engine of that format.")
-    base_format = (props.get(BASE_FILE_FORMAT) or "PARQUET").strip().upper()
-    if base_format != "PARQUET":
-        raise _refuse(where, f"base file format {base_format} ({BASE_FILE_FORMAT})",
-                      "Only PARQUET base files are read; rewrite the table as PARQUET with Hudi.")
-    if (props.get(MULTIPLE_BASE_FILE_FORMATS) or "").strip().lower() == "true":
-        raise _refuse(where, f"multiple base file formats ({MULTIPLE_BASE_FILE_FORMATS}=true)",
-                      "Only PARQUET base files are read; rewrite the table as PARQUET with Hudi.")
-    log_format = (props.get(LOG_FILE_FORMAT) or "HOODIE_LOG").strip().upper()
-    if log_format != "HOODIE_LOG":
-        raise _refuse(where, f"log file format {log_format} ({LOG_FILE_FORMAT})",
-                      "Only Hudi's HOODIE_LOG format is read.")
+    for key, default, label, advice in FORMAT_SETTINGS:
+        value = (props.get(key) or default).strip()
+        if value.lower() != default.lower():
+            raise _refuse(where, f"{label} {value} ({key})", advice)
     if (props.get(BOOTSTRAP_BASE_PATH) or "").strip() or any(ts in BOOTSTRAP_INSTANTS for ts in timestamps):
         raise _refuse(where, f"a bootstrap table (source {props.get(BOOTSTRAP_BASE_PATH) or 'unknown'})",
                       "Its records live partly in the bootstrap source files; read it with Hudi, or rewrite it "

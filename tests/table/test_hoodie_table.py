@@ -47,7 +47,7 @@ def test_create(tmp_path):
 def test_new_instant_time_and_update_config(tmp_path, monkeypatch):
     import airflow_hoodie.table.timeline.instant as instant_mod
 
-    monkeypatch.setattr(instant_mod, "_last_instant", "")  # keep the far-future floor out of other tests
+    monkeypatch.setattr(instant_mod, "_last_by_table", {})  # keep the far-future floor out of other tests
     t = HoodieTable.create(str(tmp_path / "t"), {"hoodie.table.name": "t", "hoodie.table.timeline.timezone": "UTC"})
     (tmp_path / "t/.hoodie/29990101000000000.commit.requested").write_bytes(b"")
     assert t.new_instant_time() == "29990101000000001"
@@ -55,3 +55,12 @@ def test_new_instant_time_and_update_config(tmp_path, monkeypatch):
     assert cfg.metadata_partitions == ["files"] and "hoodie.table.timeline.timezone" not in cfg
     assert not (tmp_path / "t/.hoodie/hoodie.properties.backup").exists()
     assert HoodieTable.load(str(tmp_path / "t")).config.metadata_partitions == ["files"]
+
+
+def test_a_far_future_instant_in_one_table_does_not_drag_another_tables_clock(tmp_path):
+    """The instant clock is per table: a stray far-future .inflight stays that table's problem."""
+    a = HoodieTable.create(str(tmp_path / "a"), {"hoodie.table.name": "a"})
+    b = HoodieTable.create(str(tmp_path / "b"), {"hoodie.table.name": "b"})
+    (tmp_path / "a/.hoodie/29990101000000000.inflight").write_bytes(b"")
+    assert a.new_instant_time() > "29990101000000000"
+    assert b.new_instant_time() < "29000101000000000"

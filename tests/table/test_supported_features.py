@@ -4,7 +4,6 @@ entry point (reads, the CLI, writes, table services), and the table left as it w
 from __future__ import annotations
 
 import io
-import shutil
 import struct
 from pathlib import Path
 
@@ -15,7 +14,8 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.cli import main
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table import read_table
-from tests.table.test_table_versions import ENTRY_POINTS
+from tests.table.test_table_versions import ENTRY_POINTS, _snapshot
+from tests.table.test_table_versions import _copy as copy_table
 
 TABLE = "mor/v6_nonpartitioned"
 
@@ -34,25 +34,19 @@ FEATURES = {
                                 "org.apache.hudi.common.model.PartialUpdateAvroPayload"}, "PartialUpdateAvroPayload"),
     "bootstrap table": ({"hoodie.bootstrap.base.path": "/data/source"}, "bootstrap table"),
     "non-native table format": ({"hoodie.table.format": "iceberg"}, "table format iceberg"),
+    "multiple base file formats": ({"hoodie.table.multiple.base.file.formats.enable": "true"},
+                                   "multiple base file formats true"),
 }
 
 
 def _copy(conformance: Path, tmp_path: Path, name: str = TABLE) -> Path:
-    base = tmp_path / name.replace("/", "_")
-    shutil.copytree(conformance / "tables" / name, base)
-    for p in base.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return base
+    return copy_table(conformance, name, tmp_path)
 
 
 def _edit_properties(base: Path, edits: dict[str, str]) -> None:
     path = base / ".hoodie" / "hoodie.properties"
     lines = [ln for ln in path.read_text().splitlines() if ln.split("=", 1)[0] not in edits]
     path.write_text("\n".join(lines + [f"{k}={v}" for k, v in edits.items()]) + "\n")
-
-
-def _snapshot(base: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
 
 
 def _cli(*argv: str) -> tuple[int, str]:

@@ -486,21 +486,34 @@ class FileSystemView:
         """Refuse to read or write over a table whose timeline names a file that is gone.
 
         Without this a deleted base or log file silently drops its slice back to older data
-        (or no data), and the next write bases itself on that view, making it permanent.
+        (or no data), and the next write bases itself on that view, making it permanent. A
+        file that a replacecommit and clean completed since this view's timeline removed is
+        no loss: the check is repeated on a fresh timeline before it fails.
         """
+        missing = self._first_missing_latest_file()
+        if missing is not None and self.timeline.storage is not None:
+            fresh = FileSystemView(self.storage, self.base_path, self.timeline.reload(), self.config)
+            missing = fresh._first_missing_latest_file()
+        if missing is not None:
+            path, ts, part, fid = missing
+            raise HoodieCorruptedDataError(
+                f"{self.storage.uri(self.storage.join(self.base_path, path))} is missing: commit {ts} "
+                f"wrote it as the latest version of file group {part or '<non-partitioned>'}/{fid}, and reading "
+                "without it would silently return older data. Nothing was read or written. Put the file back "
+                "(object-store versioning, a backup), or restore the table to a savepoint before "
+                f"{ts} (`airflow-hoodie`/RestoreOperator), then retry.")
+
+    def _first_missing_latest_file(self) -> tuple[str, str, str, str] | None:
+        """(path, instant, partition, fileId) of the first latest-slice file not on storage."""
         self._load()
         assert self._groups is not None
         present = {_rel(bf.partition_path, bf.file_name) for g in self._groups.values() for bf in g.all_base_files()}
         present |= {_rel(lf.partition_path, lf.file_name) for g in self._groups.values() for lf in g.all_log_files()}
         for (part, fid), (ts, paths) in sorted(self.latest_files_per_timeline().items()):
-            missing = sorted(p for p in paths if p not in present)
-            if missing:
-                raise HoodieCorruptedDataError(
-                    f"{self.storage.uri(self.storage.join(self.base_path, missing[0]))} is missing: commit {ts} "
-                    f"wrote it as the latest version of file group {part or '<non-partitioned>'}/{fid}, and reading "
-                    "without it would silently return older data. Nothing was read or written. Put the file back "
-                    "(object-store versioning, a backup), or restore the table to a savepoint before "
-                    f"{ts} (`airflow-hoodie`/RestoreOperator), then retry.")
+            for path in sorted(paths):
+                if path not in present:
+                    return path, ts, part, fid
+        return None
 
     # -------------------------------------------------------------- writer view
     def existing_files(self, partitions: Iterable[str] | None = None) -> list[ExistingFile]:

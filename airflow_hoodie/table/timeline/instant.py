@@ -248,25 +248,28 @@ def normalize_instant_time(ts: str) -> str:
 
 
 _last_lock = threading.Lock()
-_last_instant: str = ""
+#: the last instant time handed out, per table: a stray far-future instant in one table must
+#: not drag the instant times of every other table this process writes into that future
+_last_by_table: dict[str, str] = {}
 
 
-def new_instant_time(utc: bool = False, after: str | None = None) -> str:
+def new_instant_time(utc: bool = False, after: str | None = None, table: str = "") -> str:
     """A fresh instant time, strictly increasing within this process.
 
     Hudi uses the JVM's local time zone unless ``hoodie.table.timeline.timezone=UTC``;
     pass ``utc=True`` for the latter. ``after`` forces the result past an instant seen
-    on the timeline (e.g. written by another process with a skewed clock).
+    on the timeline (e.g. written by another process with a skewed clock); ``table`` (the
+    base URI) keeps that floor to the one table.
     """
-    global _last_instant
     now = _dt.datetime.now(_dt.timezone.utc) if utc else _dt.datetime.now()
     candidate = format_instant_time(now)
+    key = table.rstrip("/")
     with _last_lock:
-        floor = max(_last_instant, normalize_instant_time(after) if after else "")
+        floor = max(_last_by_table.get(key, ""), normalize_instant_time(after) if after else "")
         if floor and candidate <= floor:
             nxt = parse_instant_time(floor[:MILLIS_INSTANT_LEN]) + _dt.timedelta(milliseconds=1)
             candidate = format_instant_time(nxt)
-        _last_instant = candidate
+        _last_by_table[key] = candidate
     return candidate
 
 

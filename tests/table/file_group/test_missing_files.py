@@ -75,3 +75,18 @@ def test_files_of_older_slices_may_be_cleaned(tmp_path):
     older = sorted((base / "a").glob("*.parquet"), key=lambda f: f.stem.rsplit("_", 1)[-1])[0]
     older.unlink()
     assert sorted(read_table(str(base)).column("v").to_pylist()) == ["new", "old"]
+
+
+def test_a_view_older_than_a_replace_and_clean_is_not_a_missing_file(tmp_path):
+    """A replacecommit and a clean that completed after this view loaded its timeline removed
+    the group's files legitimately: the check re-reads the timeline before failing."""
+    base = _table(tmp_path, "COPY_ON_WRITE")
+    view = HoodieTable.load(str(base)).file_system_view()
+    old = list((base / "a").glob("*.parquet"))
+    write_arrow(str(base), pa.table({"id": [9], "ts": [9], "p": ["a"], "v": ["ow"]}), "insert_overwrite",
+                {**CONF, "hoodie.table.type": "COPY_ON_WRITE"})
+    for f in old:  # what the cleaner does to a replaced file group
+        f.unlink()
+    assert view._first_missing_latest_file() is not None  # stale: names a replaced group's file
+    view.check_latest_files_present()
+    assert read_table(str(base)).column("v").to_pylist() == ["ow"]

@@ -95,7 +95,7 @@ def test_states_and_ordering():
 def test_instant_times(monkeypatch):
     import airflow_hoodie.table.timeline.instant as instant_mod
 
-    monkeypatch.setattr(instant_mod, "_last_instant", "")  # restored after the test
+    monkeypatch.setattr(instant_mod, "_last_by_table", {})  # restored after the test
     assert parse_instant_time(T).microsecond == 674000
     assert parse_instant_time("20240418173213").second == 13
     assert normalize_instant_time("20240418173213") == "20240418173213999"
