@@ -21,12 +21,16 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
+from airflow.providers.openlineage.extractors import OperatorLineage
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
 from airflow_hoodie.hooks.hoodie import HoodieHook
+from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
+from airflow_hoodie.lineage import operator_lineage
+from airflow_hoodie.links import SPARK_UI_XCOM_KEY, SparkUILink
 
 NOTHING_TO_DO_SUCCESS = "success"
 NOTHING_TO_DO_SKIP = "skip"
@@ -34,6 +38,22 @@ NOTHING_TO_DO_SKIP = "skip"
 #: result keys copied onto the Asset event (small, JSON-safe, useful downstream)
 ASSET_EXTRA_KEYS = ("instant", "action", "state", "operation", "table_type", "base_path",
                     "inserts", "updates", "deletes", "files_written", "bytes_written", "num_writes")
+
+
+#: result keys shown in the task log's summary table, in this order
+SUMMARY_KEYS = ("instant", "action", "operation", "state", "inserts", "updates", "deletes", "files_written",
+                "bytes_written", "partitions", "compacted_file_groups", "replaced_file_groups", "rolled_back",
+                "retry_of_completed_write", "found_on_timeline")
+
+
+def summary_table(result: Mapping[str, Any]) -> str:
+    """The job's result as a short two-column table for the task log."""
+    rows = [(k, result[k]) for k in SUMMARY_KEYS if k in result and result[k] not in (None, [], "")]
+    rows += [(k, v) for k, v in result.items()
+             if k not in SUMMARY_KEYS and k not in ("spark", "base_path") and isinstance(v, (str, int, float, bool))]
+    width = max((len(k) for k, _ in rows), default=0)
+    return "\n".join(f"| {k.ljust(width)} | {f'{v:,}' if isinstance(v, int) and not isinstance(v, bool) else v}"
+                     for k, v in rows)
 
 
 def _is_templated(value: Any) -> bool:
@@ -54,6 +74,8 @@ class HoodieBaseOperator(BaseOperator):
         (``executor_memory``, ``num_executors``, ``deploy_mode``, ``verbose``, ...).
     :param on_nothing_to_do: ``"success"`` (default) or ``"skip"``.
     :param emit_asset: put the table's Asset in ``outlets`` (writing operators default to True).
+    :param spark_log_level: Spark's own log level in the task log (default ``WARN``; the job's
+        progress lines and the summary are always there).
     """
 
     job: ClassVar[str] = ""
@@ -68,6 +90,7 @@ class HoodieBaseOperator(BaseOperator):
         "hoodie_conf": "json", "storage_options": "json", "spark_conf": "json",
     }
     ui_color = "#dbeafe"
+    operator_extra_links = (SparkUILink(),)
 
     def __init__(
         self,
@@ -82,6 +105,7 @@ class HoodieBaseOperator(BaseOperator):
         spark_submit_kwargs: Mapping[str, Any] | None = None,
         on_nothing_to_do: str = NOTHING_TO_DO_SUCCESS,
         emit_asset: bool | None = None,
+        spark_log_level: str = DEFAULT_SPARK_LOG_LEVEL,
         **kwargs: Any,
     ) -> None:
         if on_nothing_to_do not in (NOTHING_TO_DO_SUCCESS, NOTHING_TO_DO_SKIP):
@@ -100,6 +124,7 @@ class HoodieBaseOperator(BaseOperator):
         self.spark_submit_kwargs = dict(spark_submit_kwargs or {})
         self.on_nothing_to_do = on_nothing_to_do
         self.emit_asset = emit
+        self.spark_log_level = spark_log_level
         self._hook: HoodieHook | None = None
 
     # ------------------------------------------------------------------ hooks for subclasses
@@ -127,6 +152,7 @@ class HoodieBaseOperator(BaseOperator):
             hoodie_conf=self.hoodie_conf,
             spark_conf=self.spark_conf,
             spark_submit_kwargs=self.spark_submit_kwargs,
+            spark_log_level=self.spark_log_level,
         )
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -134,6 +160,7 @@ class HoodieBaseOperator(BaseOperator):
         run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file,
                                  write_id=self.write_id(context))
         result = dict(run.result)
+        self._last_result = result
         base_uri = self._hook.require_base_path()
         if self.is_nothing_to_do(result):
             reason = result.get("reason") or result.get("message") or "the job found nothing to do"
@@ -143,13 +170,31 @@ class HoodieBaseOperator(BaseOperator):
                 raise AirflowSkipException(message)
             self.log.info(message)
         else:
-            self.log.info("%s on %s: %s", self.job, base_uri, result)
+            self.log.info("%s on %s:\n%s", self.job, base_uri, summary_table(result))
             if self.emit_asset:
                 self._record_asset_event(context, base_uri, result)
         ti = context.get("ti") if context else None
+        ui_url = (result.get("spark") or {}).get("ui_url") if isinstance(result.get("spark"), Mapping) else None
+        if ui_url:
+            self.log.info("Spark UI: %s (application %s)", ui_url, result["spark"].get("app_id"))
         if ti is not None:
             ti.xcom_push(key="instant", value=result.get("instant"))
+            if ui_url:
+                ti.xcom_push(key=SPARK_UI_XCOM_KEY, value=ui_url)
         return result
+
+    def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
+        """Datasets the job read: a table service reads the table it rewrites."""
+        return (base_uri,) if self.writes_data else ()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+        """OpenLineage: the inputs, and the table with schema, statistics and instant as version."""
+        hook = self._hook or self.get_hook()
+        base_uri = hook.require_base_path()
+        result = getattr(self, "_last_result", None)
+        changed = bool(result) and not self.is_nothing_to_do(result)
+        return operator_lineage(base_uri, result, hook.get_conn().storage_options, self.lineage_inputs(base_uri),
+                                changed=changed)
 
     def _drop_table_outlets(self) -> None:
         """No change, no event: Airflow emits one per outlet of a successful task."""
@@ -197,6 +242,9 @@ class HoodieUpsertOperator(HoodieBaseOperator):
         self.source = source
         self.source_format = source_format
         self.operation = operation
+
+    def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
+        return (self.source,)
 
     def job_args(self, context: Any) -> list[str]:
         return ["--table-name", self.table_name, "--source", self.source,
