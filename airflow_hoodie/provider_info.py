@@ -124,6 +124,7 @@ def provider_info() -> dict[str, Any]:
                 },
             }
         ],
+        "extra-links": ["airflow_hoodie.links.SparkUILink"],
         "asset-uris": [
             {
                 "schemes": ASSET_SCHEMES,

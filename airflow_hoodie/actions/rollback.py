@@ -30,18 +30,13 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
     if instant.action in ("commit", "deltacommit"):
         return True
     if instant.action == "replacecommit":
+        from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
+
         try:
-            data = table.timeline.read_details(instant.requested()) if hasattr(instant, "requested") else b""
-        except Exception:  # noqa: BLE001
-            data = b""
-        if not data:
-            return True
-        try:
-            from airflow_hoodie.table.metadata import avro_codec
-            md = avro_codec.deserialize(data, "HoodieRequestedReplaceMetadata")
-            return str(md.get("operationType") or "").upper() != "CLUSTER"
-        except Exception:  # noqa: BLE001
-            return False
+            data = table.timeline.read_details(instant.requested())
+        except HoodieTimelineError:
+            data = b""  # an insert_overwrite that died before its requested file: a failed write
+        return not is_clustering_requested(data)
     return False
 
 

@@ -677,6 +677,7 @@ class WriteClient:
             self.table = None
         if self.table is not None:
             self.table.check_writable()
+            self.table.check_latest_commit()
             self._check_table_matches()
             # a write planned on a view missing a latest file would make the older data permanent
             self.table.file_system_view().check_latest_files_present()

@@ -45,6 +45,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.spark.job import STORAGE_SECRETS_ENV, is_secret_option
 from airflow_hoodie.errors import HoodieConfigError, HoodieJobError
 from airflow_hoodie.hooks.spark_submit import (
+    DEFAULT_SPARK_LOG_LEVEL,
     LOCAL_FALLBACK_MASTER,
     CapturingSparkSubmitHook,
     build_package_zip,  # noqa: F401 - part of this module's API since the first release
@@ -126,6 +127,7 @@ class HoodieHook(BaseHook):
         when the master is not local; ``True``/``False`` force it.
     :param spark_submit_kwargs: passed to :class:`SparkSubmitHook` (``executor_memory``,
         ``num_executors``, ``deploy_mode``, ``verbose``, ...).
+    :param spark_log_level: Spark's log level in client mode (default ``WARN``).
     """
 
     conn_name_attr = "hoodie_conn_id"
@@ -170,8 +172,10 @@ class HoodieHook(BaseHook):
         spark_submit_kwargs: Mapping[str, Any] | None = None,
         python: str | None = None,
         jobs_dir: str | None = None,
+        spark_log_level: str = DEFAULT_SPARK_LOG_LEVEL,
     ) -> None:
         super().__init__()
+        self._spark_log_level = spark_log_level
         self.hoodie_conn_id = hoodie_conn_id
         self._base_path = base_path
         self._spark_conn_id = spark_conn_id
@@ -311,6 +315,7 @@ class HoodieHook(BaseHook):
         return make_submit_hook(
             conn_id=spark_conn_id,
             secret_env={STORAGE_SECRETS_ENV: json.dumps(secrets)} if secrets else None,
+            spark_log_level=self._spark_log_level,
             local_fallback_master=fallback,
             conf=conf,
             python=cfg.python or sys.executable,

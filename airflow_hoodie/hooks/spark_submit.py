@@ -28,6 +28,9 @@ from airflow_hoodie.errors import HoodieConfigError
 LOCAL_FALLBACK_MASTER = "local[*]"
 JOBS_DIR_ENV = "AIRFLOW_HOODIE_JOBS_DIR"
 SPARK_SUBMIT = "spark-submit"
+#: Spark's logging in client mode: WARN keeps the task log readable (operators' spark_log_level)
+LOG4J2_FILE = Path(__file__).resolve().parent.parent / "spark" / "log4j2.properties"
+DEFAULT_SPARK_LOG_LEVEL = "WARN"
 
 
 def is_local_master(master: str) -> bool:
@@ -165,6 +168,7 @@ def make_submit_hook(
     ship_package: bool | str,
     env_vars: Mapping[str, str] | None = None,
     secret_env: Mapping[str, str] | None = None,
+    spark_log_level: str = DEFAULT_SPARK_LOG_LEVEL,
     **kwargs: Any,
 ) -> CapturingSparkSubmitHook:
     """Build the SparkSubmitHook for one job through its constructor.
@@ -180,6 +184,9 @@ def make_submit_hook(
     conf.setdefault("spark.pyspark.python", python)
     if not cluster:
         conf.setdefault("spark.pyspark.driver.python", python)
+        # the driver JVM starts here: its log4j2 file is on this machine
+        conf.setdefault("spark.driver.extraJavaOptions",
+                        f"-Dlog4j2.configurationFile=file:{LOG4J2_FILE} -Dhoodie.spark.log.level={spark_log_level}")
     py_files = kwargs.pop("py_files", None)
     ship = (not is_local_master(probe.master)) if ship_package == "auto" else bool(ship_package)
     if ship:

@@ -27,6 +27,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
 from airflow_hoodie.hooks.hoodie import HoodieHook
+from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
+from airflow_hoodie.links import SPARK_UI_XCOM_KEY, SparkUILink
 
 NOTHING_TO_DO_SUCCESS = "success"
 NOTHING_TO_DO_SKIP = "skip"
@@ -34,6 +36,22 @@ NOTHING_TO_DO_SKIP = "skip"
 #: result keys copied onto the Asset event (small, JSON-safe, useful downstream)
 ASSET_EXTRA_KEYS = ("instant", "action", "state", "operation", "table_type", "base_path",
                     "inserts", "updates", "deletes", "files_written", "bytes_written", "num_writes")
+
+
+#: result keys shown in the task log's summary table, in this order
+SUMMARY_KEYS = ("instant", "action", "operation", "state", "inserts", "updates", "deletes", "files_written",
+                "bytes_written", "partitions", "compacted_file_groups", "replaced_file_groups", "rolled_back",
+                "retry_of_completed_write", "found_on_timeline")
+
+
+def summary_table(result: Mapping[str, Any]) -> str:
+    """The job's result as a short two-column table for the task log."""
+    rows = [(k, result[k]) for k in SUMMARY_KEYS if k in result and result[k] not in (None, [], "")]
+    rows += [(k, v) for k, v in result.items()
+             if k not in SUMMARY_KEYS and k not in ("spark", "base_path") and isinstance(v, (str, int, float, bool))]
+    width = max((len(k) for k, _ in rows), default=0)
+    return "\n".join(f"| {k.ljust(width)} | {f'{v:,}' if isinstance(v, int) and not isinstance(v, bool) else v}"
+                     for k, v in rows)
 
 
 def _is_templated(value: Any) -> bool:
@@ -54,6 +72,8 @@ class HoodieBaseOperator(BaseOperator):
         (``executor_memory``, ``num_executors``, ``deploy_mode``, ``verbose``, ...).
     :param on_nothing_to_do: ``"success"`` (default) or ``"skip"``.
     :param emit_asset: put the table's Asset in ``outlets`` (writing operators default to True).
+    :param spark_log_level: Spark's own log level in the task log (default ``WARN``; the job's
+        progress lines and the summary are always there).
     """
 
     job: ClassVar[str] = ""
@@ -68,6 +88,7 @@ class HoodieBaseOperator(BaseOperator):
         "hoodie_conf": "json", "storage_options": "json", "spark_conf": "json",
     }
     ui_color = "#dbeafe"
+    operator_extra_links = (SparkUILink(),)
 
     def __init__(
         self,
@@ -82,6 +103,7 @@ class HoodieBaseOperator(BaseOperator):
         spark_submit_kwargs: Mapping[str, Any] | None = None,
         on_nothing_to_do: str = NOTHING_TO_DO_SUCCESS,
         emit_asset: bool | None = None,
+        spark_log_level: str = DEFAULT_SPARK_LOG_LEVEL,
         **kwargs: Any,
     ) -> None:
         if on_nothing_to_do not in (NOTHING_TO_DO_SUCCESS, NOTHING_TO_DO_SKIP):
@@ -100,6 +122,7 @@ class HoodieBaseOperator(BaseOperator):
         self.spark_submit_kwargs = dict(spark_submit_kwargs or {})
         self.on_nothing_to_do = on_nothing_to_do
         self.emit_asset = emit
+        self.spark_log_level = spark_log_level
         self._hook: HoodieHook | None = None
 
     # ------------------------------------------------------------------ hooks for subclasses
@@ -127,6 +150,7 @@ class HoodieBaseOperator(BaseOperator):
             hoodie_conf=self.hoodie_conf,
             spark_conf=self.spark_conf,
             spark_submit_kwargs=self.spark_submit_kwargs,
+            spark_log_level=self.spark_log_level,
         )
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -143,12 +167,17 @@ class HoodieBaseOperator(BaseOperator):
                 raise AirflowSkipException(message)
             self.log.info(message)
         else:
-            self.log.info("%s on %s: %s", self.job, base_uri, result)
+            self.log.info("%s on %s:\n%s", self.job, base_uri, summary_table(result))
             if self.emit_asset:
                 self._record_asset_event(context, base_uri, result)
         ti = context.get("ti") if context else None
+        ui_url = (result.get("spark") or {}).get("ui_url") if isinstance(result.get("spark"), Mapping) else None
+        if ui_url:
+            self.log.info("Spark UI: %s (application %s)", ui_url, result["spark"].get("app_id"))
         if ti is not None:
             ti.xcom_push(key="instant", value=result.get("instant"))
+            if ui_url:
+                ti.xcom_push(key=SPARK_UI_XCOM_KEY, value=ui_url)
         return result
 
     def _drop_table_outlets(self) -> None:

@@ -30,10 +30,9 @@ DEFAULT_CONF: dict[str, str] = {
 #: only for plain ``python job.py`` runs, where no submit command sized the driver JVM
 PLAIN_PYTHON_CONF: dict[str, str] = {"spark.driver.memory": "2g"}
 
-#: Spark's log level for the job (``WARN`` keeps a task log readable); override with
-#: ``HOODIE_SPARK_LOG_LEVEL`` (e.g. ``INFO``) in the job's environment.
+#: set in a job's environment (e.g. ``INFO``) to change Spark's log level once the session
+#: exists; the hook's log4j2 configuration (WARN) covers the JVM's start-up
 LOG_LEVEL_ENV = "HOODIE_SPARK_LOG_LEVEL"
-DEFAULT_LOG_LEVEL = "WARN"
 
 
 def pin_python_workers() -> None:
@@ -90,7 +89,8 @@ def get_or_create_session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, DEFAULT_LOG_LEVEL))
+    if os.environ.get(LOG_LEVEL_ENV):  # otherwise the log4j2 configuration decides
+        session.sparkContext.setLogLevel(os.environ[LOG_LEVEL_ENV])
     return session
 
 

@@ -20,6 +20,7 @@ from airflow_hoodie.actions.index import KEYS_SCHEMA, LOC_FILE, LOC_PART, is_glo
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieKeyError, HoodieSchemaError
 from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
+from airflow_hoodie.spark.progress import Phase, progress
 
 SOURCE_FORMATS = ("parquet", "json", "csv", "orc")
 _HOODIE_ERRORS = {"HoodieKeyError": HoodieKeyError, "HoodieSchemaError": HoodieSchemaError}
@@ -168,6 +169,7 @@ def upsert_dataframe(
     except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
         raise _translate(exc) from exc
 
+    phase = Phase()
     instant = client.new_instant_time()
     action = client.commit_action(operation)
     instant = client.start(instant, action, operation)
@@ -233,10 +235,15 @@ def upsert_dataframe(
                     upd_counts[(up, fid)] = upd_counts.get((up, fid), 0) + n
         except Exception as exc:  # noqa: BLE001
             raise _translate(exc) from exc
+        n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
+        progress(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
+                 f"{n_upd:,} to existing file groups, {n_ins:,} new")
         avg = W.average_record_size(client.table, cfg)
         tasks, insert_plan = W.assign_buckets(upd_counts, ins_counts, files, cfg, avg, client.is_mor,
                                               use_small_files=operation != "bulk_insert")
         client.inflight(instant, action, tasks, operation)
+        progress(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
+                 f"for {action} {instant}")
         # route: updates by their group, inserts by hash position into the partition's insert buckets
         upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
         ranges = []
@@ -274,6 +281,7 @@ def upsert_dataframe(
                 raise _translate(exc) from exc
             stats = [json.loads(r[0]) for r in rows]
         client.commit(instant, action, operation, stats, avro, replaced)
+    phase.done(f"committed {action} {instant}")
     prepared.unpersist()
     tagged.unpersist()
     result = W.WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,

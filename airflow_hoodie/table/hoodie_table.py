@@ -190,14 +190,40 @@ class HoodieTable:
                 "changed. Run writes and table services for this table with Hudi itself, or keep it on "
                 "version 6.")
 
+    def check_latest_commit(self) -> None:
+        """The latest completed write must carry readable commit metadata: an empty,
+        truncated or garbage file (a writer that died while completing, a bad copy) would
+        otherwise be read as "no data" and every later write would build on it."""
+        from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+
+        last = self.timeline.completed_commits().last()
+        if last is None:
+            return
+        path = self.timeline.instant_path(last)
+        try:
+            data = self.timeline.read_details(last)
+            if not data.strip():
+                raise ValueError("the file is empty")
+            (ReplaceCommitMetadata if last.action == "replacecommit" else CommitMetadata).from_json(data)
+        except (ValueError, HoodieCorruptedDataError, UnicodeDecodeError) as exc:
+            raise HoodieCorruptedDataError(
+                f"The latest commit file {self.storage.uri(path)} is unreadable ({exc}): the write that "
+                f"completed {last.timestamp} died while writing it, or the file was damaged. Nothing was read or "
+                "written. Restore the file from a backup; or, if that write should be undone, delete this one "
+                "file: the instant becomes pending again and, once its heartbeat window has passed (2 minutes by "
+                "default), the next write (or clean, with LAZY failed-write cleaning) rolls it back.") from exc
+
     def prepare_for_change(self) -> None:
         """Before a write or table service changes anything: the version must be one we
         write, and the metadata table (which we do not maintain) goes, so no reader is ever
         left with a stale file listing."""
         from airflow_hoodie.table.metadata_table.removal import remove_metadata_table
+        from airflow_hoodie.table.timeline.temp_files import remove_stale_temp_files
 
         self.check_writable()
+        self.check_latest_commit()
         remove_metadata_table(self)
+        remove_stale_temp_files(self.storage, self.meta_path)
 
     def update_config(self, updates: Mapping[str, str], deletes: tuple[str, ...] = ()) -> TableConfig:
         """Change ``hoodie.properties`` (e.g. metadata partitions) with Hudi's backup protocol."""

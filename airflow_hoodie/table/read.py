@@ -255,6 +255,7 @@ def _load_table(base_path: str, storage_options: Mapping[str, str] | None) -> An
 
     table = HoodieTable.load(base_path, storage_options=storage_options)
     table.check_supported()
+    table.check_latest_commit()
     return table
 
 

@@ -85,25 +85,26 @@ def list_timeline(base_uri: str, storage_options: Mapping[str, Any] | None = Non
     """The instant files of the active timeline; None when no table exists at ``base_uri``."""
     from airflow_hoodie.table.storage.storage import Storage
 
+    from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
+    from airflow_hoodie.table.timeline.timeline import timeline_path
+
     storage, base = Storage.for_uri(base_uri, storage_options)
     meta = Storage.join(base, ".hoodie")
     if not storage.exists(Storage.join(meta, "hoodie.properties")):
         return None
     files: list[TimelineFile] = []
-    for status in storage.list_dir(meta):
+    for status in storage.list_dir(timeline_path(storage, base)):
         if status.is_dir:
             continue
         parsed = parse_instant_file_name(status.name)
-        if parsed is not None:
-            files.append(TimelineFile(parsed[0], parsed[1], parsed[2], status.size))
-    # table version 8 keeps the timeline in .hoodie/timeline/
-    timeline_dir = Storage.join(meta, "timeline")
-    if storage.exists(timeline_dir):
-        for status in storage.list_dir(timeline_dir):
-            if not status.is_dir:
-                parsed = parse_instant_file_name(status.name)
-                if parsed is not None:
-                    files.append(TimelineFile(parsed[0], parsed[1], parsed[2], status.size))
+        if parsed is None:
+            continue
+        ts, action, state = parsed
+        if action == "replacecommit" and state == REQUESTED and status.size:
+            # a clustering plan, or an insert_overwrite's requested metadata: the plan says which
+            if is_clustering_requested(storage.read_bytes(status.path)):
+                action = "clustering"
+        files.append(TimelineFile(ts, action, state, status.size))
     return files
 
 
@@ -120,11 +121,7 @@ def instant_views(files: Iterable[TimelineFile]) -> list[InstantView]:
             kind = "compaction"
         elif "logcompaction" in actions:
             kind = "logcompaction"
-        elif "clustering" in actions or any(
-            f.action == "replacecommit" and f.state == REQUESTED and f.size > 0 for f in group
-        ):
-            # v6 clustering is a replacecommit whose .requested holds the clustering plan;
-            # insert_overwrite leaves that file empty.
+        elif "clustering" in actions:
             kind = "clustering"
         else:
             kind = ""

@@ -16,7 +16,18 @@ from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 from tests.airflow.conftest import write_timeline
 
 T1, T2, T3, T4 = "20240101000000000", "20240102000000000", "20240103000000000", "20240104000000000"
-PLAN = b"Obj\x01 avro compaction plan"  # content is not read, only its presence and size
+PLAN = b"Obj\x01 avro compaction plan"  # a compaction's plan content is not read by the probe
+
+
+def _clustering_requested() -> bytes:
+    """A replacecommit's requested metadata saying CLUSTER (the probe reads this one)."""
+    from airflow_hoodie.table.metadata import avro_codec
+
+    return avro_codec.serialize("HoodieRequestedReplaceMetadata", {
+        "operationType": "CLUSTER", "clusteringPlan": None, "extraMetadata": {}, "version": 1})
+
+
+CLUSTERING_PLAN = _clustering_requested()
 
 
 class FakeTI:
@@ -52,7 +63,7 @@ def mor_table(tmp_path):
 def test_views_tell_compaction_from_commit_and_clustering_from_overwrite(tmp_path):
     base = write_timeline(tmp_path / "t", {
         f"{T1}.compaction.requested": PLAN, f"{T1}.compaction.inflight": b"", f"{T1}.commit": b"{}",
-        f"{T2}.replacecommit.requested": PLAN, f"{T2}.replacecommit.inflight": b"",
+        f"{T2}.replacecommit.requested": CLUSTERING_PLAN, f"{T2}.replacecommit.inflight": b"",
         f"{T3}.replacecommit.requested": b"", f"{T3}.replacecommit.inflight": b"", f"{T3}.replacecommit": b"{}",
         f"{T4}.inflight": b"",
     })
@@ -119,7 +130,7 @@ def test_poke_mode_execute_returns_match(mor_table):
 def test_pending_service_sensor_poke(tmp_path):
     base = write_timeline(tmp_path / "t", {
         f"{T1}.deltacommit": b"{}", f"{T2}.compaction.requested": PLAN,
-        f"{T3}.replacecommit.requested": PLAN,
+        f"{T3}.replacecommit.requested": CLUSTERING_PLAN,
     })
     both = HoodiePendingServiceSensor(task_id="p", base_path=str(base))
     only_compaction = HoodiePendingServiceSensor(task_id="p2", base_path=str(base), services=["compaction"])
@@ -238,3 +249,33 @@ def test_trigger_reports_persistent_errors(monkeypatch, tmp_path):
 
     with pytest.raises(AirflowException, match="access denied"):
         sensor.execute_complete(ctx(), event.payload)
+
+
+def test_an_insert_overwrite_is_not_a_clustering(tmp_path):
+    """Regression: the probe used to call any replacecommit with a non-empty .requested a
+    clustering; insert_overwrite writes one too (operationType INSERT_OVERWRITE)."""
+    import pyarrow as pa
+
+    from airflow_hoodie.actions.clustering import run_clustering
+    from airflow_hoodie.actions.executor import LocalExecutor
+    from airflow_hoodie.actions.write import write_arrow
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    base = str(tmp_path / "t")
+    conf = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.partitionpath.field": "p", "hoodie.parquet.small.file.limit": "0"}
+    for k in range(3):
+        write_arrow(base, pa.table({"id": [k], "ts": [1], "p": ["a"]}), "insert", conf, table_name="t")
+    overwrite = write_arrow(base, pa.table({"id": [7], "ts": [2], "p": ["a"]}), "insert_overwrite", conf)
+    assert overwrite.action == "replacecommit"
+    clustering = HoodieInstantSensor(task_id="s", base_path=base, actions=["clustering"])
+    assert clustering.poke(ctx()) is False
+    replace = HoodieInstantSensor(task_id="s", base_path=base, actions=["replacecommit"])
+    assert replace.poke(ctx()).xcom_value["instant"] == overwrite.instant
+    for k in range(3):
+        write_arrow(base, pa.table({"id": [10 + k], "ts": [3], "p": ["a"]}), "insert", conf)
+    done = run_clustering(HoodieTable.load(base), HoodieConfig({**conf, "hoodie.clustering.plan.strategy.small.file.limit": "1000000"}),
+                          LocalExecutor())
+    assert done["state"] == "completed"
+    assert clustering.poke(ctx()).xcom_value["instant"] == done["instant"]
