@@ -130,6 +130,7 @@ def provider_info() -> dict[str, Any]:
                 "schemes": ASSET_SCHEMES,
                 "handler": "airflow_hoodie.assets.sanitize_uri",
                 "factory": "airflow_hoodie.assets.create_asset",
+                "to_openlineage_converter": "airflow_hoodie.lineage.convert_asset_to_openlineage",
             }
         ],
     }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
+from airflow.providers.openlineage.extractors import OperatorLineage
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
@@ -28,6 +29,7 @@ from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
+from airflow_hoodie.lineage import operator_lineage
 from airflow_hoodie.links import SPARK_UI_XCOM_KEY, SparkUILink
 
 NOTHING_TO_DO_SUCCESS = "success"
@@ -158,6 +160,7 @@ class HoodieBaseOperator(BaseOperator):
         run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file,
                                  write_id=self.write_id(context))
         result = dict(run.result)
+        self._last_result = result
         base_uri = self._hook.require_base_path()
         if self.is_nothing_to_do(result):
             reason = result.get("reason") or result.get("message") or "the job found nothing to do"
@@ -179,6 +182,19 @@ class HoodieBaseOperator(BaseOperator):
             if ui_url:
                 ti.xcom_push(key=SPARK_UI_XCOM_KEY, value=ui_url)
         return result
+
+    def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
+        """Datasets the job read: a table service reads the table it rewrites."""
+        return (base_uri,) if self.writes_data else ()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+        """OpenLineage: the inputs, and the table with schema, statistics and instant as version."""
+        hook = self._hook or self.get_hook()
+        base_uri = hook.require_base_path()
+        result = getattr(self, "_last_result", None)
+        changed = bool(result) and not self.is_nothing_to_do(result)
+        return operator_lineage(base_uri, result, hook.get_conn().storage_options, self.lineage_inputs(base_uri),
+                                changed=changed)
 
     def _drop_table_outlets(self) -> None:
         """No change, no event: Airflow emits one per outlet of a successful task."""
@@ -226,6 +242,9 @@ class HoodieUpsertOperator(HoodieBaseOperator):
         self.source = source
         self.source_format = source_format
         self.operation = operation
+
+    def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
+        return (self.source,)
 
     def job_args(self, context: Any) -> list[str]:
         return ["--table-name", self.table_name, "--source", self.source,

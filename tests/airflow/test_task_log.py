@@ -62,3 +62,14 @@ def test_example_ingest_task_log_is_short_and_says_what_happened(airflow_db, tmp
     assert "| instant" in text and "| inserts" in text and "| updates" in text, text  # the summary table
     assert "Spark UI: http" in text, text
     assert ti.pushed.get("spark_ui_url", "").startswith("http")
+
+    # OpenLineage: the batch in, the table out with schema, statistics and the instant as version
+    lineage = op.get_openlineage_facets_on_complete(None)
+    assert [(d.namespace, d.name) for d in lineage.inputs] == [("file", str(tmp_path / "b2.parquet"))]
+    (out,) = lineage.outputs
+    assert (out.namespace, out.name) == ("file", base)
+    assert out.facets["version"].datasetVersion == ti.pushed["instant"]
+    columns = {f.name: f.type for f in out.facets["schema"].fields}
+    assert columns["uuid"] == "string" and columns["fare"] == "double" and "_hoodie_record_key" not in columns
+    stats = out.outputFacets["outputStatistics"]
+    assert stats.rowCount == 200 and stats.size > 0 and stats.fileCount >= 3
