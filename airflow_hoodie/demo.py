@@ -28,9 +28,19 @@ def _bin(name: str) -> str:
     return str(candidate) if candidate.exists() else name
 
 
+#: lines of a step's log worth showing: the jobs' progress, nothing-to-do reasons, results
+_WHAT_HAPPENED = re.compile(r"(hoodie: .*?|\S+: nothing to do on .*?|\| (?:instant|action|inserts|updates|"
+                            r"deletes|files_written) .*?)(?:\s+\[[\w.]+\].*)?$")
+
+
+def _what_happened(log_text: str) -> list[str]:
+    return [m.group(1).strip() for line in log_text.splitlines() if (m := _WHAT_HAPPENED.search(line))]
+
+
 def _run(cmd: list[str], env: dict[str, str], log_dir: pathlib.Path, label: str) -> None:
-    """Run one step, keeping its (long) output in a log file and showing only a summary."""
+    """Run one step, keeping its (long) output in a log file and showing what it did."""
     log = log_dir / f"{label}.log"
+    print(f"  {label} ...", flush=True)
     started = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
@@ -41,7 +51,9 @@ def _run(cmd: list[str], env: dict[str, str], log_dir: pathlib.Path, label: str)
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         print("\n".join(tail), file=sys.stderr)
         raise SystemExit(f"demo step {label!r} failed (exit {proc.returncode}); full log: {log}")
-    print(f"  {label:<40} ok  {took:6.1f}s")
+    for line in _what_happened(log.read_text(encoding="utf-8", errors="replace")):
+        print(f"      {line}")
+    print(f"  {label:<40} ok  {took:6.1f}s", flush=True)
 
 
 def _env(work: pathlib.Path, dags: pathlib.Path) -> dict[str, str]:

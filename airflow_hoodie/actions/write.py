@@ -33,6 +33,7 @@ from airflow_hoodie.errors import (
     HoodieWriteConflictError,
 )
 from airflow_hoodie.table.supported_features import check_merge_supported
+from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.actions.transaction.conflict_resolution import TimelineSnapshot, check_no_conflict
@@ -401,7 +402,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     base_instant = task.base_instant or ctx.instant_time
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     # markers for the file the writer appends to and the one it may roll over to
-    latest_version = _latest_log_version(storage, part_dir, task.file_id, base_instant)
+    latest_version = latest_log_file(storage, part_dir, task.file_id, base_instant)[0]
     for v in {max(latest_version, 1), latest_version + 1}:
         mk.create_marker(storage, base_path, ctx.instant_time, task.partition_path,
                          log_file_name(task.file_id, base_instant, v, token), mk.IO_APPEND)
@@ -436,20 +437,6 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
             logFiles=[name],
         ))
     return stats
-
-
-
-
-def _latest_log_version(storage: Storage, part_dir: str, file_id: str, base_instant: str) -> int:
-    prefix = f".{file_id}_{base_instant}.log."
-    best = 0
-    for st in storage.list_dir(part_dir):
-        if st.name.startswith(prefix):
-            try:
-                best = max(best, int(st.name[len(prefix):].split("_", 1)[0]))
-            except ValueError:
-                pass
-    return best
 
 
 def _with_meta(avro_schema: Mapping[str, Any]) -> dict[str, Any]:
