@@ -28,10 +28,12 @@ from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
     HoodieIOError,
+    HoodieKeyError,
     HoodieSchemaError,
     HoodieWriteConflictError,
 )
 from airflow_hoodie.table.supported_features import check_merge_supported
+from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.actions.transaction.conflict_resolution import TimelineSnapshot, check_no_conflict
@@ -48,6 +50,7 @@ from airflow_hoodie.table.timeline.instant import is_utc_timeline
 from airflow_hoodie.table.file_group.file_naming import base_file_name, log_file_name, make_write_token, new_file_id
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.file_group.base_file_writer import seqno_array
 from airflow_hoodie.table.file_group.base_file_writer import (
     FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
     stamp_meta_columns, write_base_file,
@@ -64,7 +67,8 @@ PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
 register(
     ConfigKey(TABLE_TYPE, "COPY_ON_WRITE", "COPY_ON_WRITE or MERGE_ON_READ", ("hoodie.datasource.write.table.type",)),
     ConfigKey("hoodie.table.name", None, "table name", ("hoodie.datasource.write.table.name",)),
-    ConfigKey(RECORD_KEY_FIELD, "uuid", "record key field(s)", ("hoodie.table.recordkey.fields",)),
+    ConfigKey(RECORD_KEY_FIELD, None, "record key field(s); unset: keys generated at write time (insert only)",
+              ("hoodie.table.recordkey.fields",)),
     ConfigKey(PRECOMBINE_FIELD, "ts", "ordering field used to dedupe", ("hoodie.table.precombine.field",)),
     ConfigKey(PARTITION_FIELD, "", "partition path field(s)", ("hoodie.table.partition.fields",)),
     ConfigKey("hoodie.datasource.write.keygenerator.class", None, "key generator class",
@@ -280,12 +284,34 @@ def _arrow_data_schema(avro_schema: Mapping[str, Any]) -> pa.Schema:
     return avro_to_arrow_schema(avro_schema)
 
 
+def check_auto_keys_operation(operation: str) -> None:
+    """Hudi refuses upsert and delete on tables with auto-generated keys: nothing could
+    name the records to update."""
+    if operation not in ("insert", "bulk_insert"):
+        raise HoodieKeyError(
+            f"{operation} needs record keys, but this table has none configured: its keys are generated at "
+            "write time (hoodie.datasource.write.recordkey.field unset, as Hudi 0.14+ allows). Hudi refuses "
+            "upsert and delete on such tables too; append with insert or bulk_insert, or write to a table "
+            "created with a record key field.")
+
+
+def with_auto_record_keys(records: pa.Table, instant_time: str, partition_id: int, start: int = 0) -> pa.Table:
+    """Fill missing record keys Hudi's way: ``<instant>_<partition id>_<row id>``."""
+    keys = records.column(RECORD_KEY)
+    if keys.null_count == 0:
+        return records
+    made = seqno_array(instant_time, partition_id, start, records.num_rows)
+    filled = pc.coalesce(keys, made)
+    return records.set_column(records.schema.get_field_index(RECORD_KEY), RECORD_KEY, filled)
+
+
 def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) -> list[dict[str, Any]]:
     """Write one bucket; returns write stat dicts. Runs in a Spark task or locally.
 
     ``records`` carries ``_hoodie_record_key``, ``_hoodie_partition_path``, ``_hoodie_op``
     and the data columns (already aligned to the table schema, dedupe done).
     """
+    records = with_auto_record_keys(records, ctx.instant_time, task.bucket)
     storage, base_path = ctx.storage()
     stage_id, attempt = _task_attempt()
     token = make_write_token(task.bucket, stage_id or ctx.stage_id, attempt)
@@ -376,7 +402,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     base_instant = task.base_instant or ctx.instant_time
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     # markers for the file the writer appends to and the one it may roll over to
-    latest_version = _latest_log_version(storage, part_dir, task.file_id, base_instant)
+    latest_version = latest_log_file(storage, part_dir, task.file_id, base_instant)[0]
     for v in {max(latest_version, 1), latest_version + 1}:
         mk.create_marker(storage, base_path, ctx.instant_time, task.partition_path,
                          log_file_name(task.file_id, base_instant, v, token), mk.IO_APPEND)
@@ -411,20 +437,6 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
             logFiles=[name],
         ))
     return stats
-
-
-
-
-def _latest_log_version(storage: Storage, part_dir: str, file_id: str, base_instant: str) -> int:
-    prefix = f".{file_id}_{base_instant}.log."
-    best = 0
-    for st in storage.list_dir(part_dir):
-        if st.name.startswith(prefix):
-            try:
-                best = max(best, int(st.name[len(prefix):].split("_", 1)[0]))
-            except ValueError:
-                pass
-    return best
 
 
 def _with_meta(avro_schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -1014,7 +1026,11 @@ def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str) -> p
     """
     data = data.drop_columns([c for c in META_COLUMNS + INTERNAL_COLS if c in data.column_names])
     kg = KeyGenerator.from_config(props)
-    keys = kg.record_keys(data)
+    if kg.auto_record_keys:
+        check_auto_keys_operation(operation)
+        keys = pa.nulls(data.num_rows, pa.string())  # made by the file-group writer: they need the instant
+    else:
+        keys = kg.record_keys(data)
     parts = kg.partition_paths(data)
     check_partition_paths(parts)
     if operation == "delete":
@@ -1192,8 +1208,8 @@ def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: 
             update_counts[(p, f)] = n
     insert_counts: dict[str, int] = {}
     if ins.num_rows:
-        g = ins.group_by([PARTITION_PATH]).aggregate([(RECORD_KEY, "count")])
-        insert_counts = dict(zip(g.column(PARTITION_PATH).to_pylist(), g.column(RECORD_KEY + "_count").to_pylist()))
+        g = ins.group_by([PARTITION_PATH]).aggregate([([], "count_all")])  # keys may be null (auto keys)
+        insert_counts = dict(zip(g.column(PARTITION_PATH).to_pylist(), g.column("count_all").to_pylist()))
     avg = average_record_size(client.table, config) if client.table is not None else \
         config.get_int("hoodie.copyonwrite.record.size.estimate")
     tasks, insert_plan = assign_buckets(update_counts, insert_counts, files, config, avg, is_mor,
@@ -1244,6 +1260,12 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     tt = (cfg.get(TABLE_TYPE) or "COPY_ON_WRITE")
     if tt not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         raise HoodieConfigError(f"hoodie.table.type={tt!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+    if not cfg.get_list(RECORD_KEY_FIELD):
+        check_auto_keys_operation(operation)
+        if dedupe_enabled(cfg, operation):
+            raise HoodieConfigError(
+                "hoodie.combine.before.insert needs record keys to combine on; this table generates its keys "
+                "(no hoodie.datasource.write.recordkey.field). Drop the setting or configure a record key.")
     for f in cfg.get_list(RECORD_KEY_FIELD):
         if f not in data_schema.names:
             raise HoodieError(f"Record key field {f!r} is not a column of the input (columns: {', '.join(data_schema.names)}); "

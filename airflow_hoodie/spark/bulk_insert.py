@@ -49,6 +49,8 @@ def _write_task(ctx: W.WriteContext, props: Mapping[str, str] | None, rows_per_f
     if props is not None:
         table = W.prepare_batch(table, props, "bulk_insert")
     task_id = _task_partition_id()
+    # auto-generated keys number the task's rows across all the files it writes
+    table = W.with_auto_record_keys(table, ctx.instant_time, task_id)
     stats: list[dict[str, Any]] = []
     for part in sorted(pc.unique(table.column(PARTITION_PATH)).to_pylist()):
         rows = table.filter(pc.equal(table.column(PARTITION_PATH), part))

@@ -264,7 +264,8 @@ def upsert_dataframe(
             r = spark.createDataFrame(ranges, "__p string, __lo long, __hi long, __b int, __t long")
             ins = tagged.filter(F.col(LOC_FILE).isNull())
             ins = ins.join(F.broadcast(r), ins[PARTITION_PATH] == F.col("__p"))
-            pos = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.col("__t"))
+            pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
+                                               F.monotonically_increasing_id().cast("string"))), F.col("__t"))
             routed_ins = (ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
                           .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
         parts = [p for p in (routed_upd, routed_ins) if p is not None]

@@ -103,6 +103,9 @@ class MergeConfig:
     delete_marker: str | None = None
     #: Hudi 0.x semantics of a commit-time payload: log records pre-combined by ordering value
     log_precombine: bool = False
+    #: ``hoodie.populate.meta.fields=false`` (virtual keys): the table properties the key
+    #: generator computes each record's key from, since the files carry no key
+    virtual_key_props: tuple[tuple[str, str], ...] | None = None
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "MergeConfig":
@@ -144,6 +147,8 @@ class MergeConfig:
             log_precombine=log_precombine,
             delete_field=props.get(DELETE_FIELD) or None,
             delete_marker=props.get(DELETE_MARKER) or None,
+            virtual_key_props=(tuple(sorted((str(k), str(v)) for k, v in props.items()))
+                               if str(props.get("hoodie.populate.meta.fields", "true")).lower() == "false" else None),
         )
 
     @property
@@ -318,6 +323,28 @@ def _rank(cand: pa.Table, natural: pa.Array, use_ordering: bool) -> pa.Table:
     return cand.filter(last)
 
 
+def _with_virtual_keys(pieces: Sequence[Piece], props: Mapping[str, str]) -> list[Piece]:
+    """Give every data piece its record keys from the key generator, as Hudi's merged log
+    scanner does for tables written with ``hoodie.populate.meta.fields=false``."""
+    from airflow_hoodie.table.keygen.key_generator import KeyGenerator  # noqa: PLC0415 - keygen imports schema
+
+    kg = KeyGenerator.from_config(props)
+    if kg.auto_record_keys:
+        raise HoodieConfigError(
+            "this MERGE_ON_READ table has neither meta fields (hoodie.populate.meta.fields=false) nor "
+            "hoodie.table.recordkey.fields: its records cannot be matched across base and log files.")
+    out: list[Piece] = []
+    for piece in pieces:
+        if isinstance(piece, pa.Table) and piece.num_rows:
+            keys = kg.record_keys(piece)
+            if RECORD_KEY_COLUMN in piece.column_names:
+                piece = piece.set_column(piece.schema.get_field_index(RECORD_KEY_COLUMN), RECORD_KEY_COLUMN, keys)
+            else:
+                piece = piece.append_column(RECORD_KEY_COLUMN, keys)
+        out.append(piece)
+    return out
+
+
 def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool = False) -> pa.Table:
     """Merge the versions of each record key in ``pieces`` (in slice order) into the visible rows.
 
@@ -332,14 +359,16 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
     (``preCombine``) and only the base-versus-log step is "latest wins"
     (``combineAndGetUpdateValue``); ``has_base`` says the first piece is that base file.
     """
+    if config.virtual_key_props is not None:
+        pieces = _with_virtual_keys(pieces, dict(config.virtual_key_props))
     data_tables = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_tables:
         return pa.table({})
     data = unify_tables(data_tables)
     if RECORD_KEY_COLUMN not in data.column_names:
         raise HoodieConfigError(
-            "cannot merge records without the _hoodie_record_key meta column; tables written with "
-            "hoodie.populate.meta.fields=false are not supported by this reader"
+            "cannot merge records without the _hoodie_record_key meta column and without the table's "
+            "key generator settings (hoodie.populate.meta.fields=false needs hoodie.table.recordkey.fields)"
         )
     has_ordering = config.ordering_field is not None and config.ordering_field in data.column_names
     use_ordering = config.uses_ordering and has_ordering

@@ -106,3 +106,15 @@ def test_an_unknown_sort_mode_is_refused_before_anything_is_written(spark, tmp_p
                          _conf(**{"hoodie.bulkinsert.sort.mode": "SORTED"}), "t")
     hoodie = base / ".hoodie"
     assert not hoodie.exists() or not [p for p in hoodie.iterdir() if p.name.endswith(".requested")]
+
+
+def test_bulk_insert_without_record_key_generates_unique_keys(spark, tmp_path):
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    base = str(tmp_path / "t")
+    data = _rows(40).drop_columns(["id"])
+    conf = HoodieConfig({"hoodie.datasource.write.partitionpath.field": "p"})
+    result = upsert_dataframe(spark, spark.createDataFrame(data).repartition(3), base, "bulk_insert", conf, "t")
+    keys = read_table(base, columns=["_hoodie_record_key"]).column(0).to_pylist()
+    assert len(keys) == len(set(keys)) == 40
+    assert all(k.startswith(result.instant + "_") for k in keys)

@@ -221,3 +221,20 @@ def test_a_block_without_the_record_key_is_corrupt_data_not_a_key_error():
     damaged = pa.table({"_hoodie_record_kez": ["k1"], "v": [2]})
     with pytest.raises(HoodieCorruptedDataError, match="SCHEMA header is corrupt"):
         merge_records([base, damaged], MergeConfig(), has_base=True)
+
+
+def test_virtual_keys_merge_by_the_key_generator():
+    """A MOR table written with hoodie.populate.meta.fields=false has no keys in its files:
+    base and log records are matched by the keys the table's key generator computes."""
+    props = {"hoodie.populate.meta.fields": "false", "hoodie.table.recordkey.fields": "id",
+             "hoodie.table.precombine.field": "ts",
+             "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+             "hoodie.compaction.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}
+    cfg = MergeConfig.from_properties(props)
+    assert cfg.virtual_key_props is not None
+    nulls = lambda n: pa.nulls(n, pa.string())  # noqa: E731
+    base = pa.table({"_hoodie_record_key": nulls(3), "id": ["a", "b", "c"], "ts": [1, 1, 1], "v": [1, 2, 3]})
+    log = pa.table({"_hoodie_record_key": nulls(2), "id": ["b", "d"], "ts": [2, 2], "v": [20, 40]})
+    merged = merge_records([base, log], cfg, has_base=True)
+    assert sorted(zip(merged.column("id").to_pylist(), merged.column("v").to_pylist())) == [
+        ("a", 1), ("b", 20), ("c", 3), ("d", 40)]

@@ -32,6 +32,7 @@ from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import FileStatus, Storage
+from airflow_hoodie.table.timeline.replace_kind import is_clustering_metadata
 from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
 from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
 
@@ -349,12 +350,12 @@ class FileSystemView:
     def clustering_plan(self, ts: str) -> dict[str, Any] | None:
         """The clustering plan of replacecommit ``ts``, or None (insert_overwrite has none).
 
-        Hudi's ``ClusteringUtils.getClusteringPlan``: the requested replace metadata must say
-        ``operationType=CLUSTER`` and carry a plan.
+        Hudi's ``ClusteringUtils.getClusteringPlan``: the requested replace metadata must be a
+        clustering (:func:`replace_kind.is_clustering_metadata`, the one rule) and carry a plan.
         """
         meta = self._read_plan(ts, "replacecommit", "HoodieRequestedReplaceMetadata")
         plan = (meta or {}).get("clusteringPlan")
-        if (meta or {}).get("operationType") != "CLUSTER" or not plan:
+        if not meta or not is_clustering_metadata(meta) or not plan:
             return None
         return plan
 

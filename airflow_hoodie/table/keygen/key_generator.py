@@ -514,12 +514,15 @@ class KeyGenerator:
 
     # -- building blocks (KeyGenUtils) -----------------------------------------------
 
+    @property
+    def auto_record_keys(self) -> bool:
+        """No record key field: Hudi 0.14+ generates the keys at write time
+        (``<instant>_<partition id>_<row id>``), for inserts only."""
+        return not self.record_key_fields
+
     def _require_record_key_fields(self) -> None:
-        if not self.record_key_fields:
-            raise HoodieConfigError(
-                "No record key field configured; set hoodie.datasource.write.recordkey.field "
-                "(auto-generated record keys are not supported)."
-            )
+        """Auto-generated keys are legal (see :attr:`auto_record_keys`); callers that need
+        keys computed from fields check :attr:`auto_record_keys` first."""
 
     def _simple_record_key(self, batch: pa.Table | pa.RecordBatch, field: str) -> pa.Array:
         text = _field_text(batch, field, self.consistent_logical_timestamp)
@@ -592,7 +595,7 @@ class SimpleKeyGenerator(KeyGenerator):
     def __init__(self, props: Mapping[str, str] | HoodieConfig | None = None):
         super().__init__(props)
         self._require_record_key_fields()
-        if len(self.record_key_fields) != 1:
+        if self.record_key_fields and len(self.record_key_fields) != 1:
             raise HoodieConfigError(
                 f"SimpleKeyGenerator takes exactly one record key field, got {self.record_key_fields}; "
                 "use org.apache.hudi.keygen.ComplexKeyGenerator for composite keys."
@@ -852,7 +855,7 @@ class TimestampBasedKeyGenerator(KeyGenerator):
         self._partitioner = _TimestampPartitioner(self, self.partition_path_fields[0])
 
     def record_keys(self, batch: pa.Table | pa.RecordBatch) -> pa.Array:
-        if len(self.record_key_fields) != 1:
+        if self.record_key_fields and len(self.record_key_fields) != 1:
             raise HoodieConfigError(
                 f"TimestampBasedKeyGenerator takes one record key field, got {self.record_key_fields}."
             )

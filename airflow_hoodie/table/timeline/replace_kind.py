@@ -9,6 +9,8 @@ non-empty .requested" is not the test. Table version 8+ names pending clustering
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from airflow_hoodie.errors import HoodieError
 
 CLUSTER_OPERATION = "CLUSTER"
@@ -24,4 +26,10 @@ def is_clustering_requested(requested: bytes) -> bool:
         meta = avro_codec.deserialize(requested, "HoodieRequestedReplaceMetadata")
     except (HoodieError, ValueError, EOFError, KeyError, IndexError):
         return False
+    return is_clustering_metadata(meta)
+
+
+def is_clustering_metadata(meta: Mapping[str, Any]) -> bool:
+    """The rule itself, on decoded ``HoodieRequestedReplaceMetadata`` (for callers that
+    decode the plan anyway, such as the file system view)."""
     return str(meta.get("operationType") or "").upper() == CLUSTER_OPERATION
