@@ -70,7 +70,7 @@ UI_FIELD_BEHAVIOUR: dict[str, Any] = {
 HOOK_MODULES = ["airflow_hoodie.hooks.hoodie"]
 OPERATOR_MODULES = ["airflow_hoodie.operators.hoodie"]
 SENSOR_MODULES = ["airflow_hoodie.sensors.hoodie"]
-TRIGGER_MODULES = ["airflow_hoodie.triggers.hoodie"]
+TRIGGER_MODULES = ["airflow_hoodie.triggers.hoodie", "airflow_hoodie.triggers.write"]
 
 #: Asset URI schemes we register: ``hudi+<storage scheme>://...`` names a Hudi table by
 #: its base path (``hudi+file:///data/trips``, ``hudi+s3://bucket/trips``); plain

@@ -43,7 +43,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow_hoodie.actions.write_identity import FoundWrite, find_write, result_of
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.spark.job import STORAGE_SECRETS_ENV, is_secret_option
-from airflow_hoodie.errors import HoodieConfigError, HoodieJobError
+from airflow_hoodie.errors import HoodieConfigError, HoodieJobError, HoodieTableNotFoundError
 from airflow_hoodie.hooks.spark_submit import (
     DEFAULT_SPARK_LOG_LEVEL,
     LOCAL_FALLBACK_MASTER,
@@ -335,6 +335,7 @@ class HoodieHook(BaseHook):
         props_file: str | None = None,
         spark_conf: Mapping[str, Any] | None = None,
         write_id: str | None = None,
+        wait: bool = True,
     ) -> JobRun:
         """spark-submit ``spark_jobs/<job>.py`` and return its JSON result.
 
@@ -365,6 +366,10 @@ class HoodieHook(BaseHook):
                 del app_args[idx : idx + 2]
             try:
                 hook.submit(str(script))
+                if cluster_mode and not wait and hook._driver_id:
+                    # deferrable: the triggerer tracks the driver and the timeline from here
+                    return JobRun(job=job, result={"instant": None, "status": "submitted",
+                                                   "driver_id": hook._driver_id}, master=hook.master)
                 if cluster_mode and hook._should_track_driver_status:
                     hook._start_driver_status_tracking()
                     if hook._driver_status != "FINISHED":
@@ -384,7 +389,11 @@ class HoodieHook(BaseHook):
         """What the table's timeline holds for ``write_id`` right now."""
         cfg = self.get_conn()
         config = HoodieConfig({**cfg.hoodie_conf, **{str(k): _to_str(v) for k, v in (hoodie_conf or {}).items()}})
-        return find_write(self.get_table().timeline, config, write_id)
+        try:
+            table = self.get_table()
+        except HoodieTableNotFoundError:
+            return FoundWrite()  # a first write that has not created the table yet
+        return find_write(table.timeline, config, write_id)
 
     def result_from_timeline(self, write_id: str, hoodie_conf: Mapping[str, Any] | None = None,
                              timeout: float = TIMELINE_WAIT_SECONDS) -> dict[str, Any]:

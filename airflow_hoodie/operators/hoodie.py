@@ -22,15 +22,17 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping, Sequence
 
 from airflow.providers.openlineage.extractors import OperatorLineage
-from airflow.sdk import Asset, AssetAlias, BaseOperator
+from airflow.sdk import Asset, AssetAlias, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
+from airflow_hoodie.errors import HoodieJobError
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
 from airflow_hoodie.lineage import operator_lineage
 from airflow_hoodie.links import SPARK_UI_XCOM_KEY, SparkUILink
+from airflow_hoodie.triggers.write import HoodieWriteTrigger
 
 NOTHING_TO_DO_SUCCESS = "success"
 NOTHING_TO_DO_SKIP = "skip"
@@ -74,6 +76,9 @@ class HoodieBaseOperator(BaseOperator):
         (``executor_memory``, ``num_executors``, ``deploy_mode``, ``verbose``, ...).
     :param on_nothing_to_do: ``"success"`` (default) or ``"skip"``.
     :param emit_asset: put the table's Asset in ``outlets`` (writing operators default to True).
+    :param deferrable: in cluster deploy mode, submit, then free the worker slot while the
+        triggerer watches the driver and the timeline (writes with a write identity).
+    :param poll_interval: seconds between the trigger's polls.
     :param spark_log_level: Spark's own log level in the task log (default ``WARN``; the job's
         progress lines and the summary are always there).
     """
@@ -106,6 +111,8 @@ class HoodieBaseOperator(BaseOperator):
         on_nothing_to_do: str = NOTHING_TO_DO_SUCCESS,
         emit_asset: bool | None = None,
         spark_log_level: str = DEFAULT_SPARK_LOG_LEVEL,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval: float = 10.0,
         **kwargs: Any,
     ) -> None:
         if on_nothing_to_do not in (NOTHING_TO_DO_SUCCESS, NOTHING_TO_DO_SKIP):
@@ -125,6 +132,8 @@ class HoodieBaseOperator(BaseOperator):
         self.on_nothing_to_do = on_nothing_to_do
         self.emit_asset = emit
         self.spark_log_level = spark_log_level
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
         self._hook: HoodieHook | None = None
 
     # ------------------------------------------------------------------ hooks for subclasses
@@ -157,9 +166,34 @@ class HoodieBaseOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         self._hook = self.get_hook()
+        write_id = self.write_id(context)
+        defer = self.deferrable and write_id is not None
+        if self.deferrable and write_id is None:
+            self.log.info("%s has no write identity to watch for; running without deferring", self.job)
         run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file,
-                                 write_id=self.write_id(context))
-        result = dict(run.result)
+                                 write_id=write_id, wait=not defer)
+        if defer and run.result.get("status") == "submitted" and run.result.get("driver_id"):
+            self.log.info("Driver %s submitted; deferring until its instant is on the timeline",
+                          run.result["driver_id"])
+            self.defer(trigger=HoodieWriteTrigger(
+                base_path=self._hook.require_base_path(), write_id=write_id,
+                spark_conn_id=self._hook.get_conn().spark_conn_id, driver_id=run.result["driver_id"],
+                hoodie_conn_id=self.hoodie_conn_id, poll_interval=self.poll_interval),
+                method_name="execute_complete")
+        if defer:
+            self.log.info("Not deferred: the driver ran in this worker (client deploy mode) or the cluster "
+                          "manager gave no driver id to track; deferring needs deploy_mode='cluster'")
+        return self._finish(context, dict(run.result))
+
+    def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Back from the triggerer: the instant's result, or the driver's failure."""
+        if not event or event.get("status") != "success":
+            raise HoodieJobError(f"Hudi job {self.job} failed: {(event or {}).get('message', 'no event')}")
+        self._hook = self.get_hook()
+        return self._finish(context, dict(event["result"]))
+
+    def _finish(self, context: Any, result: dict[str, Any]) -> dict[str, Any]:
+        """Log, XCom, Asset event: the same for a direct run and a deferred one."""
         self._last_result = result
         base_uri = self._hook.require_base_path()
         if self.is_nothing_to_do(result):

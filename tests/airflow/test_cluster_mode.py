@@ -12,12 +12,14 @@ emit the table's Asset event, and a DAG scheduled on that Asset must be queued.
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import os
 import shutil
 import stat
 import threading
+import types
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,9 +29,13 @@ from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
 from airflow.models.asset import AssetDagRunQueue, AssetEvent, AssetModel
 from airflow.models.dag import DagModel
 from airflow.models.xcom import XComModel
+from airflow.sdk.exceptions import TaskDeferred
 from airflow.utils.session import create_session
 
 from airflow_hoodie.assets import table_asset_uri
+from airflow_hoodie.errors import HoodieJobError
+from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
+from airflow_hoodie.triggers.write import HoodieWriteTrigger
 from airflow_hoodie.hooks.spark_submit import spark_submit_path_dirs
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
@@ -87,7 +93,9 @@ def master_rest(tmp_path):
     server.server_close()
 
 
-def test_cluster_mode_reports_the_instant_from_the_timeline(airflow_db, tmp_path, monkeypatch, master_rest):
+@pytest.fixture
+def standalone_cluster(tmp_path, monkeypatch, master_rest):
+    """Connection ``spark_standalone``: cluster deploy mode, detached driver, REST status."""
     monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
     real = shutil.which("spark-submit", path=os.pathsep.join(spark_submit_path_dirs()))
     assert real, "pyspark's spark-submit"
@@ -102,6 +110,11 @@ def test_cluster_mode_reports_the_instant_from_the_timeline(airflow_db, tmp_path
     monkeypatch.setenv("FAKE_MASTER_STATE", str(state))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", json.dumps(
         {"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077, "extra": {"deploy-mode": "cluster", "rest-port": rest_port}}))
+    return state
+
+
+def test_cluster_mode_reports_the_instant_from_the_timeline(airflow_db, tmp_path, standalone_cluster):
+    state = standalone_cluster
     source = tmp_path / "batch.parquet"
     pq.write_table(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "v": [1, 2, 3]}), source)
     base = str(tmp_path / "t")
@@ -164,3 +177,44 @@ def _xcom(dr, task_id):
         row = session.query(XComModel).filter_by(dag_id=dr.dag_id, run_id=dr.run_id, task_id=task_id,
                                                  key="return_value").one_or_none()
         return None if row is None else XComModel.deserialize_value(row)
+
+
+class _TaskInstance(types.SimpleNamespace):
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+
+def _deferred_upsert(tmp_path, source):
+    op = HoodieUpsertOperator(task_id="upsert", base_path=str(tmp_path / "t"), table_name="t", source=str(source),
+                              operation="insert", spark_conn_id="spark_standalone", deferrable=True, poll_interval=1,
+                              hoodie_conf={"hoodie.datasource.write.recordkey.field": "id",
+                                           "hoodie.datasource.write.partitionpath.field": ""})
+    context = {"ti": _TaskInstance(dag_id="d", run_id="r", task_id="upsert", map_index=-1, pushed={})}
+    with pytest.raises(TaskDeferred) as info:
+        op.execute(context)
+    path, kwargs = info.value.trigger.serialize()
+    assert path == "airflow_hoodie.triggers.write.HoodieWriteTrigger" and info.value.method_name == "execute_complete"
+    trigger = HoodieWriteTrigger(**kwargs)  # as the triggerer rebuilds it
+
+    async def first_event():
+        return await asyncio.wait_for(trigger.run().__anext__(), 240)
+
+    return op, context, asyncio.run(first_event()).payload
+
+
+def test_deferrable_operator_defers_and_the_trigger_completes_it(airflow_db, tmp_path, standalone_cluster):
+    source = tmp_path / "batch.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "ts": [1, 1], "v": [1, 2]}), source)
+    op, context, event = _deferred_upsert(tmp_path, source)
+    assert event["status"] == "success", event
+    result = op.execute_complete(context, event)
+    (instant,) = [i.timestamp for i in HoodieTable.load(str(tmp_path / "t")).timeline.completed_commits()]
+    assert result["instant"] == instant == context["ti"].pushed["instant"] and result["inserts"] == 2
+
+
+def test_deferred_task_fails_with_the_failed_driver(airflow_db, tmp_path, standalone_cluster):
+    op, context, event = _deferred_upsert(tmp_path, tmp_path / "no_such_batch.parquet")
+    assert event["status"] == "error"
+    with pytest.raises(HoodieJobError, match="driver driver-20261124000000-0001 ended FAILED"):
+        op.execute_complete(context, event)
+    assert (standalone_cluster / "exit").read_text().strip() != "0"

@@ -1,0 +1,80 @@
+"""Deferrable writes: wait in the triggerer for a cluster-mode driver and its instant.
+
+The operator submits the job in cluster deploy mode and defers; this trigger polls the
+driver's status with the apache-spark provider's own tracking (the standalone master's
+status API here; YARN and Kubernetes report through the same hook) and the table's
+timeline for the instant carrying the task's write identity. No worker slot is held
+meanwhile. Its kwargs hold connection ids, never credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from typing import Any, AsyncIterator
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_hoodie.actions.write_identity import result_of
+from airflow_hoodie.hooks.hoodie import HoodieHook
+from airflow_hoodie.hooks.spark_submit import CapturingSparkSubmitHook
+
+FAILED_DRIVER_STATES = ("FAILED", "KILLED", "ERROR", "UNKNOWN")
+#: polls after the driver FINISHED during which its instant may still be listing
+FINISHED_GRACE_POLLS = 5
+
+
+def driver_status(spark_conn_id: str, driver_id: str) -> str | None:
+    """The driver's state as the spark provider's status tracking reads it (one poll)."""
+    hook = CapturingSparkSubmitHook(conn_id=spark_conn_id, deploy_mode="cluster")
+    hook._driver_id = driver_id
+    process = subprocess.Popen(hook._build_track_driver_status_command(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True)
+    hook._process_spark_status_log(iter(process.stdout))
+    process.wait()
+    return hook._driver_status
+
+
+class HoodieWriteTrigger(BaseTrigger):
+    """Fires when the instant with ``write_id`` completes, or fails with the driver."""
+
+    def __init__(self, base_path: str, write_id: str, spark_conn_id: str, driver_id: str,
+                 hoodie_conn_id: str | None = None, poll_interval: float = 10.0) -> None:
+        super().__init__()
+        self.base_path = base_path
+        self.write_id = write_id
+        self.spark_conn_id = spark_conn_id
+        self.driver_id = driver_id
+        self.hoodie_conn_id = hoodie_conn_id
+        self.poll_interval = float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (f"{type(self).__module__}.{type(self).__qualname__}", {
+            "base_path": self.base_path, "write_id": self.write_id, "spark_conn_id": self.spark_conn_id,
+            "driver_id": self.driver_id, "hoodie_conn_id": self.hoodie_conn_id, "poll_interval": self.poll_interval})
+
+    def _poll(self) -> tuple[dict[str, Any] | None, str | None]:
+        hook = HoodieHook(self.hoodie_conn_id, base_path=self.base_path)
+        found = hook.find_write(self.write_id)
+        if found.completed is not None:
+            return result_of(found, self.base_path), None
+        return None, driver_status(self.spark_conn_id, self.driver_id)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        finished_polls = 0
+        while True:
+            result, status = await asyncio.to_thread(self._poll)
+            if result is not None:
+                yield TriggerEvent({"status": "success", "result": result})
+                return
+            if status in FAILED_DRIVER_STATES:
+                yield TriggerEvent({"status": "error", "message": f"driver {self.driver_id} ended {status}; "
+                                    "its error is in the driver's log on the cluster"})
+                return
+            if status == "FINISHED":
+                finished_polls += 1
+                if finished_polls > FINISHED_GRACE_POLLS:
+                    yield TriggerEvent({"status": "error", "message": f"driver {self.driver_id} finished but no "
+                                        f"instant on {self.base_path} carries write identity {self.write_id}"})
+                    return
+            await asyncio.sleep(self.poll_interval)
