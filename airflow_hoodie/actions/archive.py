@@ -6,8 +6,8 @@ completed commits only when there are more than the max, only older than every b
 that still needs them (oldest pending compaction/clustering, oldest inflight write, the
 first savepoint unless ``hoodie.archive.beyond.savepoint``, for MOR the earliest delta
 commit not yet compacted, and the clustering bound derived from the latest clean's
-``earliestCommitToRetain``), leaving at least the min. A batch smaller than
-``hoodie.commits.archival.batch`` is not archived. Every state file of a chosen instant
+``earliestCommitToRetain``), leaving at least the min; ``hoodie.commits.archival.batch``
+only sizes the records per archive block. Every state file of a chosen instant
 is written as a ``HoodieArchivedMetaEntry`` in Avro data blocks to
 ``.hoodie/archived/.commits_.archive.N_1-0-1``; then requested/inflight files are deleted
 before the completed ones, so a crash never makes a completed action look pending.
@@ -174,13 +174,12 @@ def commits_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: Arc
 
 
 def instants_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContext) -> list[Instant]:
-    """Completed instants to archive (clean/rollback first, then commits), oldest first;
-    empty when fewer than ``hoodie.commits.archival.batch``."""
+    """Completed instants to archive (clean/rollback first, then commits), oldest first.
+
+    However few qualify, they are archived: in Hudi ``hoodie.commits.archival.batch`` only
+    sizes the records written per archive block."""
     chosen = clean_and_rollback_to_archive(instants, s) + commits_to_archive(instants, s, ctx)
-    chosen = sorted(set(chosen), key=lambda i: i.sort_key)
-    if len(chosen) < s.batch:
-        return []
-    return chosen
+    return sorted(set(chosen), key=lambda i: i.sort_key)
 
 
 def state_files_of(completed: Sequence[Instant], all_files: Sequence[Instant]) -> list[Instant]:

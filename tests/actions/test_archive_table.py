@@ -123,3 +123,16 @@ def test_merge_small_archive_files_and_recovery(tmp_path):
                                        "mergedArchiveFileName": ".commits_.archive.5_1-0-1"}))
     assert ar.recover_merge(load(base)) == 1
     assert sorted(os.listdir(folder)) == [".commits_.archive.4_1-0-1"]
+
+
+def test_a_few_qualifying_instants_are_archived_whatever_the_batch_size(tmp_path):
+    """hoodie.commits.archival.batch sizes archive blocks in Hudi; it is not a minimum count."""
+    base = str(tmp_path / "t")
+    cfg = table_config("COPY_ON_WRITE")
+    for t in range(1, 9):
+        write(base, batch(range(t, t + 2), t), cfg)
+    res = ar.run_archive(load(base), HoodieConfig({ar.MIN_COMMITS: "6", ar.MAX_COMMITS: "7", ar.BATCH: "10",
+                                                      cl.COMMITS_RETAINED: "3"}))
+    # 8 commits, max 7, min 6: the 2 oldest go, though the batch size is 10
+    assert res["archived"] == 2 and len(res["archived_instants"]) == 2
+    assert not [f for f in timeline_files(base) if f.split(".")[0] in res["archived_instants"]]
