@@ -58,6 +58,18 @@ def _settings_already_made() -> set[str]:
     return {key for key, _ in SparkConf(loadDefaults=True).getAll()}
 
 
+INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
+
+
+def _local_cores(master: str | None) -> int | None:
+    """Cores of a ``local``/``local[N]``/``local[*]`` master; None for any other master."""
+    if not master or not master.startswith("local"):
+        return None
+    inside = master[master.find("[") + 1: master.find("]")] if "[" in master else "1"
+    count = inside.split(",")[0].strip()
+    return os.cpu_count() or 1 if count == "*" else max(1, int(count)) if count.isdigit() else None
+
+
 def get_or_create_session(
     app_name: str = "airflow-hoodie",
     master: str | None = None,
@@ -83,6 +95,12 @@ def get_or_create_session(
     defaults = dict(DEFAULT_CONF)
     if not _is_submitted():
         defaults.update(PLAIN_PYTHON_CONF)
+    local_cores = _local_cores(chosen_master if chosen_master else (None if _is_submitted() else "local[*]"))
+    if local_cores and not taken & {"spark.sql.shuffle.partitions", INITIAL_PARTITIONS}:
+        # On a local master Spark's 200 shuffle partitions are 200 tiny Python tasks per stage
+        # (measured: an upsert of 100k into 1M rows took 19-30 s instead of 9 s). AQE starts
+        # from a few partitions per core instead; clusters keep Spark's and the user's settings.
+        defaults[INITIAL_PARTITIONS] = str(2 * local_cores)
     for key, value in defaults.items():
         if key not in taken:
             builder = builder.config(key, value)
