@@ -1,29 +1,30 @@
 """Archival: move old instants from the active timeline into ``.hoodie/archived``.
 
-Selection follows Hudi's HoodieTimelineArchiver (0.14): completed clean and rollback
-instants beyond ``hoodie.keep.max.commits`` per action down to ``hoodie.keep.min.commits``;
-completed commits only when there are more than the max, only older than every bound
-that still needs them (oldest pending compaction/clustering, oldest inflight write, the
-first savepoint unless ``hoodie.archive.beyond.savepoint``, for MOR the earliest delta
-commit not yet compacted, and the clustering bound derived from the latest clean's
-``earliestCommitToRetain``), leaving at least the min; ``hoodie.commits.archival.batch``
-only sizes the records per archive block. Every state file of a chosen instant
-is written as a ``HoodieArchivedMetaEntry`` in Avro data blocks to
-``.hoodie/archived/.commits_.archive.N_1-0-1``; then requested/inflight files are deleted
-before the completed ones, so a crash never makes a completed action look pending.
+Selection follows Hudi 0.14's HoodieTimelineArchiver, rule for rule, because a reader
+of the table (ours, Hudi's, hudi-rs) trusts the active timeline to hold every commit
+whose files still exist: ``hoodie.keep.min/max.commits``, raised where the cleaner keeps
+more (ArchivalUtils.getMinAndMaxInstantsToKeep), apply per clean/rollback action and to
+the completed commits; commits are archived only below every bound that still needs
+them: the commit before the oldest pending write, the first savepoint (unless
+``hoodie.archive.beyond.savepoint``), on MOR the delta commits the compaction trigger
+still counts, the replacecommits whose replaced files the cleaner has not removed yet,
+and the metadata table's latest compaction. ``hoodie.commits.archival.batch`` only sizes
+the records per archive block. Every state file of a chosen instant is written as a
+``HoodieArchivedMetaEntry`` in Avro data blocks to
+``.hoodie/archived/.commits_.archive.N_1-0-1``; then requested/inflight files are
+deleted before the completed ones, so a crash never makes a completed action look
+pending.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
 from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
-from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.errors import HoodieConfigError, HoodieTimelineError
+from airflow_hoodie.table.timeline.instant import Action, Instant, State, parse_instant_time
 
 MIN_COMMITS = "hoodie.keep.min.commits"
 MAX_COMMITS = "hoodie.keep.max.commits"
@@ -48,16 +49,29 @@ register(
 
 @dataclass(frozen=True)
 class ArchiveSettings:
+    """The write config the archiver reads: its own keys plus the cleaning and compaction
+    settings that Hudi's archiver takes its bounds from."""
+
     min_commits: int
     max_commits: int
     batch: int
     beyond_savepoint: bool
+    cleaner_policy: str = "KEEP_LATEST_COMMITS"
+    cleaner_commits_retained: int = 10
+    cleaner_hours_retained: int = 24
+    compaction_trigger: str = "NUM_COMMITS"
+    max_delta_commits: int = 5
 
     @classmethod
     def from_config(cls, config: HoodieConfig) -> "ArchiveSettings":
+        from airflow_hoodie.actions.clean import COMMITS_RETAINED, HOURS_RETAINED, policy_of
+        from airflow_hoodie.actions.compaction import MAX_DELTA_COMMITS, TRIGGER_STRATEGY
+
         validate_archive_config(config)
         return cls(config.get_int(MIN_COMMITS), config.get_int(MAX_COMMITS), config.get_int(BATCH),
-                   config.get_bool(BEYOND_SAVEPOINT))
+                   config.get_bool(BEYOND_SAVEPOINT), policy_of(config), config.get_int(COMMITS_RETAINED),
+                   config.get_int(HOURS_RETAINED), (config.get(TRIGGER_STRATEGY) or "NUM_COMMITS").upper(),
+                   config.get_int(MAX_DELTA_COMMITS))
 
 
 def validate_archive_config(config: HoodieConfig) -> None:
@@ -85,100 +99,159 @@ class ArchiveContext:
     """Timeline facts that bound archival and need file reads to find out."""
 
     is_mor: bool = False
-    #: earliestCommitToRetain of the latest completed clean, if any clean exists
+    #: the latest completed clean's instant time, if any clean completed
+    latest_clean: str | None = None
+    #: ``earliestInstantToRetain`` of that clean's plan; None when the plan has none
+    #: (KEEP_LATEST_FILE_VERSIONS)
     latest_clean_earliest_retain: str | None = None
-    has_completed_clean: bool = False
-    #: timestamps of completed replacecommits that are clustering (not insert_overwrite)
-    clustering_replace_ts: frozenset[str] | None = None
+    #: the table lists metadata-table partitions in hoodie.properties
+    has_metadata_table: bool = False
+    #: the metadata table's latest completed compaction, if it has one
+    metadata_latest_compaction: str | None = None
 
 
 def _sorted(instants: Sequence[Instant]) -> list[Instant]:
     return sorted(instants, key=lambda i: i.sort_key)
 
 
-def clean_and_rollback_to_archive(instants: Sequence[Instant], s: ArchiveSettings) -> list[Instant]:
+def _completed_commits(ordered: Sequence[Instant]) -> list[Instant]:
+    """Hudi's completed commits timeline: commit, deltacommit, replacecommit."""
+    return [i for i in ordered if i.action in Action.COMMITS and is_completed(i)]
+
+
+def min_and_max_to_keep(instants: Sequence[Instant], s: ArchiveSettings) -> tuple[int, int]:
+    """Hudi's ArchivalUtils.getMinAndMaxInstantsToKeep: when the cleaner needs more
+    commits than ``hoodie.keep.min.commits`` (its earliest commit to retain lies further
+    back, e.g. behind a pending write or by hours), both bounds move up by the difference,
+    so archival never removes a commit whose files the cleaner still keeps."""
+    from airflow_hoodie.actions.clean import earliest_commit_to_retain
+
+    ordered = _sorted(instants)
+    commits_timeline = [i for i in ordered if i.action in Action.COMMITS]
+    completed = _completed_commits(ordered)
+    latest = completed[-1].timestamp if completed else None
+    if latest is not None:
+        try:  # Hudi parses the latest commit's time first and adjusts nothing when it cannot
+            parse_instant_time(latest[:17])
+        except HoodieTimelineError:
+            return s.min_commits, s.max_commits
+    earliest = earliest_commit_to_retain(commits_timeline, s.cleaner_policy, s.cleaner_commits_retained,
+                                         s.cleaner_hours_retained, latest)
+    if earliest is None:
+        return s.min_commits, s.max_commits
+    by_cleaning = sum(1 for c in completed if c.timestamp > earliest.timestamp) + 2
+    if s.min_commits >= by_cleaning:
+        return s.min_commits, s.max_commits
+    return by_cleaning, by_cleaning + s.max_commits - s.min_commits
+
+
+def clean_and_rollback_to_archive(instants: Sequence[Instant], min_keep: int, max_keep: int) -> list[Instant]:
+    """Per action, completed cleans (rollbacks) beyond the max, down to the min."""
     out: list[Instant] = []
     for action in (Action.CLEAN, Action.ROLLBACK):
         done = [i for i in _sorted(instants) if i.action == action and is_completed(i)]
-        if len(done) > s.max_commits:
-            out.extend(done[: len(done) - s.min_commits])
+        if len(done) > max_keep:
+            out.extend(done[: len(done) - min_keep])
     return out
 
 
-def earliest_uncompacted_delta_commit(instants: Sequence[Instant]) -> str | None:
-    """MOR bound: first completed delta commit after the latest completed compaction.
-
-    Without any compaction yet, the first delta commit (nothing of it is compacted).
-    """
-    ordered = _sorted(instants)
-    compactions = [i.timestamp for i in ordered if i.action == Action.COMMIT and is_completed(i)]
-    deltas = [i.timestamp for i in ordered if i.action == Action.DELTA_COMMIT and is_completed(i)]
-    if compactions:
-        after = [d for d in deltas if d > compactions[-1]]
-        return after[0] if after else None
-    return deltas[0] if deltas else None
+def oldest_commit_to_retain_for_pending(ordered: Sequence[Instant]) -> str | None:
+    """The greatest completed commit older than the oldest pending write (or the pending
+    instant itself when no commit precedes it): a pending write must keep the commit it
+    started from on the active timeline, so the timeline has no hole."""
+    pending = next((i for i in ordered if i.action in Action.WRITE and is_pending(i)), None)
+    if pending is None:
+        return None
+    before = [c.timestamp for c in _completed_commits(ordered) if c.timestamp < pending.timestamp]
+    return before[-1] if before else pending.timestamp
 
 
-def clustering_retain_bound(instants: Sequence[Instant], ctx: ArchiveContext) -> str | None:
-    """Hudi's getEarliestInstantToRetainForClustering: a replacecommit stays active until
-    the clean has removed the files it replaced, and nothing from just before an inflight
-    clustering is archived."""
-    ordered = _sorted(instants)
-    replaces = [i for i in ordered if i.action == Action.REPLACE_COMMIT and is_completed(i)
-                and (ctx.clustering_replace_ts is None or i.timestamp in ctx.clustering_replace_ts)]
-    bound: str | None = None
-    if ctx.has_completed_clean:
-        low = ctx.latest_clean_earliest_retain or ""
-        first = next((r.timestamp for r in replaces if r.timestamp >= low), None)
-        bound = first
-    elif replaces:
+def oldest_instant_to_retain_for_compaction(ordered: Sequence[Instant], max_delta_commits: int) -> str | None:
+    """Hudi's CompactionUtils.getOldestInstantToRetainForCompaction: keep enough delta
+    commits after the last compaction for the NUM_COMMITS trigger to count them.
+
+    The delta commits (any state) after the latest completed commit or replacecommit, or
+    all of them when there is none; with fewer than ``max_delta_commits`` the reference
+    instant itself is kept, else the last ``max_delta_commits`` delta commits are."""
+    done = [i for i in ordered if i.action in (Action.COMMIT, Action.REPLACE_COMMIT) and is_completed(i)]
+    deltas = [i for i in ordered if i.action == Action.DELTA_COMMIT]
+    if done:
+        reference = done[-1].timestamp
+        since = [d for d in deltas if d.timestamp > reference]
+    elif deltas:
+        reference = deltas[0].timestamp
+        since = deltas
+    else:
+        return None
+    if len(since) < max_delta_commits:
+        return reference
+    return since[len(since) - max_delta_commits].timestamp
+
+
+def oldest_instant_to_retain_for_clustering(ordered: Sequence[Instant], ctx: ArchiveContext) -> str | None:
+    """Hudi's ClusteringUtils.getOldestInstantToRetainForClustering.
+
+    A replacecommit (clustering or insert overwrite) stays until the cleaner has removed
+    the files it replaced, or the file-system view would show them again: the first
+    replacecommit at or after the latest clean's ``earliestInstantToRetain``, or at or
+    after the clean itself when its plan has none (KEEP_LATEST_FILE_VERSIONS); without any
+    clean, the first replacecommit. An inflight replacecommit also keeps the completed
+    commit before it."""
+    replaces = [i for i in ordered if i.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)]
+    if not replaces:
+        return None
+    if ctx.latest_clean is not None:
+        low = ctx.latest_clean_earliest_retain or ctx.latest_clean
+        bound = next((r.timestamp for r in replaces if r.timestamp >= low), None)
+    else:
         bound = replaces[0].timestamp
-    pending_cluster = next((i for i in ordered if i.action == Action.REPLACE_COMMIT and is_pending(i)), None)
-    if pending_cluster is not None:
+    inflight = next((r for r in replaces if r.state == State.INFLIGHT), None)
+    if inflight is not None:
         before = [i.timestamp for i in ordered if i.action in Action.COMMITS and is_completed(i)
-                  and i.timestamp < pending_cluster.timestamp]
-        candidate = before[-1] if before else pending_cluster.timestamp
-        bound = candidate if bound is None else min(bound, candidate)
+                  and i.timestamp < inflight.timestamp]
+        if before and (bound is None or bound > before[-1]):
+            bound = before[-1]
     return bound
 
 
-def commits_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContext) -> list[Instant]:
+def commits_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContext,
+                       min_keep: int, max_keep: int) -> list[Instant]:
+    """Hudi 0.14's getCommitInstantsToArchive: once more than ``max_keep`` commits are
+    complete, the oldest ones below every bound, leaving ``min_keep``."""
     ordered = _sorted(instants)
-    commits = [i for i in ordered if i.action in Action.COMMITS and is_completed(i)]
-    if len(commits) <= s.max_commits:
+    commits = _completed_commits(ordered)
+    if len(commits) <= max_keep:
         return []
-    bounds: list[str] = []
-    pending_cc = next((i.timestamp for i in ordered if is_pending(i)
-                       and i.action in (Action.COMPACTION, Action.REPLACE_COMMIT, Action.LOG_COMPACTION)), None)
-    if pending_cc:
-        bounds.append(pending_cc)
-    inflight_write = next((i.timestamp for i in ordered if is_pending(i)
-                           and i.action in (Action.COMMIT, Action.DELTA_COMMIT)), None)
-    if inflight_write:
-        bounds.append(inflight_write)
+    bounds = [oldest_commit_to_retain_for_pending(ordered), oldest_instant_to_retain_for_clustering(ordered, ctx)]
+    if ctx.is_mor and s.compaction_trigger in ("NUM_COMMITS", "NUM_AND_TIME"):
+        bounds.append(oldest_instant_to_retain_for_compaction(ordered, s.max_delta_commits))
+    limit = min((b for b in bounds if b is not None), default=None)
     savepoints = [i.timestamp for i in ordered if i.action == Action.SAVEPOINT and is_completed(i)]
-    if savepoints and not s.beyond_savepoint:
-        bounds.append(savepoints[0])
-    if ctx.is_mor:
-        delta_bound = earliest_uncompacted_delta_commit(ordered)
-        if delta_bound:
-            bounds.append(delta_bound)
-    cluster_bound = clustering_retain_bound(ordered, ctx)
-    if cluster_bound:
-        bounds.append(cluster_bound)
-    limit = min(bounds) if bounds else None
-    savepointed = set(savepoints)
-    eligible = [c for c in commits if (limit is None or c.timestamp < limit)
-                and not (s.beyond_savepoint and c.timestamp in savepointed)]
-    return eligible[: max(len(commits) - s.min_commits, 0)]
+
+    def archivable(c: Instant) -> bool:
+        if s.beyond_savepoint:
+            if c.timestamp in savepoints:
+                return False
+        elif savepoints and c.timestamp >= savepoints[0]:
+            return False
+        return limit is None or c.timestamp < limit
+
+    return [c for c in commits if archivable(c)][: max(len(commits) - min_keep, 0)]
 
 
 def instants_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContext) -> list[Instant]:
-    """Completed instants to archive (clean/rollback first, then commits), oldest first.
+    """Completed instants to archive (clean/rollback, then commits), oldest first.
 
     However few qualify, they are archived: in Hudi ``hoodie.commits.archival.batch`` only
-    sizes the records written per archive block."""
-    chosen = clean_and_rollback_to_archive(instants, s) + commits_to_archive(instants, s, ctx)
+    sizes the records written per archive block. With a metadata table, nothing newer than
+    its latest compaction goes (nothing at all before its first), as Hudi fences archival
+    so the metadata table can still be rebuilt from the active timeline."""
+    min_keep, max_keep = min_and_max_to_keep(instants, s)
+    chosen = (clean_and_rollback_to_archive(instants, min_keep, max_keep)
+              + commits_to_archive(instants, s, ctx, min_keep, max_keep))
+    if ctx.has_metadata_table:
+        fence = ctx.metadata_latest_compaction
+        chosen = [] if fence is None else [i for i in chosen if i.timestamp < fence]
     return sorted(set(chosen), key=lambda i: i.sort_key)
 
 
@@ -254,26 +327,25 @@ def _archive_dir(table: Any) -> str:
 
 def _archive_context(table: Any, tl: Any) -> ArchiveContext:
     from airflow_hoodie.actions.service_common import deserialize_plan
+    from airflow_hoodie.table.metadata_table.removal import METADATA_FOLDER, METADATA_PARTITIONS
+    from airflow_hoodie.table.storage.storage import Storage
+    from airflow_hoodie.table.timeline.timeline import Timeline
 
     cleans = [i for i in tl.instants if i.action == Action.CLEAN and is_completed(i)]
+    latest_clean = cleans[-1].timestamp if cleans else None
     earliest = None
-    if cleans:
-        meta = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1]))
-        earliest = meta.get("earliestCommitToRetain") or None
-    clustering = frozenset(
-        i.timestamp for i in tl.instants
-        if i.action == Action.REPLACE_COMMIT and is_completed(i)
-        and _is_clustering(table.file_system_view(tl), i)
-    )
-    return ArchiveContext(is_mor=bool(table.is_mor), latest_clean_earliest_retain=earliest,
-                          has_completed_clean=bool(cleans), clustering_replace_ts=clustering)
-
-
-def _is_clustering(view: FileSystemView, inst: Instant) -> bool:
-    try:
-        return view.clustering_plan(inst.timestamp) is not None
-    except Exception:  # noqa: BLE001 - requested file archived/unreadable: treat as clustering (safe side)
-        return True
+    if cleans:  # Hudi reads the clean's plan, not its metadata
+        plan = deserialize_plan("HoodieCleanerPlan", tl.read_plan(cleans[-1]))
+        earliest = ((plan.get("earliestInstantToRetain") or {}).get("timestamp")) or None
+    has_mdt = bool((table.config.get(METADATA_PARTITIONS) or "").strip())
+    mdt_compaction = None
+    if has_mdt:
+        mdt = Timeline.load(table.storage, Storage.join(table.base_path, ".hoodie", METADATA_FOLDER))
+        done = [i.timestamp for i in mdt.instants if i.action == Action.COMMIT and is_completed(i)]
+        mdt_compaction = done[-1] if done else None
+    return ArchiveContext(is_mor=bool(table.is_mor), latest_clean=latest_clean,
+                          latest_clean_earliest_retain=earliest, has_metadata_table=has_mdt,
+                          metadata_latest_compaction=mdt_compaction)
 
 
 def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: int) -> str:

@@ -253,6 +253,8 @@ class ClusteringTaskContext:
     valid_instants: frozenset[str]
     sort_columns: tuple[str, ...]
     stage_offset: int = 0  # execution_stage(): file names unique to this execution
+    #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
+    timeline_start: str | None = None
 
 
 def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
@@ -298,7 +300,7 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
-                            valid_instants=ctx.valid_instants)
+                            valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start)
     tables = []
     for s in _group_slices(storage, ctx.base_path, group):
         t = read_file_slice(storage, s, opts)
@@ -390,7 +392,8 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     valid = frozenset(i.timestamp for i in tl.instants if i.state == State.COMPLETED and i.timestamp < instant_time)
     ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
                                 {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
-                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()), execution_stage())
+                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()), execution_stage(),
+                                tl.first_non_savepoint_commit())
     stats = [s for group in executor.map(partial(cluster_group, ctx), list(enumerate(groups))) for s in group]
     replaced: dict[str, list[str]] = {}
     for g in groups:

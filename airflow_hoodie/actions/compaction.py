@@ -275,6 +275,8 @@ class CompactionTaskContext:
     props: dict[str, str]
     valid_instants: frozenset[str]
     stage_offset: int = 0  # execution_stage(): file names unique to this execution
+    #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
+    timeline_start: str | None = None
 
 
 def _file_name(value: str | None) -> str | None:
@@ -330,7 +332,7 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
     slice_ = _op_slice(storage, ctx.base_path, op)
     opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
-                            valid_instants=ctx.valid_instants)
+                            valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start)
     merged = read_file_slice(storage, slice_, opts)
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
@@ -424,7 +426,7 @@ def _execute_compaction(table: Any, instant_time: str, executor: Any, config: Ho
                       and i.timestamp < instant_time)
     ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
                                 schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
-                                execution_stage())
+                                execution_stage(), timeline.first_non_savepoint_commit())
     from functools import partial
 
     stats = executor.map(partial(compact_operation, ctx), list(enumerate(ops)))

@@ -54,6 +54,8 @@ class FileRef:
     base_instant: str
     valid_instants: list[str]
     latest_instant: str
+    #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
+    timeline_start: str | None = None
 
 
 def file_keys(ref: FileRef) -> pa.Table:
@@ -66,7 +68,8 @@ def file_keys(ref: FileRef) -> pa.Table:
     if ref.log_files:
         from airflow_hoodie.table.log.log_reader import scan_log_files
         paths = [storage.join(base_path, p) for p in ref.log_files]
-        res = scan_log_files(storage, paths, ref.latest_instant, set(ref.valid_instants))
+        res = scan_log_files(storage, paths, ref.latest_instant, set(ref.valid_instants),
+                             timeline_start=ref.timeline_start)
         cur = pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
         for blk in res.blocks:
             if blk.is_delete:

@@ -1134,7 +1134,7 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
     return [FileRef(client.base_uri, client.storage_options, f.partition_path, f.file_id,
                     f.lookup_base_file if f.lookup_log_files is not None else f.base_file,
                     list(f.lookup_log_files if f.lookup_log_files is not None else f.log_files),
-                    f.base_instant, valid, latest) for f in files]
+                    f.base_instant, valid, latest, tl.first_non_savepoint_commit()) for f in files]
 
 
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,

@@ -489,7 +489,7 @@ def read_table(
         filter_columns=filter_columns,
         as_of=latest,
         valid_instants=valid,
-        timeline_start=timeline.first().timestamp if timeline.first() else None,
+        timeline_start=timeline.first_non_savepoint_commit(),
         inflight_instants=frozenset(i.timestamp for i in timeline.pending()),
         base_only=query_type == "read_optimized" or not table.is_mor,
         schema=schema,

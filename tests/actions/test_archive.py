@@ -43,12 +43,13 @@ def test_pending_compaction_blocks():
     tl = commits(*range(1, 9), action=Action.DELTA_COMMIT) + [inst(2, Action.COMPACTION, State.REQUESTED)]
     tl = [i for i in tl if not (i.timestamp == ts(2) and i.action == Action.DELTA_COMMIT)]
     out = ar.instants_to_archive(tl, S, ar.ArchiveContext())
-    assert stamps(out) == [ts(1)]
+    # Hudi keeps the greatest completed commit below the oldest pending instant (1)
+    assert stamps(out) == []
 
 
 def test_inflight_write_blocks():
     tl = commits(1, 2, 4, 5, 6, 7, 8, 9) + [inst(3, Action.COMMIT, State.INFLIGHT)]
-    assert stamps(ar.instants_to_archive(tl, S, ar.ArchiveContext())) == [ts(1), ts(2)]
+    assert stamps(ar.instants_to_archive(tl, S, ar.ArchiveContext())) == [ts(1)]
 
 
 def test_savepoint_blocks_unless_beyond():
@@ -62,15 +63,20 @@ def test_mor_keeps_uncompacted_delta_commits():
     tl = commits(1, 2, 3, action=Action.DELTA_COMMIT) + commits(4) + commits(5, 6, 7, 8, 9, action=Action.DELTA_COMMIT)
     out = ar.instants_to_archive(tl, S, ar.ArchiveContext(is_mor=True))
     assert stamps(out) == [ts(1), ts(2), ts(3), ts(4)]
+    # never compacted: the last hoodie.compact.inline.max.delta.commits (5) stay
     never = commits(*range(1, 10), action=Action.DELTA_COMMIT)
-    assert ar.instants_to_archive(never, S, ar.ArchiveContext(is_mor=True)) == []
+    assert stamps(ar.instants_to_archive(never, S, ar.ArchiveContext(is_mor=True))) == [ts(n) for n in (1, 2, 3, 4)]
+    few = ar.ArchiveSettings(4, 6, 1, False, max_delta_commits=20)
+    assert ar.instants_to_archive(never, few, ar.ArchiveContext(is_mor=True)) == []
+    by_time = ar.ArchiveSettings(4, 6, 1, False, compaction_trigger="TIME_ELAPSED", max_delta_commits=20)
+    assert len(ar.instants_to_archive(never, by_time, ar.ArchiveContext(is_mor=True))) == 5
 
 
 def test_clustering_bound_from_latest_clean():
     tl = commits(1) + [inst(2, Action.REPLACE_COMMIT)] + commits(*range(3, 10))
     # no clean yet: the replacecommit's replaced files still exist -> keep it
     assert stamps(ar.instants_to_archive(tl, S, ar.ArchiveContext())) == [ts(1)]
-    ctx = ar.ArchiveContext(has_completed_clean=True, latest_clean_earliest_retain=ts(5))
+    ctx = ar.ArchiveContext(latest_clean=ts(12), latest_clean_earliest_retain=ts(5))
     assert stamps(ar.instants_to_archive(tl, S, ctx)) == [ts(1), ts(2), ts(3), ts(4), ts(5)]
 
 

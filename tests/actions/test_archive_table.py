@@ -66,15 +66,22 @@ def test_pending_compaction_blocks_archival(tmp_path):
     pending = c.schedule_compaction(load(base), HoodieConfig({}), force=True).instant.timestamp
     for t in range(20, 24):
         commits.append(write(base, batch(range(1, 3), t), cfg))
+    before = snapshot(base)
     res = ar.run_archive(load(base), HoodieConfig({**CONF, ar.BATCH: "1"}))
-    assert res["instant"] is None or all(t < pending for t in res["archived_instants"])
-    # MOR: nothing was ever compacted, so every delta commit must stay
-    assert res["instant"] is None
+    # Hudi keeps the greatest completed delta commit before the pending compaction (and on
+    # MOR the last hoodie.compact.inline.max.delta.commits=5 delta commits); older ones go,
+    # while the pending plan still reads their log files
+    assert res["archived_instants"] == commits[:5] and all(t < pending for t in res["archived_instants"])
+    assert snapshot(base) == before
     c.execute_pending_compactions(load(base), LocalExecutor())
+    assert snapshot(base) == before
     for t in range(30, 33):
         write(base, batch(range(1, 3), t), cfg)
+    before = snapshot(base)
     res = ar.run_archive(load(base), HoodieConfig({**CONF, ar.BATCH: "1"}))
-    assert res["archived_instants"] and all(t <= pending for t in res["archived_instants"])
+    # the compaction completed: the 5 newest of the 7 delta commits after it stay for the trigger
+    assert res["archived_instants"] == [commits[5], pending, commits[6], commits[7]]
+    assert snapshot(base) == before
 
 
 def test_savepoint_blocks_archival_unless_beyond(tmp_path):

@@ -190,14 +190,7 @@ class FileSystemView:
         visible = set(visible_tl.timestamps)
         pending_compaction = set(tl.pending_compactions().timestamps)
         last = max(visible, key=normalize_instant_time) if visible else None
-        # Hudi's getFirstNonSavepointCommit on the (unbounded) visible write timeline:
-        # archival may leave savepointed instants before a hole, so they do not count.
-        savepoints = set(self.timeline.savepoints().timestamps)
-        start = next(
-            (ts for ts in self.timeline.completed_and_compaction().timestamps if ts not in savepoints),
-            None,
-        )
-        return visible, pending_compaction, last, start
+        return visible, pending_compaction, last, self.timeline.first_non_savepoint_commit()
 
     def _slice_committed(
         self, base_instant: str, visible: set[str], last: str | None, start: str | None, as_of: str | None

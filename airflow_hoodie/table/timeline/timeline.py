@@ -304,6 +304,14 @@ class Timeline:
     def rollbacks(self) -> "Timeline":
         return self.filter(actions=Action.ROLLBACK)
 
+    def first_non_savepoint_commit(self) -> str | None:
+        """Where the active timeline starts for visibility (Hudi's getFirstNonSavepointCommit
+        over completed writes and pending compactions): a file or log block of an older
+        instant belongs to an archived, hence completed, commit. Savepointed commits that
+        archival beyond savepoints left before a hole do not count as the start."""
+        savepoints = set(self.savepoints().timestamps)
+        return next((ts for ts in self.completed_and_compaction().timestamps if ts not in savepoints), None)
+
     def savepoints(self) -> "Timeline":
         return self.filter(actions=Action.SAVEPOINT)
 
