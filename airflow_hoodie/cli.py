@@ -131,6 +131,7 @@ def _instant_row(inst: Any, where: str) -> dict[str, Any]:
         "timestamp": inst.timestamp,
         "action": inst.action,
         "state": getattr(state, "name", str(state)),
+        "completion_time": getattr(inst, "completion_time", None),
         "timeline": where,
     }
 
@@ -142,7 +143,10 @@ def cmd_timeline(args: argparse.Namespace, out: TextIO) -> int:
         dump_json({"table": table.table_name, "table_type": table.table_type, "instants": rows}, out)
     else:
         out.write(f"{table.table_name} ({table.table_type}) at {args.path}\n")
-        print_table(rows, ["timestamp", "action", "state", "timeline"], out)
+        columns = ["timestamp", "action", "state", "timeline"]
+        if any(r.get("completion_time") for r in rows):  # table version 8+: completion times exist
+            columns.insert(3, "completion_time")
+        print_table([{**r, "completion_time": r.get("completion_time") or ""} for r in rows], columns, out)
     return EXIT_OK
 
 

@@ -237,6 +237,8 @@ class HoodieTable:
     def archived_timeline(self):  # -> ArchivedTimeline (imported lazily: needs the log reader)
         from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
 
+        if self.timeline_layout_2:
+            return ArchivedTimeline.load_lsm(self.storage, self.history_path)
         return ArchivedTimeline.load(self.storage, self.base_path, self.config.archivelog_folder)
 
     def file_system_view(self, timeline: Timeline | None = None) -> FileSystemView:
@@ -259,6 +261,17 @@ class HoodieTable:
     @property
     def aux_path(self) -> str:
         return Storage.join(self.meta_path, AUX_FOLDER)
+
+    @property
+    def timeline_layout_2(self) -> bool:
+        """Table version 8+: instants under ``.hoodie/timeline``, history in an LSM tree."""
+        return (self.config.get("hoodie.timeline.layout.version") or "").strip() == "2" or self.config.table_version >= 8
+
+    @property
+    def history_path(self) -> str:
+        """Where a version 8+ table archives (``.hoodie/timeline/history`` by default)."""
+        timeline = self.config.get("hoodie.timeline.path") or "timeline"
+        return Storage.join(self.meta_path, timeline, self.config.get("hoodie.timeline.history.path") or "history")
 
     @property
     def archive_path(self) -> str:

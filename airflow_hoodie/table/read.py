@@ -32,6 +32,7 @@ import pyarrow.dataset as ds
 from airflow_hoodie.errors import HoodieConfigError, HoodieError
 from airflow_hoodie.table.file_group.file_slice_reader import META_COLUMNS, SliceReadOptions, read_file_slice
 from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
+from airflow_hoodie.table.timeline.instant import Instant
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 COMMIT_TIME_COLUMN = "_hoodie_commit_time"
@@ -374,6 +375,22 @@ def _with_missing_columns(result: pa.Table, schema: pa.Schema | None, columns: S
     return result
 
 
+def _archived_commits_completed_in(table: Any, active: Any, done: dict[str, str], start: str | None,
+                                   end: str | None) -> list[Instant]:
+    """Hudi 1.x incremental windows are completion-time ranges: when one starts before the
+    first active commit completed, the archived history holds commits that completed
+    inside it, and their rows must be read too (Hudi's IncrementalQueryAnalyzer does)."""
+    if start is None:
+        return []
+    first_done = min((done.get(i.timestamp, i.timestamp) for i in active), default=None)
+    if first_done is not None and start >= first_done:
+        return []
+    archived = table.archived_timeline()
+    times = archived.completion_times()
+    return [i for i in archived.completed_commits()
+            if times.get(i.timestamp, i.timestamp) > start and (not end or times.get(i.timestamp, i.timestamp) <= end)]
+
+
 def read_table(
     base_path: str,
     query_type: str = "snapshot",
@@ -441,9 +458,13 @@ def read_table(
     filter_columns = sorted({f[0] for f in row_filters})
 
     window = None
+    archived_in_window: list[Instant] = []
     if query_type == "incremental":
         if by_completion:
             in_window = visible._derive(i for i in visible if not start or done.get(i.timestamp, i.timestamp) > start)
+            archived_in_window = _archived_commits_completed_in(table, commits, done, start, end)
+            if archived_in_window:
+                in_window = visible._derive(sorted([*archived_in_window, *in_window], key=lambda i: i.sort_key))
         else:
             in_window = visible.between(start, None) if start else visible
         if not len(in_window):
@@ -473,7 +494,7 @@ def read_table(
         ]
     else:
         slices = [s for s in view.latest_merged_file_slices(None, as_of=latest) if s.partition_path in partitions]
-    if window is not None and start and not timeline.is_before_timeline_starts(start):
+    if window is not None and start and not archived_in_window and not timeline.is_before_timeline_starts(start):
         # Only the file groups the window's commits wrote can hold its rows. When the window
         # starts before the active timeline (archived commits), Hudi falls back to a full scan
         # filtered by commit time, and so do we.

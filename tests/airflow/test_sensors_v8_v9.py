@@ -86,3 +86,37 @@ def test_deferrable_sensor_on_a_hudi_1x_table(conformance_next, tmp_path):
 
     event = asyncio.run(scenario())
     assert event.payload["status"] == "success" and event.payload["instant"] == "20991231000000000"
+
+
+def test_sensor_fires_on_a_completed_compaction_and_clustering_of_a_hudi_1x_table(conformance_next, tmp_path):
+    """Hudi 1.1 completes a compaction as <requested>_<completion>.commit and a clustering
+    (action `clustering` while pending) as a replacecommit; 20260307162614221 is an insert
+    overwrite replacecommit, no clustering."""
+    base = _copy(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
+    compaction = HoodieInstantSensor(task_id="s", base_path=str(base), actions=["compaction"])
+    assert compaction.poke(ctx()).xcom_value["instant"] == "20260307162618152"
+    clustering = HoodieInstantSensor(task_id="s", base_path=str(base), actions=["clustering"],
+                                     after="20260307162610000")
+    assert clustering.poke(ctx()).xcom_value["instant"] == "20260307162619269"
+    timeline = base / ".hoodie" / "timeline"
+    for f in timeline.glob("20260307162619269*"):
+        f.unlink()
+    assert clustering.poke(ctx()) is False  # the insert overwrite alone does not fire it
+
+
+@pytest.mark.parametrize("name", ["cow/v8_simplekeygen_hivestyle_no_metafields", "mor/v9_txns_simple_meta"])
+def test_reschedule_sensor_on_a_hudi_1x_table(conformance_next, tmp_path, name):
+    from datetime import datetime, timezone
+
+    from airflow.sdk.exceptions import AirflowRescheduleException
+
+    base = _copy(conformance_next, name, tmp_path)
+    last, _ = _last_commit(base)
+    action = "deltacommit" if name.startswith("mor") else "commit"
+    sensor = HoodieInstantSensor(task_id="s", base_path=str(base), actions=[action], after=last,
+                                 mode="reschedule", poke_interval=30, timeout=600)
+    with pytest.raises(AirflowRescheduleException) as info:
+        sensor.execute(ctx())
+    assert info.value.reschedule_date > datetime.now(timezone.utc)
+    (base / ".hoodie" / "timeline" / f"20991231000000000_20991231000000500.{action}").write_bytes(b"")
+    assert sensor.execute(ctx())["instant"] == "20991231000000000"

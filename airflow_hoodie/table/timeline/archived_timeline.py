@@ -1,9 +1,11 @@
-"""The archived timeline: instants moved out of ``.hoodie`` into ``.hoodie/archived``.
+"""The archived timeline: instants moved out of the active timeline.
 
-Archival keeps the active timeline short by writing old instants (every state, with
-their metadata) as ``HoodieArchivedMetaEntry`` Avro records into log-format files
-``.commits_.archive.<N>_<writeToken>``. Incremental queries and time travel over old
-ranges, and the cleaner's view of history, read them back here.
+Archival keeps the active timeline short. Up to table version 6 it writes old instants
+(every state, with their metadata) as ``HoodieArchivedMetaEntry`` Avro records into
+log-format files ``.hoodie/archived/.commits_.archive.<N>_<writeToken>``; from version 8
+it writes completed instants into the LSM-tree history (:mod:`lsm_timeline`). Both read
+back into one :class:`ArchivedTimeline`, for incremental queries and time travel over
+old ranges, the cleaner's view of history and the CLI.
 """
 
 from __future__ import annotations
@@ -102,6 +104,21 @@ class ArchivedTimeline:
         out.instants = collapse_states(history)
         return out
 
+    @classmethod
+    def load_lsm(cls, storage: Storage, folder: str) -> "ArchivedTimeline":
+        """Read a version 8+ table's LSM history (completed instants with completion times)."""
+        from airflow_hoodie.table.timeline.lsm_timeline import read_records
+
+        out = cls(files=[folder])
+        for rec in read_records(storage, folder):
+            if rec.action not in Action.ALL:
+                continue
+            inst = Instant(rec.instant_time, rec.action, State.COMPLETED, completion_time=rec.completion_time)
+            out.entries.append({"_instant": inst, "metadata": rec.metadata, "plan": rec.plan})
+            out.instants.append(inst)
+        out.instants.sort(key=lambda i: i.sort_key)
+        return out
+
     # ------------------------------------------------------------------ access
     def __iter__(self) -> Iterator[Instant]:
         return iter(self.instants)
@@ -132,6 +149,8 @@ class ArchivedTimeline:
         if e is None:
             return None
         inst: Instant = e["_instant"]
+        if "metadata" in e:  # an LSM history record: the completed file's bytes
+            return _decode_lsm_metadata(inst, e["metadata"])
         name = _METADATA_FIELDS.get((inst.action, inst.state))
         if name and e.get(name) is not None:
             return e[name]
@@ -139,6 +158,10 @@ class ArchivedTimeline:
             if key.lower().startswith("hoodie") and isinstance(value, dict):
                 return value
         return None
+
+    def completion_times(self) -> dict[str, str]:
+        """Requested time -> completion time (version 8+ history only)."""
+        return {i.timestamp: i.completion_time for i in self.instants if i.completion_time}
 
     def completed_commits(self) -> list[Instant]:
         return [i for i in self.instants if i.is_completed and i.action in Action.COMMITS]
@@ -166,3 +189,23 @@ def _entry_instant(rec: dict[str, Any]) -> Instant | None:
         return Instant(ts, action, state)
     except Exception:  # malformed timestamp in a foreign archive: skip the entry
         return None
+
+
+def _decode_lsm_metadata(inst: Instant, data: bytes | None) -> dict[str, Any] | None:
+    """An archived instant's metadata as a dict: Avro (Hudi 1.x) or JSON (older writers)."""
+    import json
+
+    from airflow_hoodie.table.metadata import avro_codec
+    from airflow_hoodie.table.timeline.timeline import as_json_metadata
+
+    if not data:
+        return None
+    data = as_json_metadata(inst, data)
+    if data[:4] == b"Obj\x01":
+        return avro_codec.deserialize(data)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HoodieCorruptedDataError(
+            f"The archived metadata of {inst.timestamp} ({inst.action}) is neither Avro nor JSON."
+        ) from exc

@@ -44,7 +44,7 @@ _AVRO_CONTAINER = b"Obj\x01"
 _AVRO_METADATA = {Action.COMMIT: "commit", Action.DELTA_COMMIT: "commit", Action.REPLACE_COMMIT: "replace"}
 
 
-def _as_json_metadata(inst: Instant, data: bytes) -> bytes:
+def as_json_metadata(inst: Instant, data: bytes) -> bytes:
     """Hudi 1.x stores completed commit metadata as an Avro container; every reader here
     takes Hudi 0.x's JSON, so it is converted once, where it is read."""
     kind = _AVRO_METADATA.get(inst.action)
@@ -367,7 +367,7 @@ class Timeline:
                 f"Instant file {inst.file_name} is missing under {posixpath.dirname(path)}; "
                 "the instant may have been archived or rolled back. Reload the timeline."
             )
-        return _as_json_metadata(inst, self.storage.read_bytes(path))
+        return as_json_metadata(inst, self.storage.read_bytes(path))
 
     def read_plan(self, instant: Instant | str) -> bytes:
         """The ``.requested`` file of an instant (plans live there)."""
