@@ -70,3 +70,52 @@ def test_table_services_remove_a_real_hudi_metadata_table(conformance_next, tmp_
     assert not (base / ".hoodie" / "metadata").exists()
     assert normalize_table(read_table(str(base))) == before
     assert _hudi_rs_with_metadata(str(base)) == before
+
+
+MOR = {**CONF, "hoodie.table.type": "MERGE_ON_READ"}
+
+
+def _mor_table_with_metadata_table(conformance_next: Path, base: Path) -> list[dict]:
+    """A MOR table with base and log files, given a metadata table; rows expected after a rollback
+    of its last write."""
+    write_arrow(str(base), pa.table({"id": [1, 2, 3], "ts": [1, 1, 1], "p": ["a", "a", "b"], "v": ["x", "y", "z"]}),
+                "upsert", MOR, table_name="t")
+    write_arrow(str(base), pa.table({"id": [2, 3], "ts": [2, 2], "p": ["a", "b"], "v": ["y2", "z2"]}), "upsert", MOR)
+    after_first_two = normalize_table(read_table(str(base)))
+    write_arrow(str(base), pa.table({"id": [1, 4], "ts": [3, 3], "p": ["a", "b"], "v": ["x3", "w"]}), "upsert", MOR)
+    _graft_metadata_table(conformance_next, base)
+    return after_first_two
+
+
+@pytest.mark.parametrize("service", ["compaction", "clustering", "rollback", "archive"])
+def test_mor_services_leave_no_stale_metadata_listing(conformance_next, tmp_path, service):
+    """After each service, our reader and hudi-rs listing through the metadata table (enabled) read
+    exactly the rows of a plain listing."""
+    from airflow_hoodie.actions import archive as ar
+    from airflow_hoodie.actions.clustering import run_clustering
+    from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
+    from airflow_hoodie.actions.rollback import rollback_latest_or
+
+    base = tmp_path / "t"
+    after_rollback = _mor_table_with_metadata_table(conformance_next, base)
+    before = normalize_table(read_table(str(base)))
+    table = HoodieTable.load(str(base))
+    if service == "compaction":
+        schedule_compaction(table, HoodieConfig({}), force=True)
+        execute_pending_compactions(HoodieTable.load(str(base)), LocalExecutor())
+    elif service == "clustering":
+        run_clustering(table, HoodieConfig({"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)}),
+                       LocalExecutor())
+    elif service == "rollback":
+        rollback_latest_or(table, None)
+    else:
+        ar.run_archive(table, HoodieConfig({ar.MIN_COMMITS: "2", ar.MAX_COMMITS: "3",
+                                            "hoodie.cleaner.commits.retained": "1"}))
+    expected = after_rollback if service == "rollback" else before
+    table = HoodieTable.load(str(base))
+    listed = (table.config.get("hoodie.table.metadata.partitions") or "").strip()
+    assert not listed or (base / ".hoodie" / "metadata").exists()
+    assert normalize_table(read_table(str(base))) == expected
+    assert _hudi_rs_with_metadata(str(base)) == expected
+    if service in ("compaction", "clustering"):
+        assert len(table.timeline.completed_commits()) == 4  # the service did run
