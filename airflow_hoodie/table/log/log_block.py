@@ -95,6 +95,8 @@ class HeaderKey(IntEnum):
     COMPACTED_BLOCK_TIMES = 4
     RECORD_POSITIONS = 5
     BLOCK_IDENTIFIER = 6
+    #: Hudi 1.x partial updates: the block's records carry only the changed columns
+    IS_PARTIAL = 7
 
 
 class CommandType(IntEnum):

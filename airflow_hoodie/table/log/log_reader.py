@@ -27,11 +27,12 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
-from airflow_hoodie.errors import HoodieError, HoodieIOError
+from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieNotSupportedError
 from airflow_hoodie.table.log.log_block import (
     MAGIC,
     BlockType,
     DeleteRecord,
+    HeaderKey,
     HoodieCorruptedLogError,
     LogBlock,
     decode_data_block,
@@ -318,6 +319,12 @@ def scan_log_files(
     for block, path in queue:
         if block.corrupt or block.block_type == BlockType.CORRUPT:
             continue  # "Found a corrupt block which was not rolled back"
+        if str(block.headers.get(HeaderKey.IS_PARTIAL, "")).strip().lower() == "true":
+            raise HoodieNotSupportedError(
+                f"{storage.uri(path)}: the {block.type_name} block at byte {block.offset} holds partial updates "
+                "(Hudi 1.x hoodie.write.partial.update.mode); airflow-hoodie does not merge them, and reading "
+                "them as whole records would null the columns they leave out. Read this table with Hudi, "
+                "or compact it with Hudi first.")
         sb = ScannedBlock(block.instant_time or "", BlockType(block.block_type), path, block)
         if decode:
             _decode_into(sb, storage.uri(path))

@@ -356,3 +356,20 @@ def test_inner_block_errors_name_the_file_offset(tmp_path):
     path = _write(tmp_path, bytes(bad))
     with pytest.raises(HoodieCorruptedDataError, match=f"invalid block type 42 in block at byte {offs[2]}"):
         list(read_log_blocks(STORAGE, path))
+
+
+def test_partial_update_blocks_are_refused_unless_rolled_back(tmp_path):
+    """Hudi 1.x partial-update blocks (header IS_PARTIAL=true) hold only the changed columns:
+    read as whole records they would null the rest, so they are refused by name."""
+    from airflow_hoodie.errors import HoodieNotSupportedError
+    from airflow_hoodie.table.log.log_block import HeaderKey
+
+    t = pa.table({"_hoodie_record_key": ["a"], "v": pa.array([1], pa.int64())})
+    partial = avro_data_block(t, arrow_schema_to_avro(t.schema, *table_record_name("t")), "002")
+    partial.headers[HeaderKey.IS_PARTIAL] = "true"
+    f1 = _log(tmp_path, ".f-0_000.log.1_0-0-0", _data(["a"], "001"), serialize_block(partial))
+    with pytest.raises(HoodieNotSupportedError, match="partial updates"):
+        scan_log_files(STORAGE, [f1], None, {"001", "002"})
+    f2 = _log(tmp_path, ".g-0_000.log.1_0-0-0", _data(["a"], "001"), serialize_block(partial),
+              rollback_command_block("003", "002"))
+    assert [b.instant_time for b in scan_log_files(STORAGE, [f2], None, {"001", "002"}).blocks] == ["001"]
