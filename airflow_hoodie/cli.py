@@ -102,7 +102,9 @@ def _storage_options(pairs: Sequence[str] | None) -> dict[str, str]:
 def _load_table(path: str, args: argparse.Namespace) -> Any:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-    return HoodieTable.load(path, storage_options=_storage_options(getattr(args, "storage_option", None)) or None)
+    table = HoodieTable.load(path, storage_options=_storage_options(getattr(args, "storage_option", None)) or None)
+    table.use_metadata_table = True  # the CLI only reads: list as Hudi's readers do
+    return table
 
 
 # ---------------------------------------------------------------------------- timeline

@@ -60,6 +60,11 @@ class HoodieTable:
         self.meta_path = Storage.join(base_path, METAFOLDER)
         self.config = config
         self._timeline: Timeline | None = None
+        #: list files through the metadata table when it has a ``files`` partition (Hudi's
+        #: ``hoodie.metadata.enable``): readers turn it on (Hudi's reader default); writers
+        #: and table services list storage, as a Hudi writer with the metadata table
+        #: disabled does, and remove the metadata table before they change anything
+        self.use_metadata_table = False
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -244,7 +249,7 @@ class HoodieTable:
     def file_system_view(self, timeline: Timeline | None = None) -> FileSystemView:
         """The file groups of this table as seen through ``timeline`` (default: the active one)."""
         return FileSystemView(self.storage, self.base_path, timeline if timeline is not None else self.timeline,
-                              self.config)
+                              self.config, self.use_metadata_table)
 
     def partition_dir(self, partition_path: str) -> str:
         return Storage.join(self.base_path, partition_path) if partition_path else self.base_path

@@ -400,6 +400,7 @@ def read_table(
     columns: Sequence[str] | None = None,
     filters: Iterable[Sequence[Any]] | None = None,
     storage_options: Mapping[str, str] | None = None,
+    metadata_enable: bool = True,
 ) -> pa.Table:
     """Read a Hudi table (local path or ``s3://``, ``gs://``, ``hdfs://`` URI) into a pyarrow table.
 
@@ -409,7 +410,9 @@ def read_table(
     completed instant, ``start`` to the beginning of the timeline.
     ``columns``: projection (meta columns included only if named); None returns every column,
     ``_hoodie_*`` meta columns first. ``filters``: AND-ed ``(column, op, value)`` tuples, used
-    to prune partitions and pushed into parquet reads.
+    to prune partitions and pushed into parquet reads. ``metadata_enable`` (Hudi's
+    ``hoodie.metadata.enable``): list files through the table's metadata table when it has
+    a ``files`` partition, instead of listing storage.
     """
     query_type = (query_type or "snapshot").strip().lower().replace("-", "_")
     if query_type not in QUERY_TYPES:
@@ -423,6 +426,7 @@ def read_table(
     columns = list(columns) if columns is not None else None
 
     table = _load_table(base_path, storage_options)
+    table.use_metadata_table = metadata_enable
     timeline = table.timeline
     commits = _completed_write_instants(timeline)
     cut = as_of if query_type != "incremental" else end

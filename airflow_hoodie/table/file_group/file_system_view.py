@@ -30,6 +30,7 @@ from airflow_hoodie.table.file_group.file_group import BaseFile, FileGroup, File
 from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
+from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready, load_files_listing
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import FileStatus, Storage
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_metadata
@@ -62,13 +63,17 @@ def _rel(partition_path: str, name: str) -> str:
 class FileSystemView:
     """File groups of the table at ``base_path`` as seen through ``timeline``."""
 
-    def __init__(self, storage: Storage, base_path: str, timeline: Timeline, config: TableConfig | None) -> None:
+    def __init__(self, storage: Storage, base_path: str, timeline: Timeline, config: TableConfig | None,
+                 use_metadata_table: bool = False) -> None:
         """``config`` (the base file format) is needed only to list files: a view asked only
-        for the pending plans or replacements of a timeline may pass None."""
+        for the pending plans or replacements of a timeline may pass None.
+        ``use_metadata_table``: list through the metadata table's ``files`` partition when
+        the table has one (Hudi's ``hoodie.metadata.enable``)."""
         self.storage = storage
         self.base_path = base_path.rstrip("/")
         self.timeline = timeline
         self.config = config
+        self.use_metadata_table = use_metadata_table
         self._partitions: list[str] | None = None
         self._groups: dict[tuple[str, str], FileGroup] | None = None
         self._replace_cache: dict[str, dict[str, list[str]]] = {}
@@ -81,9 +86,17 @@ class FileSystemView:
             return
         prefix = self.base_path + "/"
         meta_prefix = prefix + METAFOLDER + "/"
+        if self.config is None:
+            raise ValueError("FileSystemView built without the table config cannot list files")
         files: list[tuple[str, str, int]] = []  # (partition, path, size)
         partitions: set[str] = set()
-        for st in self._list_data_files():
+        if self.lists_through_metadata_table:
+            listing = load_files_listing(self.storage, self.base_path, self.timeline)
+            partitions.update(listing.partitions)
+            for part, names in listing.files.items():
+                folder = Storage.join(self.base_path, part) if part else self.base_path
+                files.extend((part, Storage.join(folder, name), size) for name, size in names.items())
+        for st in ([] if self.lists_through_metadata_table else self._list_data_files()):
             if st.is_dir or st.path.startswith(meta_prefix):
                 continue
             rel = st.path[len(prefix):] if st.path.startswith(prefix) else st.path
@@ -92,8 +105,6 @@ class FileSystemView:
                 partitions.add(part)
             else:
                 files.append((part, st.path, st.size))
-        if self.config is None:
-            raise ValueError("FileSystemView built without the table config cannot list files")
         ext = self.config.base_file_extension
         bases: list[BaseFile] = []
         logs: list[LogFile] = []
@@ -148,6 +159,11 @@ class FileSystemView:
             assert sl is not None
             sl.log_files.append(lf)
         return groups
+
+    @property
+    def lists_through_metadata_table(self) -> bool:
+        """Whether files come from the metadata table's ``files`` partition instead of storage."""
+        return bool(self.use_metadata_table and self.config is not None and files_partition_ready(self.config))
 
     def _list_data_files(self) -> Iterator[FileStatus]:
         """Every file under the base path except ``.hoodie`` (which may hold a big metadata table)."""
@@ -486,7 +502,8 @@ class FileSystemView:
         """
         missing = self._first_missing_latest_file()
         if missing is not None and self.timeline.storage is not None:
-            fresh = FileSystemView(self.storage, self.base_path, self.timeline.reload(), self.config)
+            fresh = FileSystemView(self.storage, self.base_path, self.timeline.reload(), self.config,
+                                   self.use_metadata_table)
             missing = fresh._first_missing_latest_file()
         if missing is not None:
             path, ts, part, fid = missing

@@ -98,7 +98,8 @@ def test_mor_services_leave_no_stale_metadata_listing(conformance_next, tmp_path
 
     base = tmp_path / "t"
     after_rollback = _mor_table_with_metadata_table(conformance_next, base)
-    before = normalize_table(read_table(str(base)))
+    # the grafted metadata table lists another table's files: read by listing storage
+    before = normalize_table(read_table(str(base), metadata_enable=False))
     table = HoodieTable.load(str(base))
     if service == "compaction":
         schedule_compaction(table, HoodieConfig({}), force=True)
