@@ -1,0 +1,117 @@
+"""Benchmark (not a test): listing the file groups of a 1,000-partition table through its
+metadata table vs by listing storage.
+
+    .venv/bin/python benchmarks/listing.py [--partitions 1000] [--latency-ms 0]
+
+Writes a COPY_ON_WRITE table with one file group per partition, builds its metadata
+table's ``files`` partition, then builds the file-system view both ways, counting the
+storage calls each makes (list, read, stat, open) and timing it (median of 5). With
+``--latency-ms`` every storage call also sleeps that long, a stand-in for an object
+store's per-request latency (S3 lists are ~20-50 ms each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.report import print_table, write_report  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+
+COUNTED = ("list_dir", "read_bytes", "info", "exists", "size", "open_input")
+
+
+class CountingStorage:
+    """Delegates to a Storage, counting (and optionally delaying) the calls that reach it."""
+
+    def __init__(self, inner, latency_s: float) -> None:
+        self._inner, self._latency = inner, latency_s
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name):
+        attr = getattr(self._inner, name)
+        if name not in COUNTED:
+            return attr
+
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            if self._latency:
+                time.sleep(self._latency)
+            return attr(*args, **kwargs)
+        return counted
+
+
+def _storage_listing(base: str) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for root, _d, files in os.walk(base):
+        rel = os.path.relpath(root, base)
+        if rel.split(os.sep)[0] == ".hoodie":
+            continue
+        for name in files:
+            if name != ".hoodie_partition_metadata":
+                out.setdefault("" if rel == "." else rel, {})[name] = os.path.getsize(os.path.join(root, name))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--latency-ms", type=float, default=0.0)
+    args = ap.parse_args()
+
+    from airflow_hoodie.actions.write import write_arrow
+    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+    from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition
+
+    tmp = tempfile.mkdtemp(prefix="listing-bench-")
+    base = os.path.join(tmp, "t")
+    n = args.partitions
+    cfg = {"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
+           "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p"}
+    t0 = time.perf_counter()
+    write_arrow(base, pa.table({"id": list(range(n)), "ts": [1] * n, "p": [f"p{i:04d}" for i in range(n)]}),
+                "insert", cfg, table_name="listing")
+    build_s = time.perf_counter() - t0
+    initialize_files_partition(HoodieTable.load(base), _storage_listing(base))
+
+    results = {}
+    slices = {}
+    for mode in ("storage", "metadata_table"):
+        times, calls = [], Counter()
+        for _ in range(5):
+            table = HoodieTable.load(base)
+            counting = CountingStorage(table.storage, args.latency_ms / 1000)
+            view = FileSystemView(counting, table.base_path, table.timeline, table.config, mode == "metadata_table")
+            t0 = time.perf_counter()
+            got = view.latest_merged_file_slices()
+            times.append(time.perf_counter() - t0)
+            calls = counting.calls
+        slices[mode] = sorted((s.partition_path, s.file_id, s.base_file.file_name) for s in got)
+        results[mode] = {"seconds_median": round(statistics.median(times), 4), "storage_calls": dict(calls),
+                         "storage_calls_total": sum(calls.values()), "file_slices": len(got)}
+    assert slices["storage"] == slices["metadata_table"], "the two listings differ"
+    figures = {"partitions": n, "latency_ms_per_call": args.latency_ms, "table_build_s": round(build_s, 2),
+               **results}
+    print(figures)
+    rows = [(f"file-system view of {n:,} partitions through the metadata table "
+             f"({results['metadata_table']['storage_calls_total']} storage calls)",
+             results["metadata_table"]["seconds_median"], results["storage"]["seconds_median"],
+             f"listing storage ({results['storage']['storage_calls_total']} calls)")]
+    print_table(rows)
+    name = "listing" if not args.latency_ms else f"listing_{args.latency_ms:g}ms"
+    print(f"figures: {write_report(name, figures, rows)}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
