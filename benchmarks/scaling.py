@@ -106,16 +106,30 @@ def main() -> None:
             result = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "scaling")
             upsert_s = time.perf_counter() - t0
         assert result.updates == n_upd, result
+        # a services run after it: clean the versions the upsert replaced (the same file groups at both
+        # sizes; KEEP_LATEST_FILE_VERSIONS=1 so the replaced version goes at once)
+        from airflow_hoodie.actions.clean import run_clean
+        from airflow_hoodie.spark.executor import SparkExecutor
+        from airflow_hoodie.table.hoodie_table import HoodieTable
+
+        t0 = time.perf_counter()
+        cleaned = run_clean(HoodieTable.load(path), cfg.with_values({"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                                                                   "hoodie.cleaner.fileversions.retained": "1"}),
+                            SparkExecutor(spark))
+        clean_s = time.perf_counter() - t0
         rows = read_table(path, columns=["id"]).num_rows
         assert rows == size + args.batch - n_upd, rows
         figures[str(size)] = {"bulk_insert_s": round(load_s, 2), "upsert_s": round(upsert_s, 2),
-                              "files_written": result.files_written,
+                              "files_written": result.files_written, "clean_s": round(clean_s, 3),
+                              "files_cleaned": int(cleaned.get("files_deleted") or 0),
                               "peak_worker_rss_mb": round(rss.peak / 2**20, 1)}
         print(size, figures[str(size)], flush=True)
         shutil.rmtree(path, ignore_errors=True)
     small, big = (str(s) for s in (args.sizes[0], args.sizes[-1]))
     rows = [(f"upsert {args.batch:,} into {int(big):,} rows vs into {int(small):,}", figures[big]["upsert_s"],
-             figures[small]["upsert_s"], f"same batch, {int(small):,}-row table")]
+             figures[small]["upsert_s"], f"same batch, {int(small):,}-row table"),
+            (f"clean after it, {int(big):,} rows vs {int(small):,}", figures[big]["clean_s"],
+             figures[small]["clean_s"], f"same clean, {int(small):,}-row table")]
     print_table(rows)
     print(f"figures: {write_report('scaling', figures, rows)}")
     spark.stop()
