@@ -46,6 +46,76 @@ def default(key: str) -> str | None:
     return entry.default if entry else None
 
 
+#: the modules that register the ``hoodie.*`` keys they read; importing them all gives the
+#: whole registry whatever the caller imported before (a typo check needs every key)
+_REGISTERING_MODULES = (
+    "airflow_hoodie.actions.write",
+    "airflow_hoodie.actions.write_identity",
+    "airflow_hoodie.actions.commit_callback",
+    "airflow_hoodie.actions.clean",
+    "airflow_hoodie.actions.compaction",
+    "airflow_hoodie.actions.clustering",
+    "airflow_hoodie.actions.archive",
+    "airflow_hoodie.actions.transaction.lock_provider",
+    "airflow_hoodie.actions.transaction.transaction_manager",
+    "airflow_hoodie.actions.transaction.heartbeat",
+    "airflow_hoodie.actions.transaction.filesystem_lock",
+    "airflow_hoodie.actions.transaction.zookeeper_lock",
+    "airflow_hoodie.actions.transaction.dynamodb_lock",
+    "airflow_hoodie.table.bloom.bloom_filter",
+    "airflow_hoodie.table.keygen.key_generator",
+    "airflow_hoodie.table.log.log_writer",
+    "airflow_hoodie.table.record_merger",
+)
+
+
+def load_registry() -> None:
+    """Import every module that registers keys."""
+    import importlib
+
+    for name in _REGISTERING_MODULES:
+        importlib.import_module(name)
+
+
+def _edits(a: str, b: str) -> int:
+    """Damerau-Levenshtein distance (adjacent swaps count one, as typists make them)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def suggestion_for(key: str) -> str | None:
+    """The key an unknown ``key`` was most likely meant to be: the same dotted path as one
+    we read or one of Hudi's own, with one part misspelled (at most two edits, and at most
+    a third of the part). A real Hudi key, or one unlike any known key, gets none."""
+    from airflow_hoodie.hudi_config_keys import hudi_config_keys
+
+    if key in hudi_config_keys():
+        return None
+    parts = key.split(".")
+    best: tuple[int, str] | None = None
+    for candidate in sorted(set(_REGISTRY) | hudi_config_keys()):
+        other = candidate.split(".")
+        if len(other) != len(parts):
+            continue
+        diff = [(x, y) for x, y in zip(parts, other) if x != y]
+        if len(diff) != 1:
+            continue
+        x, y = diff[0]
+        distance = _edits(x, y)
+        if distance <= 2 and distance * 3 <= max(len(x), len(y)) and (best is None or distance < best[0]):
+            best = (distance, candidate)
+    return best[1] if best else None
+
+
 class HoodieConfig:
     """User settings layered over Hudi's defaults, with typed getters."""
 
@@ -54,6 +124,18 @@ class HoodieConfig:
 
     def unknown_keys(self) -> list[str]:
         return sorted(k for k in self._values if k.startswith("hoodie.") and not known(k))
+
+    def check_spelling(self) -> None:
+        """Refuse ``hoodie.*`` keys that look like typos of known ones, before any work:
+        a misspelled ``hoodie.table.type`` would otherwise create a table of the default
+        type, and a misspelled record-key field fail only after Spark started."""
+        load_registry()
+        typos = [(k, suggestion_for(k)) for k in self.unknown_keys()]
+        typos = [(k, s) for k, s in typos if s]
+        if typos:
+            raise HoodieConfigError("; ".join(f"{k} is not a setting airflow-hoodie knows: did you mean {s}?"
+                                              for k, s in typos) + ". Fix the key in hoodie_conf (or the connection's "
+                                    "extra); nothing was submitted.")
 
     def as_dict(self) -> dict[str, str]:
         return dict(self._values)

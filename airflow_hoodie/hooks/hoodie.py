@@ -280,6 +280,7 @@ class HoodieHook(BaseHook):
         args = ["--base-path", self.require_base_path()]
         merged = dict(cfg.hoodie_conf)
         merged.update({str(k): _to_str(v) for k, v in (hoodie_conf or {}).items()})
+        HoodieConfig(merged).check_spelling()  # a typo fails here, before spark-submit
         for key, value in merged.items():
             args += ["--hoodie-conf", f"{key}={value}"]
         for key, value in cfg.storage_options.items():

@@ -54,7 +54,9 @@ def load_config(args: argparse.Namespace) -> HoodieConfig:
         except OSError as exc:
             raise HoodieError(f"Cannot read --props file {args.props!r}: {exc}") from exc
     values.update(parse_key_values(args.hoodie_conf))
-    return HoodieConfig(values)
+    config = HoodieConfig(values)
+    config.check_spelling()  # before any session starts
+    return config
 
 
 #: storage credentials reach a job in this environment variable (JSON), never as arguments

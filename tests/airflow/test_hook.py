@@ -98,3 +98,10 @@ def test_failed_job_raises_with_the_jobs_own_error(airflow_db, fake_jobs_dir, tm
     message = str(info.value)
     assert "ERROR: HoodieError: record key field 'uuid' is missing" in message
     assert "hoodie.datasource.write.recordkey.field" in message
+
+
+def test_the_hook_refuses_a_typo_before_spark_submit(airflow_db):
+    hook = HoodieHook(base_path="/tmp/t", hoodie_conf={"hoodie.tabel.type": "MERGE_ON_READ"})
+    with pytest.raises(HoodieConfigError, match="did you mean hoodie.table.type"):
+        hook.run_job("upsert", ["--operation", "upsert"])
+    assert getattr(hook, "_submit_hook", None) is None  # nothing was submitted
