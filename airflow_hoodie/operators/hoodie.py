@@ -11,10 +11,14 @@ Asset event is emitted, so downstream DAGs scheduled on the table only run when 
 table really changed.
 
 Writing operators (upsert, compaction execute, clustering, rollback) put the table's
-Asset in ``outlets`` automatically when ``base_path`` is a literal; the event's
-``extra`` carries the instant, action and operation so consumers know what changed. With
-a templated ``base_path``, pass ``outlets=[hoodie_table_asset(...)]`` or an ``AssetAlias``
-(the operator then attaches the table's Asset to the alias at run time).
+Asset in ``outlets`` automatically when ``base_path`` is a literal, as a reference by its
+canonical URI (``Asset.ref(uri=...)``): the event lands on the one Asset with that URI,
+however the DAG scheduled on it spelled it (``Asset("hudi+s3a://b/t/")`` with its raw
+name, ``hoodie_table_asset("s3://b/t")``, a name of its own), instead of on a second Asset
+of the same table that nobody schedules on. The event's ``extra`` carries the instant,
+action and operation so consumers know what changed. With a templated ``base_path``, pass
+``outlets=[hoodie_table_asset(...)]`` or an ``AssetAlias`` (the operator then attaches the
+table's Asset to the alias at run time).
 """
 
 from __future__ import annotations
@@ -119,7 +123,7 @@ class HoodieBaseOperator(BaseOperator):
             raise ValueError(f"on_nothing_to_do must be 'success' or 'skip', not {on_nothing_to_do!r}")
         emit = self.writes_data if emit_asset is None else emit_asset
         if emit and "outlets" not in kwargs and base_path and not _is_templated(base_path):
-            kwargs["outlets"] = [hoodie_table_asset(base_path)]
+            kwargs["outlets"] = [Asset.ref(uri=table_asset_uri(base_path))]
         super().__init__(**kwargs)
         self.base_path = base_path
         self.hoodie_conn_id = hoodie_conn_id
@@ -244,10 +248,14 @@ class HoodieBaseOperator(BaseOperator):
         extra["table"] = base_uri
         table_uri = table_asset_uri(base_uri)
         for outlet in self.outlets or []:
-            if isinstance(outlet, Asset) and outlet.uri == table_uri:
-                events[outlet].extra = {**events[outlet].extra, **extra}
-            elif isinstance(outlet, AssetAlias):
+            if isinstance(outlet, AssetAlias):
                 events[outlet].add(hoodie_table_asset(base_uri), extra=extra)
+            elif getattr(outlet, "uri", None) == table_uri:
+                try:
+                    events[outlet].extra = {**events[outlet].extra, **extra}
+                except Exception as exc:  # noqa: BLE001 - the SDK raises its own runtime error types
+                    self.log.info("No DAG declares the Asset %s, so no event is recorded for it (%s); declare "
+                                  "it with hoodie_table_asset() where you schedule on the table.", table_uri, exc)
 
     def on_kill(self) -> None:
         if self._hook is not None:

@@ -64,10 +64,13 @@ def test_plan_execute_xcom_and_asset_event(airflow_db, fake_jobs_dir, tmp_path):
     dag = load_dag_file("ops_plan_execute", f"""
         import pendulum
         from airflow.sdk import DAG
+        from airflow_hoodie.assets import hoodie_table_asset
         from airflow_hoodie.operators.hoodie import HoodieCompactionPlanOperator, HoodieCompactionExecuteOperator
         with DAG("ops_plan_execute", schedule=None, start_date=pendulum.datetime(2024, 1, 1)) as dag:
             plan = HoodieCompactionPlanOperator(task_id="plan", base_path="{base}")
-            run = HoodieCompactionExecuteOperator(task_id="execute", base_path="{base}")
+            # the table's Asset declared here (a table nobody schedules on has none otherwise)
+            run = HoodieCompactionExecuteOperator(task_id="execute", base_path="{base}",
+                                                  outlets=[hoodie_table_asset("{base}")])
             plan >> run
     """)
     dr = dag.test()
