@@ -54,6 +54,7 @@ from airflow_hoodie.hooks.spark_submit import (
     make_submit_hook,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.triggers.driver_tracking import NO_WAIT_CONF, submitted_driver
 from airflow_hoodie.provider_info import CONNECTION_FIELDS, DEFAULT_SPARK_CONN_ID, UI_FIELD_BEHAVIOUR
 
 def _parse_mapping(value: Any, what: str) -> dict[str, str]:
@@ -358,7 +359,10 @@ class HoodieHook(BaseHook):
             )
             if write_id:
                 app_args += ["--write-id", write_id]
-            hook = self.build_submit_hook(job, app_args, extra_spark_conf=spark_conf)
+            conf = dict(spark_conf or {})
+            if not wait:  # deferrable: spark-submit returns once YARN/Kubernetes accepted the driver
+                conf = {**NO_WAIT_CONF, **conf}
+            hook = self.build_submit_hook(job, app_args, extra_spark_conf=conf or None)
             self._submit_hook = hook
             cluster_mode = hook.deploy_mode == "cluster"
             if cluster_mode:
@@ -367,10 +371,12 @@ class HoodieHook(BaseHook):
                 del app_args[idx : idx + 2]
             try:
                 hook.submit(str(script))
-                if cluster_mode and not wait and hook._driver_id:
+                driver = submitted_driver(hook) if cluster_mode and not wait else None
+                if driver is not None:
                     # deferrable: the triggerer tracks the driver and the timeline from here
                     return JobRun(job=job, result={"instant": None, "status": "submitted",
-                                                   "driver_id": hook._driver_id}, master=hook.master)
+                                                   "driver_id": driver.driver_id,
+                                                   "cluster_manager": driver.manager}, master=hook.master)
                 if cluster_mode and hook._should_track_driver_status:
                     hook._start_driver_status_tracking()
                     if hook._driver_status != "FINISHED":

@@ -31,6 +31,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
+from airflow_hoodie.triggers.driver_tracking import STANDALONE
 from airflow_hoodie.errors import HoodieJobError
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
@@ -182,7 +183,8 @@ class HoodieBaseOperator(BaseOperator):
             self.defer(trigger=HoodieWriteTrigger(
                 base_path=self._hook.require_base_path(), write_id=write_id,
                 spark_conn_id=self._hook.get_conn().spark_conn_id, driver_id=run.result["driver_id"],
-                hoodie_conn_id=self.hoodie_conn_id, poll_interval=self.poll_interval),
+                hoodie_conn_id=self.hoodie_conn_id, poll_interval=self.poll_interval,
+                cluster_manager=run.result.get("cluster_manager") or STANDALONE),
                 method_name="execute_complete")
         if defer:
             self.log.info("Not deferred: the driver ran in this worker (client deploy mode) or the cluster "

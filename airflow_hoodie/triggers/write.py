@@ -2,7 +2,7 @@
 
 The operator submits the job in cluster deploy mode and defers; this trigger polls the
 driver's status with the apache-spark provider's own tracking (the standalone master's
-status API here; YARN and Kubernetes report through the same hook) and the table's
+status API, the YARN ResourceManager REST API, the Kubernetes driver pod's phase) and the table's
 timeline for the instant carrying the task's write identity. No worker slot is held
 meanwhile. Its kwargs hold connection ids, never credentials.
 """
@@ -10,55 +10,46 @@ meanwhile. Its kwargs hold connection ids, never credentials.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from typing import Any, AsyncIterator
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hoodie.actions.write_identity import result_of
 from airflow_hoodie.hooks.hoodie import HoodieHook
-from airflow_hoodie.hooks.spark_submit import CapturingSparkSubmitHook
+from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
 
 FAILED_DRIVER_STATES = ("FAILED", "KILLED", "ERROR", "UNKNOWN")
 #: polls after the driver FINISHED during which its instant may still be listing
 FINISHED_GRACE_POLLS = 5
 
 
-def driver_status(spark_conn_id: str, driver_id: str) -> str | None:
-    """The driver's state as the spark provider's status tracking reads it (one poll)."""
-    hook = CapturingSparkSubmitHook(conn_id=spark_conn_id, deploy_mode="cluster")
-    hook._driver_id = driver_id
-    process = subprocess.Popen(hook._build_track_driver_status_command(), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, universal_newlines=True)
-    hook._process_spark_status_log(iter(process.stdout))
-    process.wait()
-    return hook._driver_status
-
-
 class HoodieWriteTrigger(BaseTrigger):
     """Fires when the instant with ``write_id`` completes, or fails with the driver."""
 
     def __init__(self, base_path: str, write_id: str, spark_conn_id: str, driver_id: str,
-                 hoodie_conn_id: str | None = None, poll_interval: float = 10.0) -> None:
+                 hoodie_conn_id: str | None = None, poll_interval: float = 10.0,
+                 cluster_manager: str = STANDALONE) -> None:
         super().__init__()
         self.base_path = base_path
         self.write_id = write_id
         self.spark_conn_id = spark_conn_id
         self.driver_id = driver_id
+        self.cluster_manager = cluster_manager
         self.hoodie_conn_id = hoodie_conn_id
         self.poll_interval = float(poll_interval)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}", {
             "base_path": self.base_path, "write_id": self.write_id, "spark_conn_id": self.spark_conn_id,
-            "driver_id": self.driver_id, "hoodie_conn_id": self.hoodie_conn_id, "poll_interval": self.poll_interval})
+            "driver_id": self.driver_id, "hoodie_conn_id": self.hoodie_conn_id, "poll_interval": self.poll_interval,
+            "cluster_manager": self.cluster_manager})
 
     def _poll(self) -> tuple[dict[str, Any] | None, str | None]:
         hook = HoodieHook(self.hoodie_conn_id, base_path=self.base_path)
         found = hook.find_write(self.write_id)
         if found.completed is not None:
             return result_of(found, self.base_path), None
-        return None, driver_status(self.spark_conn_id, self.driver_id)
+        return None, driver_state(self.spark_conn_id, DriverRef(self.cluster_manager, self.driver_id))
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         finished_polls = 0

@@ -1,0 +1,141 @@
+"""Deferrable writes on YARN: the trigger tracks the application through the YARN
+ResourceManager REST API (the apache-spark provider's own tracking) and the timeline.
+
+There is no YARN here, so ``spark-submit`` on PATH stands in for a YARN cluster-mode
+submission: it launches the real job (the real spark-submit on local Spark) detached,
+prints the application id as YARN's client does, and returns at once; a ResourceManager
+REST endpoint on 127.0.0.1 answers ``/ws/v1/cluster/apps/<id>`` from the detached
+driver's exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import os
+import shutil
+import stat
+import threading
+import types
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from airflow.sdk.exceptions import TaskDeferred
+
+from airflow_hoodie.errors import HoodieJobError
+from airflow_hoodie.hooks.spark_submit import spark_submit_path_dirs
+from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.triggers.write import HoodieWriteTrigger
+
+pytestmark = pytest.mark.timeout(600)
+
+APP_ID = "application_1732400000000_0001"
+FAKE_YARN = r"""#!/bin/bash
+# YARN cluster mode for one test: the driver (the real job on local Spark) runs detached
+args=()
+skip=0
+for arg in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$arg" in
+    --master) args+=("--master" "local[1]"); skip=1 ;;
+    --deploy-mode) skip=1 ;;
+    *) args+=("$arg") ;;
+  esac
+done
+setsid bash -c '"$0" "$@" > "$FAKE_YARN_STATE/driver.log" 2>&1; echo $? > "$FAKE_YARN_STATE/exit"' \
+  "$REAL_SPARK_SUBMIT" "${args[@]}" < /dev/null > /dev/null 2>&1 &
+echo "INFO Client: Submitted application APP_ID"
+""".replace("APP_ID", APP_ID)
+
+
+@pytest.fixture
+def yarn(tmp_path, monkeypatch):
+    state = tmp_path / "yarn"
+    state.mkdir()
+    asked: list[str] = []
+
+    class ResourceManager(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            asked.append(self.path)
+            exit_file = state / "exit"
+            if not exit_file.exists():
+                app = {"state": "RUNNING", "finalStatus": "UNDEFINED", "diagnostics": ""}
+            elif exit_file.read_text().strip() == "0":
+                app = {"state": "FINISHED", "finalStatus": "SUCCEEDED", "diagnostics": ""}
+            else:
+                app = {"state": "FINISHED", "finalStatus": "FAILED", "diagnostics": "User application exited with 1"}
+            body = json.dumps({"app": {"id": self.path.rsplit("/", 1)[-1], **app}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ResourceManager)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    real = shutil.which("spark-submit", path=os.pathsep.join(spark_submit_path_dirs()))
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    fake = fake_bin / "spark-submit"
+    fake.write_text(FAKE_YARN)
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_SPARK_SUBMIT", real)
+    monkeypatch.setenv("FAKE_YARN_STATE", str(state))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_YARN", json.dumps({
+        "conn_type": "spark", "host": "yarn",
+        "extra": {"deploy-mode": "cluster",
+                  "yarn_resourcemanager_webapp_address": f"127.0.0.1:{server.server_address[1]}"}}))
+    yield state, asked
+    server.shutdown()
+    server.server_close()
+
+
+class _TaskInstance(types.SimpleNamespace):
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+
+def _deferred_upsert(tmp_path, source):
+    op = HoodieUpsertOperator(task_id="upsert", base_path=str(tmp_path / "t"), table_name="t", source=str(source),
+                              operation="insert", spark_conn_id="spark_yarn", deferrable=True, poll_interval=1,
+                              hoodie_conf={"hoodie.datasource.write.recordkey.field": "id",
+                                           "hoodie.datasource.write.partitionpath.field": ""})
+    context = {"ti": _TaskInstance(dag_id="d", run_id="r", task_id="upsert", map_index=-1, pushed={})}
+    with pytest.raises(TaskDeferred) as info:
+        op.execute(context)
+    path, kwargs = info.value.trigger.serialize()
+    assert kwargs["cluster_manager"] == "yarn" and kwargs["driver_id"] == APP_ID
+    trigger = HoodieWriteTrigger(**kwargs)  # as the triggerer rebuilds it
+
+    async def first_event():
+        return await asyncio.wait_for(trigger.run().__anext__(), 240)
+
+    return op, context, asyncio.run(first_event()).payload
+
+
+def test_deferred_write_on_yarn_completes_from_the_resource_manager_and_timeline(airflow_db, tmp_path, yarn):
+    state, asked = yarn
+    source = tmp_path / "batch.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "ts": [1, 1], "v": [1, 2]}), source)
+    op, context, event = _deferred_upsert(tmp_path, source)
+    assert event["status"] == "success", (state / "driver.log").read_text() if (state / "driver.log").exists() else event
+    result = op.execute_complete(context, event)
+    (instant,) = [i.timestamp for i in HoodieTable.load(str(tmp_path / "t")).timeline.completed_commits()]
+    assert result["instant"] == instant and result["inserts"] == 2
+    assert f"/ws/v1/cluster/apps/{APP_ID}" in asked  # the ResourceManager was asked for the application
+
+
+def test_deferred_write_on_yarn_fails_with_the_failed_application(airflow_db, tmp_path, yarn):
+    state, _ = yarn
+    op, context, event = _deferred_upsert(tmp_path, tmp_path / "no_such_batch.parquet")
+    assert event["status"] == "error"
+    with pytest.raises(HoodieJobError, match=f"driver {APP_ID} ended FAILED"):
+        op.execute_complete(context, event)
+    assert (state / "exit").read_text().strip() != "0"
