@@ -384,7 +384,6 @@ def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
     import time
 
     from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     settings = ArchiveSettings.from_config(config)
@@ -421,7 +420,6 @@ def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
         crash_point("archive.delete")
         if table.storage.delete(table.storage.join(meta_dir, f.file_name)):
             deleted.append(f.file_name)
-    _ = TimelineWriter
     merge = merge_archive_files_if_needed(table, config)
     table.reload_timeline()
     return {

@@ -294,6 +294,10 @@ class HoodieHook(BaseHook):
         args += [str(a) for a in job_args]
         return args
 
+    def submits_in_cluster_mode(self) -> bool:
+        """Whether this hook's jobs run their driver on the cluster (deploy mode ``cluster``)."""
+        return self.build_submit_hook("probe", []).deploy_mode == "cluster"
+
     def build_submit_hook(
         self,
         job: str,

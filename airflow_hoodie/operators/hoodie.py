@@ -23,21 +23,24 @@ table's Asset to the alias at run time).
 
 from __future__ import annotations
 
+import time
+
 from typing import Any, ClassVar, Mapping, Sequence
 
 from airflow.providers.openlineage.extractors import OperatorLineage
+from airflow.providers.common.compat.sdk import ResumableJobMixin
 from airflow.sdk import Asset, AssetAlias, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
-from airflow_hoodie.triggers.driver_tracking import STANDALONE
+from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
 from airflow_hoodie.errors import HoodieJobError
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
 from airflow_hoodie.lineage import operator_lineage
 from airflow_hoodie.links import SPARK_UI_XCOM_KEY, SparkUILink
-from airflow_hoodie.triggers.write import HoodieWriteTrigger
+from airflow_hoodie.triggers.write import ACTIVE_DRIVER_STATES, HoodieWriteTrigger, WriteWatch
 
 NOTHING_TO_DO_SUCCESS = "success"
 NOTHING_TO_DO_SKIP = "skip"
@@ -67,7 +70,7 @@ def _is_templated(value: Any) -> bool:
     return isinstance(value, str) and "{{" in value
 
 
-class HoodieBaseOperator(BaseOperator):
+class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
     """Runs one job script; subclasses set ``job`` and implement :meth:`job_args`.
 
     :param base_path: table path or URI (default: the ``hoodie`` connection's ``base_path``).
@@ -175,6 +178,11 @@ class HoodieBaseOperator(BaseOperator):
         defer = self.deferrable and write_id is not None
         if self.deferrable and write_id is None:
             self.log.info("%s has no write identity to watch for; running without deferring", self.job)
+        if not defer and write_id is not None and self.durable and self._hook.submits_in_cluster_mode():
+            # the apache-spark provider's durable mode: a retry after a worker crash reconnects
+            # to the driver still running on the cluster instead of submitting a second one
+            self._durable_write_id = write_id
+            return self._finish(context, self.execute_resumable(context))
         run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file,
                                  write_id=write_id, wait=not defer)
         if defer and run.result.get("status") == "submitted" and run.result.get("driver_id"):
@@ -190,6 +198,47 @@ class HoodieBaseOperator(BaseOperator):
             self.log.info("Not deferred: the driver ran in this worker (client deploy mode) or the cluster "
                           "manager gave no driver id to track; deferring needs deploy_mode='cluster'")
         return self._finish(context, dict(run.result))
+
+    # ------------------------------------------------------------------ durable (ResumableJobMixin)
+    external_id_key = "hoodie_driver"
+
+    def submit_job(self, context: Any) -> Any:
+        run = self._hook.run_job(self.job, self.job_args(context), props_file=self.props_file,
+                                 write_id=self._durable_write_id, wait=False)
+        if run.result.get("status") != "submitted" or not run.result.get("driver_id"):
+            self._immediate_result = dict(run.result)  # the cluster manager named no driver to track
+            return None
+        self.log.info("Driver %s submitted", run.result["driver_id"])
+        return {"manager": run.result.get("cluster_manager") or STANDALONE, "driver_id": run.result["driver_id"]}
+
+    def get_job_status(self, external_id: Any, context: Any) -> str:
+        return driver_state(self._hook.get_conn().spark_conn_id, DriverRef(external_id["manager"],
+                                                                           external_id["driver_id"])) or "UNKNOWN"
+
+    def is_job_active(self, status: str) -> bool:
+        return status in ACTIVE_DRIVER_STATES
+
+    def is_job_succeeded(self, status: str) -> bool:
+        return status == "FINISHED"
+
+    def poll_until_complete(self, external_id: Any, context: Any) -> dict[str, Any]:
+        if external_id is None:
+            return self._immediate_result
+        watch = WriteWatch(self._hook.require_base_path(), self._durable_write_id,
+                           self._hook.get_conn().spark_conn_id,
+                           DriverRef(external_id["manager"], external_id["driver_id"]), self.hoodie_conn_id)
+        while True:
+            result, error = watch.poll()
+            if result is not None:
+                return result
+            if error is not None:
+                raise HoodieJobError(f"Hudi job {self.job} failed: {error}")
+            time.sleep(self.poll_interval)
+
+    def get_job_result(self, external_id: Any, context: Any) -> dict[str, Any]:
+        if external_id is None:
+            return self._immediate_result
+        return self._hook.result_from_timeline(self._durable_write_id)
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Back from the triggerer: the instant's result, or the driver's failure."""

@@ -35,6 +35,7 @@ pytestmark = pytest.mark.timeout(600)
 APP_ID = "application_1732400000000_0001"
 FAKE_YARN = r"""#!/bin/bash
 # YARN cluster mode for one test: the driver (the real job on local Spark) runs detached
+echo submitted >> "$FAKE_YARN_STATE/submits"
 args=()
 skip=0
 for arg in "$@"; do
@@ -139,3 +140,41 @@ def test_deferred_write_on_yarn_fails_with_the_failed_application(airflow_db, tm
     with pytest.raises(HoodieJobError, match=f"driver {APP_ID} ended FAILED"):
         op.execute_complete(context, event)
     assert (state / "exit").read_text().strip() != "0"
+
+
+class _StateStore(dict):
+    """The task state store Airflow keeps across a task's tries."""
+
+    def set(self, key, value):
+        self[key] = value
+
+
+def test_a_retry_reconnects_to_the_running_yarn_application_instead_of_submitting_again(airflow_db, tmp_path, yarn):
+    """The apache-spark provider's durable mode: the first try submitted and its worker died;
+    the retry finds the application in the task's state store, reconnects, and reports the
+    instant; a later retry of the finished task submits nothing either."""
+    from airflow_hoodie.actions.write_identity import format_write_id
+
+    state, _ = yarn
+    source = tmp_path / "batch.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "v": [1, 2, 3]}), source)
+    op = HoodieUpsertOperator(task_id="upsert", base_path=str(tmp_path / "t"), table_name="t", source=str(source),
+                              operation="insert", spark_conn_id="spark_yarn", poll_interval=1,
+                              hoodie_conf={"hoodie.datasource.write.recordkey.field": "id",
+                                           "hoodie.datasource.write.partitionpath.field": ""})
+    assert op.durable is True
+    ti = _TaskInstance(dag_id="d", run_id="r", task_id="upsert", map_index=-1, pushed={}, stats_tags={})
+    store = _StateStore()
+    # the first try: submitted, recorded its application, then its worker died
+    first = op.get_hook().run_job("upsert", op.job_args({"ti": ti}), write_id=format_write_id("d", "r", "upsert", -1),
+                                  wait=False)
+    store.set(op.external_id_key, {"manager": first.result["cluster_manager"], "driver_id": first.result["driver_id"]})
+    assert (state / "submits").read_text().count("submitted") == 1
+    result = op.execute({"ti": ti, "task_state_store": store})
+    (instant,) = [i.timestamp for i in HoodieTable.load(str(tmp_path / "t")).timeline.completed_commits()]
+    assert result["instant"] == instant and result["inserts"] == 3
+    assert (state / "submits").read_text().count("submitted") == 1  # reconnected, nothing submitted again
+    again = op.execute({"ti": ti, "task_state_store": store})  # the application already succeeded
+    assert again["instant"] == instant
+    assert (state / "submits").read_text().count("submitted") == 1
+    assert len(HoodieTable.load(str(tmp_path / "t")).timeline.completed_commits()) == 1
