@@ -19,6 +19,7 @@ import os
 import shutil
 import stat
 import threading
+import time
 import types
 
 import pyarrow as pa
@@ -145,6 +146,10 @@ def test_cluster_mode_reports_the_instant_from_the_timeline(airflow_db, tmp_path
     dr = dag.test()
     assert {ti.task_id: ti.state for ti in dr.get_task_instances()} == {"upsert": "success"}, \
         (state / "driver.log").read_text() if (state / "driver.log").exists() else "no driver log"
+    # the task returns once the instant is on the timeline; the detached driver then shuts down
+    deadline = time.monotonic() + 120
+    while not (state / "exit").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert (state / "exit").read_text().strip() == "0"  # the detached driver really ran the job
 
     result = _xcom(dr, "upsert")
