@@ -4,6 +4,8 @@
 
 Without --instant-time every pending compaction runs, oldest first. An inflight one (a
 crashed attempt) is rolled back and re-executed from its plan. Completes T.commit.
+With --write-id the identity is stored in the commit's extraMetadata, and a retry of a
+task that already committed its compaction returns that instant and runs nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ try:
 except ImportError:  # run from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from airflow_hoodie.actions.write_identity import settle_previous_try, with_write_id  # noqa: E402
 from airflow_hoodie.spark.job import base_parser, job_executor, load_table, run_job, service_config, storage_options  # noqa: E402
 
 
@@ -28,10 +31,17 @@ def main(argv: list[str] | None = None) -> int:
     def job() -> dict:
         from airflow_hoodie.actions.compaction import execute_pending_compactions, pending_compaction_instants
 
+        config = with_write_id(service_config(args), args.write_id)
+        if args.write_id:
+            previous = settle_previous_try(args.base_path, storage_options(args), config, args.write_id)
+            if previous is not None:
+                print(f"this task already committed compaction {previous['instant']} (a try that ended before "
+                      "reporting); nothing executed again", flush=True)
+                return previous
         table = load_table(args)
         if not args.instant_time and not pending_compaction_instants(table):
             return {"instant": None, "action": "compaction", "reason": "no pending compaction"}
-        return execute_pending_compactions(table, job_executor(args, "hoodie-compaction"), service_config(args),
+        return execute_pending_compactions(table, job_executor(args, "hoodie-compaction"), config,
                                            args.instant_time, storage_options(args))
 
     return run_job(job, args.result_file)

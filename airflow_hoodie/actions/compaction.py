@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.service_common import MB, is_completed, seconds_between
+from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.actions.transaction.service_transaction import (
     complete_once,
     executing,
@@ -433,6 +434,8 @@ def _execute_compaction(table: Any, instant_time: str, executor: Any, config: Ho
     sc.crash_point("compaction.before_commit")
     body = json.loads(commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":"))))
     body["compacted"] = True
+    if config is not None:  # the write identity (and any other commit-metadata option) of the task
+        body["extraMetadata"] = {**(body.get("extraMetadata") or {}), **commit_extra_metadata(config)}
 
     def finish() -> None:  # under the lock, only while the plan is still ours
         sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})

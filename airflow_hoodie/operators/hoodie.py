@@ -363,6 +363,7 @@ class HoodieCompactionExecuteOperator(HoodieBaseOperator):
 
     job = "compaction_execute"
     writes_data = True
+    records_write_id = True
     template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "instant_time")
 
     def __init__(self, *, instant_time: str | None = None, plan_task_id: str | None = None,

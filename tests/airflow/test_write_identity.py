@@ -14,14 +14,16 @@ import types
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from airflow.sdk import DAG
 
 from airflow_hoodie.actions.compaction import schedule_compaction
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.hooks.hoodie import HoodieHook
-from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
+from airflow_hoodie.operators.hoodie import HoodieCompactionExecuteOperator, HoodieUpsertOperator
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.read import read_table
 from tests.airflow.conftest import load_dag_file
 
@@ -91,3 +93,34 @@ def test_execute_operator_runs_a_plan_left_by_an_earlier_run(airflow_db, tmp_pat
     assert timeline.get(orphan).is_completed
     ro = read_table(base, query_type="read_optimized")
     assert sorted(zip(ro.column("id").to_pylist(), ro.column("v").to_pylist())) == [("a", 1), ("b", 20)]
+
+
+def test_retry_after_a_committed_compaction_returns_that_instant(airflow_db, tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    base = str(tmp_path / "mor")
+    conf = {**CONF, "hoodie.table.name": "mor", "hoodie.table.type": "MERGE_ON_READ"}
+    write_arrow(base, pa.table({"id": ["a", "b"], "ts": [1, 1], "v": [1, 2]}), "insert", conf)
+    write_arrow(base, pa.table({"id": ["b"], "ts": [2], "v": [20]}), "upsert", conf)
+    planned = schedule_compaction(HoodieTable.load(base), HoodieConfig(conf), force=True).as_result()["instant"]
+    with DAG("ingest", schedule=None):
+        op = HoodieCompactionExecuteOperator(task_id="execute", base_path=base)
+    context = _context()
+    context["ti"].task_id = "execute"
+    first = op.execute(context)  # no plan handed over: the pending one runs; then the worker "dies"
+    assert first["instant"] == planned and first["operations"] >= 1
+    table = HoodieTable.load(base)
+    completed = table.timeline.get(planned)
+    assert completed.is_completed
+    extra = parse_commit_metadata(table.timeline.read_details(completed), completed.action).extra_metadata
+    write_id = format_write_id("ingest", "manual__1", "execute", -1)
+    assert extra["_airflow.write.id"] == write_id
+
+    # a newer plan is pending when the retry runs: the retry must not execute it
+    write_arrow(base, pa.table({"id": ["a"], "ts": [3], "v": [10]}), "upsert", conf)
+    newer = schedule_compaction(HoodieTable.load(base), HoodieConfig(conf), force=True).as_result()["instant"]
+    retry = op.execute(context)
+    assert retry["instant"] == planned and retry["retry_of_completed_write"] is True
+    timeline = HoodieTable.load(base).timeline
+    assert [i.timestamp for i in timeline.pending_compactions().instants] == [newer]
+    found = HoodieHook(base_path=base).result_from_timeline(write_id, timeout=0)
+    assert found["instant"] == planned
