@@ -5,6 +5,9 @@
 
 schedule writes T.replacecommit.requested (HoodieRequestedReplaceMetadata with the plan);
 execute rewrites each group (one Spark task each) and completes T.replacecommit.
+With --write-id (execute and scheduleAndExecute) the identity is stored in the
+replacecommit's extraMetadata, and a retry of a task whose clustering committed returns
+that instant and clusters nothing again.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ try:
 except ImportError:  # run from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from airflow_hoodie.actions.write_identity import settle_previous_try, with_write_id  # noqa: E402
 from airflow_hoodie.spark.job import base_parser, job_executor, load_table, run_job, service_config, storage_options  # noqa: E402
 
 
@@ -30,9 +34,17 @@ def main(argv: list[str] | None = None) -> int:
     def job() -> dict:
         from airflow_hoodie.actions.clustering import run_clustering
 
+        write_id = None if args.mode == "schedule" else args.write_id  # a plan records no identity
+        config = with_write_id(service_config(args), write_id)
+        if write_id:
+            previous = settle_previous_try(args.base_path, storage_options(args), config, write_id)
+            if previous is not None:
+                print(f"this task already committed clustering {previous['instant']} (a try that ended before "
+                      "reporting); nothing clustered again", flush=True)
+                return previous
         table = load_table(args)
         executor = None if args.mode == "schedule" else job_executor(args, "hoodie-clustering")
-        return run_clustering(table, service_config(args), executor, args.mode, args.instant_time, storage_options(args))
+        return run_clustering(table, config, executor, args.mode, args.instant_time, storage_options(args))
 
     return run_job(job, args.result_file)
 

@@ -364,6 +364,7 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
 
     from airflow_hoodie.actions import service_common as sc
     from airflow_hoodie.actions.write import commit_metadata_json
+    from airflow_hoodie.actions.write_identity import commit_extra_metadata
     from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -402,7 +403,9 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     for part in sorted(replaced):
         write_partition_metadata(table.storage, table.base_path, part, instant_time)
     sc.crash_point("clustering.before_commit")
-    body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced)
+    # the task's write identity (and any other commit-metadata option) goes into extraMetadata
+    body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced,
+                                commit_extra_metadata(config) if config is not None else None)
 
     def finish() -> None:  # under the lock, only while the plan is still ours
         sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})

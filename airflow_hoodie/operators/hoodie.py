@@ -402,6 +402,7 @@ class HoodieClusteringOperator(HoodieBaseOperator):
 
     job = "clustering"
     writes_data = True
+    records_write_id = True
     template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "mode", "instant_time")
     MODES = ("schedule", "execute", "scheduleAndExecute")
 
@@ -414,6 +415,10 @@ class HoodieClusteringOperator(HoodieBaseOperator):
         super().__init__(**kwargs)
         self.mode = mode
         self.instant_time = instant_time
+
+    def write_id(self, context: Any) -> str | None:
+        """Executing modes commit a replacecommit with the identity; a plan carries none."""
+        return None if self.mode == "schedule" else super().write_id(context)
 
     def job_args(self, context: Any) -> list[str]:
         args = ["--mode", self.mode]

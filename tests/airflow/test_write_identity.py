@@ -16,12 +16,14 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk import DAG
 
+from airflow_hoodie.actions.clustering import run_clustering
 from airflow_hoodie.actions.compaction import schedule_compaction
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.hooks.hoodie import HoodieHook
-from airflow_hoodie.operators.hoodie import HoodieCompactionExecuteOperator, HoodieUpsertOperator
+from airflow_hoodie.operators.hoodie import (HoodieClusteringOperator, HoodieCompactionExecuteOperator,
+                                             HoodieUpsertOperator)
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.read import read_table
@@ -124,3 +126,37 @@ def test_retry_after_a_committed_compaction_returns_that_instant(airflow_db, tmp
     assert [i.timestamp for i in timeline.pending_compactions().instants] == [newer]
     found = HoodieHook(base_path=base).result_from_timeline(write_id, timeout=0)
     assert found["instant"] == planned
+
+
+def test_retry_after_a_committed_clustering_returns_that_instant(airflow_db, tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    base = str(tmp_path / "cow")
+    conf = {**CONF, "hoodie.table.name": "cow", "hoodie.parquet.small.file.limit": "0"}
+    for n in range(3):  # three small file groups
+        write_arrow(base, pa.table({"id": [f"k{n}"], "ts": [1], "v": [n]}), "insert", conf)
+    planned = run_clustering(HoodieTable.load(base), HoodieConfig({}), None, "schedule")["instant"]
+    assert planned
+    with DAG("ingest", schedule=None):
+        op = HoodieClusteringOperator(task_id="cluster", base_path=base, mode="execute")
+    context = _context()
+    context["ti"].task_id = "cluster"
+    first = op.execute(context)  # the pending plan runs; then the worker "dies" before reporting
+    assert first["instant"] == planned and first["replaced_file_groups"] == 3
+    table = HoodieTable.load(base)
+    completed = table.timeline.get(planned)
+    extra = parse_commit_metadata(table.timeline.read_details(completed), completed.action).extra_metadata
+    write_id = format_write_id("ingest", "manual__1", "cluster", -1)
+    assert completed.is_completed and extra["_airflow.write.id"] == write_id
+
+    write_arrow(base, pa.table({"id": ["k9"], "ts": [1], "v": [9]}), "insert", conf)
+    newer = run_clustering(HoodieTable.load(base), HoodieConfig({}), None, "schedule")["instant"]
+    assert newer
+    retry = op.execute(context)
+    assert retry["instant"] == planned and retry["retry_of_completed_write"] is True
+    assert HoodieTable.load(base).timeline.get(newer).is_pending  # not executed by the retry
+    assert sorted(read_table(base).column("id").to_pylist()) == ["k0", "k1", "k2", "k9"]
+    assert HoodieHook(base_path=base).result_from_timeline(write_id, timeout=0)["instant"] == planned
+    # a schedule-only task records no identity: it plans and returns
+    with DAG("plan_only", schedule=None):
+        plan = HoodieClusteringOperator(task_id="plan", base_path=base, mode="schedule")
+    assert plan.write_id(context) is None
