@@ -4,7 +4,8 @@
         [--instant-time T] [--hoodie-conf hoodie.clustering.plan.strategy.sort.columns=col ...] [--local]
 
 schedule writes T.replacecommit.requested (HoodieRequestedReplaceMetadata with the plan);
-execute rewrites each group (one Spark task each) and completes T.replacecommit.
+execute rewrites each group (one Spark task each) and completes T.replacecommit; without
+--instant-time it runs the earliest pending clustering (as Hudi's HoodieClusteringJob does).
 With --write-id (execute and scheduleAndExecute) the identity is stored in the
 replacecommit's extraMetadata, and a retry of a task whose clustering committed returns
 that instant and clusters nothing again.
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def job() -> dict:
-        from airflow_hoodie.actions.clustering import run_clustering
+        from airflow_hoodie.actions.clustering import pending_clustering_instants, run_clustering
 
         write_id = None if args.mode == "schedule" else args.write_id  # a plan records no identity
         config = with_write_id(service_config(args), write_id)
@@ -44,7 +45,11 @@ def main(argv: list[str] | None = None) -> int:
                 return previous
         table = load_table(args)
         executor = None if args.mode == "schedule" else job_executor(args, "hoodie-clustering")
-        return run_clustering(table, config, executor, args.mode, args.instant_time, storage_options(args))
+        instant = args.instant_time
+        if args.mode == "execute" and not instant:
+            pending = pending_clustering_instants(table)
+            instant = pending[0].timestamp if pending else None
+        return run_clustering(table, config, executor, args.mode, instant, storage_options(args))
 
     return run_job(job, args.result_file)
 

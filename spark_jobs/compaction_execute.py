@@ -2,8 +2,9 @@
 
     spark-submit spark_jobs/compaction_execute.py --base-path PATH [--instant-time T] [--local]
 
-Without --instant-time every pending compaction runs, oldest first. An inflight one (a
-crashed attempt) is rolled back and re-executed from its plan. Completes T.commit.
+Without --instant-time the earliest pending compaction runs (as Hudi's HoodieCompactor
+does), so a plan left by a failed earlier run goes first. An inflight one (a crashed
+attempt) is rolled back and re-executed from its plan. Completes T.commit.
 With --write-id the identity is stored in the commit's extraMetadata, and a retry of a
 task that already committed its compaction returns that instant and runs nothing.
 """
@@ -24,12 +25,12 @@ from airflow_hoodie.spark.job import base_parser, job_executor, load_table, run_
 
 def main(argv: list[str] | None = None) -> int:
     parser = base_parser("Execute pending compaction(s).")
-    parser.add_argument("--instant-time", help="The compaction instant to execute (default: all pending)")
+    parser.add_argument("--instant-time", help="The compaction instant to execute (default: the earliest pending)")
     parser.add_argument("--local", action="store_true", help="Run operations in-process instead of on Spark")
     args = parser.parse_args(argv)
 
     def job() -> dict:
-        from airflow_hoodie.actions.compaction import execute_pending_compactions, pending_compaction_instants
+        from airflow_hoodie.actions.compaction import execute_compaction, pending_compaction_instants
 
         config = with_write_id(service_config(args), args.write_id)
         if args.write_id:
@@ -39,10 +40,12 @@ def main(argv: list[str] | None = None) -> int:
                       "reporting); nothing executed again", flush=True)
                 return previous
         table = load_table(args)
-        if not args.instant_time and not pending_compaction_instants(table):
+        pending = pending_compaction_instants(table)
+        instant = args.instant_time or (pending[0].timestamp if pending else None)
+        if instant is None:
             return {"instant": None, "action": "compaction", "reason": "no pending compaction"}
-        return execute_pending_compactions(table, job_executor(args, "hoodie-compaction"), config,
-                                           args.instant_time, storage_options(args))
+        return execute_compaction(table, instant, job_executor(args, "hoodie-compaction"), config,
+                                  storage_options(args))
 
     return run_job(job, args.result_file)
 

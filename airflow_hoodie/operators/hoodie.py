@@ -355,9 +355,9 @@ class HoodieCompactionExecuteOperator(HoodieBaseOperator):
 
     :param instant_time: the compaction to run. Default: the instant planned by the
         upstream :class:`HoodieCompactionPlanOperator` (its XCom); when none was handed
-        over (nothing planned this run, or no plan task upstream), the pending plans on the
-        timeline run oldest first, as Hudi's HoodieCompactor does, so a plan left by a
-        failed earlier run is executed rather than skipped.
+        over (nothing planned this run, or no plan task upstream), the earliest pending plan
+        on the timeline runs, as Hudi's HoodieCompactor does, so a plan left by a failed
+        earlier run is executed rather than skipped.
     :param plan_task_id: take the instant from this task's XCom instead of looking upstream.
     """
 
@@ -391,14 +391,17 @@ class HoodieCompactionExecuteOperator(HoodieBaseOperator):
     def job_args(self, context: Any) -> list[str]:
         instant = self.resolve_instant(context)
         if instant is None:
-            self.log.info("No compaction plan handed to this task; executing the pending plans on the "
-                          "timeline, oldest first")
+            self.log.info("No compaction plan handed to this task; executing the earliest pending plan on "
+                          "the timeline")
             return []
         return ["--instant-time", instant]
 
 
 class HoodieClusteringOperator(HoodieBaseOperator):
-    """Cluster (``spark_jobs/clustering.py``): schedule, execute or scheduleAndExecute (default)."""
+    """Cluster (``spark_jobs/clustering.py``): schedule, execute or scheduleAndExecute (default).
+
+    ``execute`` without ``instant_time`` runs the earliest pending clustering plan.
+    """
 
     job = "clustering"
     writes_data = True

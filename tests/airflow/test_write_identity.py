@@ -160,3 +160,36 @@ def test_retry_after_a_committed_clustering_returns_that_instant(airflow_db, tmp
     with DAG("plan_only", schedule=None):
         plan = HoodieClusteringOperator(task_id="plan", base_path=base, mode="schedule")
     assert plan.write_id(context) is None
+
+
+def test_execute_operators_run_the_earliest_pending_plan(airflow_db, tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    base = str(tmp_path / "mor")
+    conf = {**CONF, "hoodie.datasource.write.partitionpath.field": "p", "hoodie.table.name": "mor",
+            "hoodie.table.type": "MERGE_ON_READ", "hoodie.parquet.small.file.limit": "0"}
+    write_arrow(base, pa.table({"id": ["a", "b"], "ts": [1, 1], "v": [1, 2], "p": ["x", "y"]}), "insert", conf)
+    plans = []
+    for key, part in (("a", "x"), ("b", "y")):  # two plans, one per partition's log file
+        write_arrow(base, pa.table({"id": [key], "ts": [2], "v": [20], "p": [part]}), "upsert", conf)
+        plans.append(schedule_compaction(HoodieTable.load(base), HoodieConfig(conf), force=True).as_result()["instant"])
+    with DAG("maintain", schedule=None):
+        compact = HoodieCompactionExecuteOperator(task_id="compact", base_path=base)
+    context = _context()
+    assert compact.execute(context)["instant"] == plans[0]
+    assert [i.timestamp for i in HoodieTable.load(base).timeline.pending_compactions().instants] == [plans[1]]
+
+    # clustering: two plans over disjoint partitions' small files; execute runs the earliest only
+    cow = str(tmp_path / "cow")
+    cow_conf = {**conf, "hoodie.table.name": "cow", "hoodie.table.type": "COPY_ON_WRITE"}
+    write_arrow(cow, pa.table({"id": ["a", "b"], "ts": [1, 1], "v": [1, 2], "p": ["x", "y"]}), "insert", cow_conf)
+    write_arrow(cow, pa.table({"id": ["c", "d"], "ts": [1, 1], "v": [3, 4], "p": ["x", "y"]}), "insert", cow_conf)
+    skip_newest = HoodieConfig({"hoodie.clustering.plan.strategy.skip.partitions.from.latest": "1"})
+    clusterings = [run_clustering(HoodieTable.load(cow), config, None, "schedule")["instant"]
+                   for config in (skip_newest, HoodieConfig({}))]
+    assert all(clusterings)
+    with DAG("maintain_cow", schedule=None):
+        cluster = HoodieClusteringOperator(task_id="cluster", base_path=cow, mode="execute")
+    assert cluster.execute(_context())["instant"] == clusterings[0]
+    timeline = HoodieTable.load(cow).timeline
+    assert timeline.get(clusterings[0]).is_completed and timeline.get(clusterings[1]).is_pending
+    assert sorted(read_table(cow).column("id").to_pylist()) == ["a", "b", "c", "d"]
