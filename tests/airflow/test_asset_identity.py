@@ -76,3 +76,17 @@ def test_a_write_nobody_schedules_on_still_succeeds(airflow_db, tmp_path, monkey
     assert {ti.task_id: ti.state for ti in dr.get_task_instances()} == {"upsert": "success"}
     with create_session() as session:
         assert session.query(AssetModel).filter_by(uri=table_asset_uri(base)).count() == 0
+
+
+@pytest.mark.parametrize("base_path", ["s3a://b/t", "s3://b/t/", "s3a://b/t/./"])
+def test_the_issues_s3a_spelling_is_the_operators_outlet(base_path):
+    """``Asset("hudi+s3a://b/t/")`` as a user writes it and the operator's outlet name one URI,
+    the one the event is recorded under (Airflow keeps the user's raw string as the name)."""
+    from airflow.sdk import Asset
+
+    from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
+
+    by_hand = Asset("hudi+s3a://b/t/")
+    op = HoodieUpsertOperator(task_id="u", base_path=base_path, table_name="t", source="s3://in/batch")
+    (outlet,) = op.outlets
+    assert outlet.uri == by_hand.uri == table_asset_uri(base_path) == "hudi+s3://b/t"
