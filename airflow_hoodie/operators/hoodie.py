@@ -32,10 +32,12 @@ from airflow.providers.common.compat.sdk import ResumableJobMixin
 from airflow.sdk import Asset, AssetAlias, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_hoodie.actions.clustering import pending_clustering_instants
+from airflow_hoodie.actions.compaction import pending_compaction_instants
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
 from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
-from airflow_hoodie.errors import HoodieJobError
+from airflow_hoodie.errors import HoodieJobError, HoodieTableNotFoundError
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
 from airflow_hoodie.lineage import operator_lineage
@@ -171,6 +173,20 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
             spark_submit_kwargs=self.spark_submit_kwargs,
             spark_log_level=self.spark_log_level,
         )
+
+    def _watchable(self, write_id: str, pending_plans: Any) -> bool:
+        """Whether an execute job with ``write_id`` can be found on the timeline afterwards.
+
+        In cluster deploy mode the task learns its result only from an instant carrying its
+        identity. With no plan pending and none committed by an earlier try, the job commits
+        nothing, so waiting for an instant would fail a task that had nothing to do.
+        """
+        if not self._hook.submits_in_cluster_mode() or self._hook.find_write(write_id).completed is not None:
+            return True
+        try:
+            return bool(pending_plans(self._hook.get_table()))
+        except HoodieTableNotFoundError:
+            return False
 
     def execute(self, context: Any) -> dict[str, Any]:
         self._hook = self.get_hook()
@@ -388,6 +404,13 @@ class HoodieCompactionExecuteOperator(HoodieBaseOperator):
                 return str(planned["instant"])
         return None
 
+    def write_id(self, context: Any) -> str | None:
+        """None when nothing is pending in cluster deploy mode (see :meth:`_watchable`)."""
+        write_id = super().write_id(context)
+        if write_id is None or self.resolve_instant(context) is not None:
+            return write_id
+        return write_id if self._watchable(write_id, pending_compaction_instants) else None
+
     def job_args(self, context: Any) -> list[str]:
         instant = self.resolve_instant(context)
         if instant is None:
@@ -421,7 +444,12 @@ class HoodieClusteringOperator(HoodieBaseOperator):
 
     def write_id(self, context: Any) -> str | None:
         """Executing modes commit a replacecommit with the identity; a plan carries none."""
-        return None if self.mode == "schedule" else super().write_id(context)
+        if self.mode == "schedule":
+            return None
+        write_id = super().write_id(context)
+        if write_id is None or self.mode != "execute" or self.instant_time:
+            return write_id
+        return write_id if self._watchable(write_id, pending_clustering_instants) else None
 
     def job_args(self, context: Any) -> list[str]:
         args = ["--mode", self.mode]

@@ -193,3 +193,34 @@ def test_execute_operators_run_the_earliest_pending_plan(airflow_db, tmp_path, m
     timeline = HoodieTable.load(cow).timeline
     assert timeline.get(clusterings[0]).is_completed and timeline.get(clusterings[1]).is_pending
     assert sorted(read_table(cow).column("id").to_pylist()) == ["a", "b", "c", "d"]
+
+
+def test_cluster_mode_execute_with_nothing_to_run_waits_for_no_instant(airflow_db, tmp_path, monkeypatch):
+    """In cluster deploy mode the result comes only from an instant with the task's identity:
+    with no plan pending (and none committed by this task) there is none to wait for."""
+    monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    base = str(tmp_path / "mor")
+    conf = {**CONF, "hoodie.table.name": "mor", "hoodie.table.type": "MERGE_ON_READ"}
+    write_arrow(base, pa.table({"id": ["a", "b"], "ts": [1, 1], "v": [1, 2]}), "insert", conf)
+    write_arrow(base, pa.table({"id": ["b"], "ts": [2], "v": [20]}), "upsert", conf)
+    schedule_compaction(HoodieTable.load(base), HoodieConfig(conf), force=True)
+    with DAG("ingest", schedule=None):
+        compact = HoodieCompactionExecuteOperator(task_id="upsert", base_path=base)
+        cluster = HoodieClusteringOperator(task_id="cluster", base_path=base, mode="execute")
+    context = _context()
+    own_id = format_write_id("ingest", "manual__1", "upsert", -1)
+
+    def in_cluster_mode(op):
+        op._hook = op.get_hook()
+        monkeypatch.setattr(op._hook, "submits_in_cluster_mode", lambda: True)
+        return op
+
+    assert in_cluster_mode(compact).write_id(context) == own_id  # a plan is pending
+    compact.execute(context)  # client mode here: runs it
+    assert in_cluster_mode(compact).write_id(context) == own_id  # committed by this task: a retry finds it
+    other = _context()
+    other["ti"].task_id = "other"
+    assert in_cluster_mode(compact).write_id(other) is None  # nothing pending, nothing of its own
+    assert in_cluster_mode(cluster).write_id(other) is None  # no clustering plan either
+    compact._hook = compact.get_hook()  # client mode: the job's own result says "nothing pending"
+    assert compact.write_id(other) == format_write_id("ingest", "manual__1", "other", -1)
