@@ -7,6 +7,7 @@ silently ignoring a typo like ``hoodie.cleaner.commits.retaind``.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -22,14 +23,25 @@ class ConfigKey:
 
 
 _REGISTRY: dict[str, ConfigKey] = {}
+_ALIAS_OF: dict[str, str] = {}
 _PREFIXES: set[str] = set()
+_LOADED = False
 
 
 def register(*keys: ConfigKey) -> None:
+    """Declare keys, each by the one module that owns it. A second declaration of a key or
+    alias raises: two owners are how defaults came to depend on import order."""
     for k in keys:
+        for name in (k.key, *k.alternatives):
+            if name in _REGISTRY:
+                owner = _REGISTRY[name]
+                raise HoodieConfigError(
+                    f"{name} is declared twice ({owner.key!r} and {k.key!r}); a key belongs to one module: "
+                    "import its ConfigKey from the module that declares it instead of declaring it again.")
         _REGISTRY[k.key] = k
         for alt in k.alternatives:
-            _REGISTRY.setdefault(alt, ConfigKey(alt, k.default, k.doc))
+            _REGISTRY[alt] = ConfigKey(alt, k.default, k.doc)
+            _ALIAS_OF[alt] = k.key
 
 
 def register_prefix(prefix: str) -> None:
@@ -38,10 +50,12 @@ def register_prefix(prefix: str) -> None:
 
 
 def known(key: str) -> bool:
+    load_registry()
     return key in _REGISTRY or any(key.startswith(p) for p in _PREFIXES)
 
 
 def default(key: str) -> str | None:
+    load_registry()
     entry = _REGISTRY.get(key)
     return entry.default if entry else None
 
@@ -49,7 +63,7 @@ def default(key: str) -> str | None:
 #: the modules that register the ``hoodie.*`` keys they read; importing them all gives the
 #: whole registry whatever the caller imported before (a typo check needs every key)
 _REGISTERING_MODULES = (
-    "airflow_hoodie.actions.write",
+    "airflow_hoodie.actions.write_config",
     "airflow_hoodie.actions.write_identity",
     "airflow_hoodie.actions.commit_callback",
     "airflow_hoodie.actions.clean",
@@ -70,9 +84,12 @@ _REGISTERING_MODULES = (
 
 
 def load_registry() -> None:
-    """Import every module that registers keys."""
-    import importlib
-
+    """Import every module that registers keys, once, before the first lookup: a default
+    must not depend on which modules the caller happened to import."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
     for name in _REGISTERING_MODULES:
         importlib.import_module(name)
 
@@ -149,9 +166,12 @@ class HoodieConfig:
         return key in self._values
 
     def get(self, key: str, fallback: str | None = None) -> str | None:
-        entry = _REGISTRY.get(key)
+        load_registry()
         if key in self._values:
             return self._values[key]
+        if key in _ALIAS_OF:  # an alias reads what its key was set to
+            return self.get(_ALIAS_OF[key], fallback)
+        entry = _REGISTRY.get(key)
         if entry is not None:
             for alt in entry.alternatives:
                 if alt in self._values:

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def job() -> dict:
-        from airflow_hoodie.actions.write import OPERATIONS
+        from airflow_hoodie.actions.write_config import OPERATIONS
         from airflow_hoodie.errors import HoodieConfigError
         from airflow_hoodie.spark.session import get_or_create_session
         from airflow_hoodie.spark.upsert import read_source, upsert_dataframe

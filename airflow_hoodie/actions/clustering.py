@@ -56,7 +56,6 @@ register(
     ConfigKey("hoodie.clustering.async.enabled", "false"),
     ConfigKey("hoodie.clustering.inline.max.commits", "4"),
     ConfigKey("hoodie.clustering.async.max.commits", "4"),
-    ConfigKey("hoodie.parquet.max.file.size", str(120 * 1024 * 1024)),
 )
 
 CLUSTERING_PLAN_VERSION = 1
@@ -287,7 +286,7 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
     """One executor task: read a group's slices, sort, write ``numOutputFileGroups`` new files."""
     import pyarrow as pa
 
-    from airflow_hoodie.actions.write import _task_attempt, write_stat
+    from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
     from airflow_hoodie.table.file_group.base_file_writer import FILE_NAME, with_meta_fields, write_base_file
@@ -363,7 +362,7 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     from functools import partial
 
     from airflow_hoodie.actions import service_common as sc
-    from airflow_hoodie.actions.write import commit_metadata_json
+    from airflow_hoodie.actions.write_client import commit_metadata_json
     from airflow_hoodie.actions.write_identity import commit_extra_metadata
     from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
     from airflow_hoodie.table.file_group import markers as mk

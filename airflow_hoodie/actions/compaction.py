@@ -40,7 +40,6 @@ register(
     ConfigKey(MAX_DELTA_SECONDS, str(60 * 60), "Seconds since the last compaction that trigger one"),
     ConfigKey(TARGET_IO_MB, str(500 * 1024), "IO budget (MB) of one compaction plan"),
     ConfigKey(LOGFILE_SIZE_THRESHOLD, "0", "Only compact file slices whose logs total at least this many bytes"),
-    ConfigKey(PARQUET_MAX_FILE_SIZE, str(120 * 1024 * 1024), "Target base file size"),
     ConfigKey("hoodie.compaction.strategy",
               "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy"),
 )
@@ -320,7 +319,7 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from airflow_hoodie.actions.write import _task_attempt, write_stat
+    from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
     from airflow_hoodie.table.file_group.base_file_writer import FILE_NAME, RECORD_KEY, with_meta_fields, write_base_file
@@ -403,7 +402,7 @@ def _execute_compaction(table: Any, instant_time: str, executor: Any, config: Ho
     import time
 
     from airflow_hoodie.actions import service_common as sc
-    from airflow_hoodie.actions.write import commit_metadata_json
+    from airflow_hoodie.actions.write_client import commit_metadata_json
     from airflow_hoodie.table.file_group import markers as mk
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 

@@ -381,12 +381,9 @@ class HoodieHook(BaseHook):
                     return JobRun(job=job, result={"instant": None, "status": "submitted",
                                                    "driver_id": driver.driver_id,
                                                    "cluster_manager": driver.manager}, master=hook.master)
-                if cluster_mode and hook._should_track_driver_status:
-                    hook._start_driver_status_tracking()
-                    if hook._driver_status != "FINISHED":
-                        raise HoodieJobError(
-                            f"Hudi job {job} failed: driver {hook._driver_id} ended {hook._driver_status}"
-                        )
+                final = hook.wait_for_driver() if cluster_mode else None
+                if final is not None and final != "FINISHED":
+                    raise HoodieJobError(f"Hudi job {job} failed: driver {hook.driver_id} ended {final}")
             except HoodieJobError:
                 raise
             except Exception as exc:
@@ -454,7 +451,7 @@ class HoodieHook(BaseHook):
             if isinstance(parsed, dict):
                 return parsed
         if cluster_mode:
-            return {"instant": None, "status": "submitted", "driver_id": hook._driver_id,
+            return {"instant": None, "status": "submitted", "driver_id": hook.driver_id,
                     "message": "ran in cluster deploy mode; the job's result is in the driver's log"}
         raise HoodieJobError(
             f"Hudi job {job} exited 0 but printed no JSON result; last output:\n"
@@ -472,7 +469,7 @@ class HoodieHook(BaseHook):
         if hook is None:
             return
         children: list[Any] = []
-        process = hook._submit_sp
+        process = hook.submit_process
         if process is not None and process.poll() is None:
             try:
                 children = psutil.Process(process.pid).children(recursive=True)

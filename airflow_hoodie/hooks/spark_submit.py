@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -157,6 +158,47 @@ class CapturingSparkSubmitHook(SparkSubmitHook):
     def runs_on_cluster_manager(self) -> bool:
         """YARN or Kubernetes: environment variables travel as Spark conf, not the process env."""
         return self._is_yarn or self._is_kubernetes
+
+    # The provider keeps what it learns of a submission in private attributes; these are
+    # the one place that reads them, so a provider upgrade changes one class.
+    @property
+    def kubernetes_namespace(self) -> str:
+        return self._connection.get("namespace") or "default"
+
+    @property
+    def driver_id(self) -> str | None:
+        """The standalone submission id (cluster deploy mode), once spark-submit printed it."""
+        return self._driver_id
+
+    @property
+    def yarn_application_id(self) -> str | None:
+        return self._yarn_application_id if self._is_yarn else None
+
+    @property
+    def kubernetes_driver_pod(self) -> str | None:
+        return self._kubernetes_driver_pod if self._is_kubernetes else None
+
+    @property
+    def submit_process(self) -> Any:
+        """The running spark-submit process (None before submit)."""
+        return self._submit_sp
+
+    def wait_for_driver(self) -> str | None:
+        """Track a standalone cluster-mode driver to its end with the provider's own
+        polling; returns its final state (None when the provider does not track it)."""
+        if not self._should_track_driver_status:
+            return None
+        self._start_driver_status_tracking()
+        return self._driver_status
+
+    def poll_driver_state(self, driver_id: str) -> str | None:
+        """One ``spark-submit --status`` call for a standalone driver, parsed by the provider."""
+        self._driver_id = driver_id
+        process = subprocess.Popen(self._build_track_driver_status_command(), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, universal_newlines=True)
+        self._process_spark_status_log(iter(process.stdout))  # type: ignore[arg-type]
+        process.wait()
+        return self._driver_status
 
 
 def make_submit_hook(

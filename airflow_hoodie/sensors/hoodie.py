@@ -1,7 +1,7 @@
 """Sensors that wait on a Hudi table's timeline.
 
 Both sensors evaluate the same condition in all three modes (poke, reschedule,
-deferrable) through :mod:`airflow_hoodie.triggers.timeline_probe`; a deferrable sensor
+deferrable) through :mod:`airflow_hoodie.triggers.timeline_condition`; a deferrable sensor
 checks once in the worker (no deferral when the condition already holds), then hands
 the wait to :class:`HoodieTimelineTrigger`. The matched instant is the task's XCom.
 """
@@ -16,7 +16,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.spark.job import is_secret_option
-from airflow_hoodie.triggers import timeline_probe
+from airflow_hoodie.triggers import timeline_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 
 LAST_SEEN = "last_seen"
@@ -55,15 +55,15 @@ class _HoodieTimelineSensor(BaseSensorOperator):
     def _probe(self, context: Any) -> tuple[dict[str, Any] | None, str, dict[str, str], dict[str, Any]]:
         base_uri, storage_options = self._location()
         condition = self.condition(context)
-        views = timeline_probe.load_views(base_uri, storage_options)
+        views = timeline_condition.load_views(base_uri, storage_options)
         if views is None:
             self.log.info("No Hudi table at %s yet; waiting.", base_uri)
-        outcome = timeline_probe.evaluate(condition, views)
+        outcome = timeline_condition.evaluate(condition, views)
         if outcome is None and views is not None:
             self.log.info("Waiting on %s for %s", base_uri, self.describe(condition, views))
         return outcome, base_uri, storage_options, condition
 
-    def describe(self, condition: Mapping[str, Any], views: list[timeline_probe.InstantView]) -> str:
+    def describe(self, condition: Mapping[str, Any], views: list[timeline_condition.InstantView]) -> str:
         return str(condition)
 
     def poke(self, context: Any) -> bool | PokeReturnValue:
@@ -124,14 +124,14 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
         self,
         *,
         actions: Iterable[str] | None = ("commit", "deltacommit"),
-        state: str = timeline_probe.COMPLETED,
+        state: str = timeline_condition.COMPLETED,
         instant_time: str | None = None,
         after: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.actions = list(actions) if actions else None
-        self.state = timeline_probe.normalize_state(state)
+        self.state = timeline_condition.normalize_state(state)
         self.instant_time = instant_time
         self.after = after
 
@@ -154,11 +154,11 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
         after = self.after
         if after == LAST_SEEN:
             after = self._last_seen(context)
-        return timeline_probe.instant_condition(
+        return timeline_condition.instant_condition(
             actions=self.actions, state=self.state, instant_time=self.instant_time, after=after
         )
 
-    def describe(self, condition: Mapping[str, Any], views: list[timeline_probe.InstantView]) -> str:
+    def describe(self, condition: Mapping[str, Any], views: list[timeline_condition.InstantView]) -> str:
         latest = views[-1] if views else None
         what = "/".join(condition["actions"] or ["any action"])
         where = f"instant {condition['instant_time']}" if condition["instant_time"] else (
@@ -183,11 +183,11 @@ class HoodiePendingServiceSensor(_HoodieTimelineSensor):
     ) -> None:
         super().__init__(**kwargs)
         self.services = list(services)
-        timeline_probe.no_pending_condition(self.services)  # fail at parse time on a typo
+        timeline_condition.no_pending_condition(self.services)  # fail at parse time on a typo
 
     def condition(self, context: Any) -> dict[str, Any]:
-        return timeline_probe.no_pending_condition(self.services)
+        return timeline_condition.no_pending_condition(self.services)
 
-    def describe(self, condition: Mapping[str, Any], views: list[timeline_probe.InstantView]) -> str:
-        pending = timeline_probe.pending_services(views, condition["services"])
+    def describe(self, condition: Mapping[str, Any], views: list[timeline_condition.InstantView]) -> str:
+        pending = timeline_condition.pending_services(views, condition["services"])
         return "pending " + ", ".join(f"{v.kind} {v.timestamp} ({v.state})" for v in pending)

@@ -19,7 +19,16 @@ from typing import Any, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_hoodie.actions import write as W
+from airflow_hoodie.actions.bucketing import average_record_size
+from airflow_hoodie.actions.file_group_write import (
+    FileGroupTask,
+    WriteContext,
+    write_file_group,
+)
+from airflow_hoodie.actions.write import _maybe_callback, make_context, summarize
+from airflow_hoodie.actions.write_client import WriteClient, WriteResult
+from airflow_hoodie.actions.write_config import dedupe_enabled, key_generator_props
+from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
@@ -38,7 +47,7 @@ def _task_partition_id() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-def _write_task(ctx: W.WriteContext, props: Mapping[str, str] | None, rows_per_file: int,
+def _write_task(ctx: WriteContext, props: Mapping[str, str] | None, rows_per_file: int,
                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: one new file group per partition path the task holds (more when
     they exceed a file). ``props`` set means the rows still need their keys."""
@@ -47,16 +56,16 @@ def _write_task(ctx: W.WriteContext, props: Mapping[str, str] | None, rows_per_f
         return
     table = pa.Table.from_batches(batches)
     if props is not None:
-        table = W.prepare_batch(table, props, "bulk_insert")
+        table = prepare_batch(table, props, "bulk_insert")
     task_id = _task_partition_id()
     # auto-generated keys number the task's rows across all the files it writes
-    table = W.with_auto_record_keys(table, ctx.instant_time, task_id)
+    table = with_auto_record_keys(table, ctx.instant_time, task_id)
     stats: list[dict[str, Any]] = []
     for part in sorted(pc.unique(table.column(PARTITION_PATH)).to_pylist()):
         rows = table.filter(pc.equal(table.column(PARTITION_PATH), part))
         for start in range(0, rows.num_rows, rows_per_file):
-            task = W.FileGroupTask(task_id, "INSERT", part, new_file_id())
-            stats.extend(W.write_file_group(ctx, task, rows.slice(start, rows_per_file)))
+            task = FileGroupTask(task_id, "INSERT", part, new_file_id())
+            stats.extend(write_file_group(ctx, task, rows.slice(start, rows_per_file)))
     yield pa.RecordBatch.from_pydict({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
 
 
@@ -78,20 +87,20 @@ def bulk_insert_dataframe(
     spark: Any,
     df: Any,
     in_schema: pa.Schema,
-    client: W.WriteClient,
+    client: WriteClient,
     cfg: HoodieConfig,
     avro: Mapping[str, Any],
     rolled: list[str],
     config: HoodieConfig,
-) -> W.WriteResult:
+) -> WriteResult:
     """Write ``df`` as new file groups of one new commit (after ``begin_write``)."""
     from airflow_hoodie.spark.upsert import _translate, deduplicated, keyed_dataframe  # noqa: PLC0415 - cycle
 
     mode = (cfg.get(SORT_MODE) or "NONE").upper()
     if mode not in SORT_MODES:
         raise HoodieConfigError(f"{SORT_MODE}={mode!r} is not a sort mode; use one of {', '.join(SORT_MODES)}.")
-    props = W.key_generator_props(cfg)
-    dedupe = W.dedupe_enabled(cfg, "bulk_insert")
+    props = key_generator_props(cfg)
+    dedupe = dedupe_enabled(cfg, "bulk_insert")
     rows_to_write, task_props = df, props
     if mode != "NONE" or dedupe:
         keyed = keyed_dataframe(df, in_schema, props, "bulk_insert")
@@ -104,8 +113,8 @@ def bulk_insert_dataframe(
     instant = client.start(instant, action, "bulk_insert")
     with client.aborting_on_failure(instant):
         client.inflight(instant, action, [], "bulk_insert")
-        ctx = W.make_context(client, cfg, instant, "bulk_insert", avro)
-        rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, W.average_record_size(client.table, cfg)))
+        ctx = make_context(client, cfg, instant, "bulk_insert", avro)
+        rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, average_record_size(client.table, cfg)))
         try:
             rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, rows_per_file),
                                             "stat string").collect()
@@ -113,8 +122,8 @@ def bulk_insert_dataframe(
             raise _translate(exc) from exc
         stats = [json.loads(r[0]) for r in rows]
         client.commit(instant, action, "bulk_insert", stats, avro, None)
-    result = W.WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
+    result = WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
                            unknown_keys=config.unknown_keys())
-    W.summarize(result, stats)
-    W._maybe_callback(client, cfg, result)
+    summarize(result, stats)
+    _maybe_callback(client, cfg, result)
     return result

@@ -15,12 +15,51 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from airflow_hoodie.actions import write as W
-from airflow_hoodie.actions.index import KEYS_SCHEMA, LOC_FILE, LOC_PART, is_global, validate_index_type
+from airflow_hoodie.actions.bucketing import (
+    assign_buckets,
+    average_record_size,
+    existing_files,
+)
+from airflow_hoodie.actions.file_group_write import (
+    FileGroupTask,
+    WriteContext,
+    write_file_group,
+)
+from airflow_hoodie.actions.index import (
+    KEYS_SCHEMA,
+    LOC_FILE,
+    LOC_PART,
+    is_global,
+    validate_index_type,
+)
+from airflow_hoodie.actions.write import (
+    _maybe_callback,
+    begin_write,
+    file_refs,
+    make_context,
+    summarize,
+)
+from airflow_hoodie.actions.write_client import WriteClient, WriteResult
+from airflow_hoodie.actions.write_config import (
+    PRECOMBINE_FIELD,
+    dedupe_enabled,
+    key_generator_props,
+)
+from airflow_hoodie.actions.write_records import BUCKET_COL, OP_COL, prepare_batch
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieKeyError, HoodieSchemaError
-from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
+from airflow_hoodie.errors import (
+    HoodieError,
+    HoodieIOError,
+    HoodieKeyError,
+    HoodieSchemaError,
+)
 from airflow_hoodie.spark.progress import Phase, progress
+from airflow_hoodie.table.file_group.base_file_writer import (
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
+from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 
 SOURCE_FORMATS = ("parquet", "json", "csv", "orc")
 _HOODIE_ERRORS = {"HoodieKeyError": HoodieKeyError, "HoodieSchemaError": HoodieSchemaError}
@@ -50,7 +89,7 @@ def _arrow_schema(df: Any) -> pa.Schema:
 
 def _prepare_batches(props: dict[str, str], operation: str, batches):  # runs on executors
     for b in batches:
-        t = W.prepare_batch(pa.Table.from_batches([b]), props, operation)
+        t = prepare_batch(pa.Table.from_batches([b]), props, operation)
         yield from t.to_batches()
 
 
@@ -63,6 +102,7 @@ def _keys_of_files(refs: list, batches):  # runs on executors
 
 def _bloom_candidates(footers: list[dict], index_type: str, prune: bool, batches):  # executors
     import pyarrow.compute as pc
+
     from airflow_hoodie.actions.index import bloom_candidates
     for b in batches:
         t = pa.Table.from_batches([b])
@@ -85,15 +125,15 @@ def _translate(exc: Exception) -> Exception:
     return exc
 
 
-def _write_groups(ctx: W.WriteContext, tasks: dict[int, W.FileGroupTask], keep: list[str], table: pa.Table):
+def _write_groups(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list[str], table: pa.Table):
     """applyInArrow body: one group = one bucket = one file group."""
-    bucket = table.column(W.BUCKET_COL)[0].as_py()
+    bucket = table.column(BUCKET_COL)[0].as_py()
     cols = [c for c in keep if c in table.column_names]
-    stats = W.write_file_group(ctx, tasks[bucket], table.select(cols))
+    stats = write_file_group(ctx, tasks[bucket], table.select(cols))
     return pa.table({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
 
 
-def _group_writer(ctx: W.WriteContext, tasks: dict[int, W.FileGroupTask], keep: list[str]):
+def _group_writer(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list[str]):
     def write_group(table: pa.Table) -> pa.Table:
         return _write_groups(ctx, tasks, keep, table)
     return write_group
@@ -120,7 +160,7 @@ def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operat
     from pyspark.sql.pandas.types import from_arrow_schema
 
     out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
-                                              pa.field(W.OP_COL, pa.string())])
+                                              pa.field(OP_COL, pa.string())])
     return df.mapInArrow(partial(_prepare_batches, props, operation), from_arrow_schema(out_schema))
 
 
@@ -130,7 +170,7 @@ def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    pre = cfg.get(W.PRECOMBINE_FIELD)
+    pre = cfg.get(PRECOMBINE_FIELD)
     order = []
     if pre and pre in prepared.columns:
         order.append(F.col(pre).desc_nulls_last())
@@ -148,27 +188,28 @@ def upsert_dataframe(
     config: HoodieConfig,
     table_name: str | None = None,
     storage_options: Mapping[str, str] | None = None,
-) -> W.WriteResult:
+) -> WriteResult:
     """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
+
     from airflow_hoodie.spark.executor import SparkExecutor
 
-    client = W.WriteClient(base_uri, config, storage_options, table_name)
-    meta = [c for c in df.columns if c in W.META_COLUMNS]
+    client = WriteClient(base_uri, config, storage_options, table_name)
+    meta = [c for c in df.columns if c in META_COLUMNS]
     if meta:
         df = df.drop(*meta)
     in_schema = _arrow_schema(df)
-    cfg, avro, rolled = W.begin_write(client, in_schema, operation)
+    cfg, avro, rolled = begin_write(client, in_schema, operation)
     if operation == "bulk_insert":
         from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 
         return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
     index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
     glob = is_global(index_type)
-    props = W.key_generator_props(cfg)
+    props = key_generator_props(cfg)
     prepared = keyed_dataframe(df, in_schema, props, operation)
-    if W.dedupe_enabled(cfg, operation):
+    if dedupe_enabled(cfg, operation):
         prepared = deduplicated(prepared, cfg, glob)
     try:
         prepared = prepared.persist()
@@ -181,13 +222,13 @@ def upsert_dataframe(
     action = client.commit_action(operation)
     instant = client.start(instant, action, operation)
     with client.aborting_on_failure(instant):
-        files: list[W.ExistingFile] = []
+        files: list[ExistingFile] = []
         if operation in ("upsert", "delete") and glob:
-            files = W.existing_files(client.table)
+            files = existing_files(client.table)
         else:
-            files = W.existing_files(client.table, batch_parts)
+            files = existing_files(client.table, batch_parts)
         if operation in ("upsert", "delete") and files:
-            refs = W.file_refs(client, files)
+            refs = file_refs(client, files)
             if index_type in ("BLOOM", "GLOBAL_BLOOM"):
                 footers = SparkExecutor(spark).map(__import__("airflow_hoodie.actions.index", fromlist=["x"]).file_footer, refs)
                 hits = (prepared.select(RECORD_KEY, PARTITION_PATH)
@@ -205,8 +246,8 @@ def upsert_dataframe(
                 moved = F.col(LOC_PART).isNotNull() & (F.col(LOC_PART) != F.col(PARTITION_PATH))
                 if upd_flag:
                     stay = tagged.filter(~moved)
-                    dels = tagged.filter(moved).withColumn(W.OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
-                    new = (tagged.filter(moved & (F.col(W.OP_COL) == "U"))
+                    dels = tagged.filter(moved).withColumn(OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
+                    new = (tagged.filter(moved & (F.col(OP_COL) == "U"))
                            .withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string")))
                     tagged = stay.unionByName(dels).unionByName(new)
                 else:
@@ -218,10 +259,10 @@ def upsert_dataframe(
                                        "left").drop("__k", "__p")
         else:
             tagged = prepared.withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string"))
-        tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(W.OP_COL).isin("D", "S")))
+        tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(OP_COL).isin("D", "S")))
         replaced = None
         if operation in ("insert_overwrite", "insert_overwrite_table"):
-            scope = W.existing_files(client.table) if operation == "insert_overwrite_table" else files
+            scope = existing_files(client.table) if operation == "insert_overwrite_table" else files
             replaced = {}
             for f in scope:
                 replaced.setdefault(f.partition_path, []).append(f.file_id)
@@ -245,8 +286,8 @@ def upsert_dataframe(
         n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
         progress(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
                  f"{n_upd:,} to existing file groups, {n_ins:,} new")
-        avg = W.average_record_size(client.table, cfg)
-        tasks, insert_plan = W.assign_buckets(upd_counts, ins_counts, files, cfg, avg, client.is_mor,
+        avg = average_record_size(client.table, cfg)
+        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, cfg, avg, client.is_mor,
                                               use_small_files=operation != "bulk_insert")
         client.inflight(instant, action, tasks, operation)
         progress(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
@@ -266,7 +307,7 @@ def upsert_dataframe(
                                                          ("__b", pa.int32())]))
             routed_upd = (tagged.filter(F.col(LOC_FILE).isNotNull())
                           .join(F.broadcast(m), (F.col(LOC_PART) == F.col("__p")) & (F.col(LOC_FILE) == F.col("__f")))
-                          .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
+                          .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
         routed_ins = None
         if ranges:
             r = _driver_table(spark, ranges, pa.schema([("__p", pa.string()), ("__lo", pa.int64()), ("__hi", pa.int64()),
@@ -276,16 +317,16 @@ def upsert_dataframe(
             pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
                                                F.monotonically_increasing_id().cast("string"))), F.col("__t"))
             routed_ins = (ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
-                          .withColumn(W.BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
+                          .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
         parts = [p for p in (routed_upd, routed_ins) if p is not None]
         stats: list[dict[str, Any]] = []
         if parts:
             routed = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-            ctx = W.make_context(client, cfg, instant, operation, avro)
-            keep = [RECORD_KEY, PARTITION_PATH, W.OP_COL, W.BUCKET_COL] + [c for c in df.columns]
+            ctx = make_context(client, cfg, instant, operation, avro)
+            keep = [RECORD_KEY, PARTITION_PATH, OP_COL, BUCKET_COL] + [c for c in df.columns]
             by_bucket = {t.bucket: t for t in tasks}
             try:
-                rows = (routed.groupBy(W.BUCKET_COL)
+                rows = (routed.groupBy(BUCKET_COL)
                         .applyInArrow(_group_writer(ctx, by_bucket, keep), "stat string").collect())
             except Exception as exc:  # noqa: BLE001
                 raise _translate(exc) from exc
@@ -294,9 +335,9 @@ def upsert_dataframe(
     phase.done(f"committed {action} {instant}")
     prepared.unpersist()
     tagged.unpersist()
-    result = W.WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
+    result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
                            unknown_keys=config.unknown_keys(),
                            replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
-    W.summarize(result, stats)
-    W._maybe_callback(client, cfg, result)
+    summarize(result, stats)
+    _maybe_callback(client, cfg, result)
     return result

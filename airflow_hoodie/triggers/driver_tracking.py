@@ -10,7 +10,6 @@ answer onto Spark standalone's driver states, which the trigger understands.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,23 +34,17 @@ class DriverRef:
 
 def submitted_driver(hook: CapturingSparkSubmitHook) -> DriverRef | None:
     """The driver a cluster-mode ``submit()`` just started, if the manager named it."""
-    if getattr(hook, "_is_yarn", False) and hook._yarn_application_id:
-        return DriverRef(YARN, hook._yarn_application_id)
-    if getattr(hook, "_is_kubernetes", False) and hook._kubernetes_driver_pod:
-        return DriverRef(KUBERNETES, hook._kubernetes_driver_pod)
-    if hook._driver_id:
-        return DriverRef(STANDALONE, hook._driver_id)
+    if hook.yarn_application_id:
+        return DriverRef(YARN, hook.yarn_application_id)
+    if hook.kubernetes_driver_pod:
+        return DriverRef(KUBERNETES, hook.kubernetes_driver_pod)
+    if hook.driver_id:
+        return DriverRef(STANDALONE, hook.driver_id)
     return None
 
 
 def _standalone_state(spark_conn_id: str, driver_id: str) -> str | None:
-    hook = CapturingSparkSubmitHook(conn_id=spark_conn_id, deploy_mode="cluster")
-    hook._driver_id = driver_id
-    process = subprocess.Popen(hook._build_track_driver_status_command(), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, universal_newlines=True)
-    hook._process_spark_status_log(iter(process.stdout))  # type: ignore[arg-type]
-    process.wait()
-    return hook._driver_status
+    return CapturingSparkSubmitHook(conn_id=spark_conn_id, deploy_mode="cluster").poll_driver_state(driver_id)
 
 
 def _yarn_state(spark_conn_id: str, application_id: str) -> str:
@@ -67,8 +60,7 @@ def _kubernetes_state(spark_conn_id: str, pod: str) -> str:
         raise HoodieConfigError("Tracking a Kubernetes driver needs apache-airflow-providers-cncf-kubernetes "
                                 "(the apache-spark provider's Kubernetes support); install it in the "
                                 "triggerer's environment.") from exc
-    hook = CapturingSparkSubmitHook(conn_id=spark_conn_id, deploy_mode="cluster")
-    namespace = hook._connection.get("namespace") or "default"
+    namespace = CapturingSparkSubmitHook(conn_id=spark_conn_id, deploy_mode="cluster").kubernetes_namespace
     phase = get_kube_client().read_namespaced_pod(pod, namespace).status.phase
     return _POD_PHASES.get(phase, "UNKNOWN")
 

@@ -2,7 +2,7 @@
 
 The triggerer runs every trigger of the deployment on one asyncio loop, so a trigger
 must never block it. Listing ``.hoodie/`` is blocking I/O (local disk or an object
-store), hence each poll runs :func:`timeline_probe.check` in a worker thread through
+store), hence each poll runs :func:`timeline_condition.check` in a worker thread through
 ``asyncio.to_thread`` and the loop only ever awaits.
 """
 
@@ -14,15 +14,15 @@ from typing import Any, AsyncIterator, Mapping
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hoodie.hooks.hoodie import HoodieHook
-from airflow_hoodie.triggers import timeline_probe
+from airflow_hoodie.triggers import timeline_condition
 
 
 class HoodieTimelineTrigger(BaseTrigger):
     """Poll a Hudi table's timeline until ``condition`` holds; one event, then done.
 
     :param base_uri: table base path or URI.
-    :param condition: from :func:`timeline_probe.instant_condition` or
-        :func:`timeline_probe.no_pending_condition` (plain JSON, stored with the trigger).
+    :param condition: from :func:`timeline_condition.instant_condition` or
+        :func:`timeline_condition.no_pending_condition` (plain JSON, stored with the trigger).
     :param storage_options: pyarrow filesystem options without credentials.
     :param hoodie_conn_id: connection whose storage credentials are resolved in the triggerer.
     :param poll_interval: seconds between two listings.
@@ -72,7 +72,7 @@ class HoodieTimelineTrigger(BaseTrigger):
         return dict(hook.get_conn().storage_options)
 
     def _check(self) -> dict[str, Any] | None:
-        return timeline_probe.check(self.base_uri, self._storage_options(), self.condition)
+        return timeline_condition.check(self.base_uri, self._storage_options(), self.condition)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         errors = 0

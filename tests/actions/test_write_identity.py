@@ -6,7 +6,8 @@ import json
 
 import pyarrow as pa
 
-from airflow_hoodie.actions.write import WriteClient, write_arrow
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.actions.write_client import WriteClient
 from airflow_hoodie.actions.write_identity import (
     find_write, format_write_id, result_of, settle_previous_try, with_write_id, write_id_key)
 from airflow_hoodie.config import HoodieConfig

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import types
-
 import pytest
 
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.hooks.spark_submit import CapturingSparkSubmitHook
 from airflow_hoodie.triggers.driver_tracking import KUBERNETES, STANDALONE, YARN, DriverRef, driver_state, submitted_driver
 
 
 def _hook(**kw):
     base = dict(_is_yarn=False, _is_kubernetes=False, _yarn_application_id=None, _kubernetes_driver_pod=None,
                 _driver_id=None)
-    return types.SimpleNamespace(**{**base, **kw})
+    hook = object.__new__(CapturingSparkSubmitHook)  # the provider's state after a submit, no connection
+    hook.__dict__.update({**base, **kw})
+    return hook
 
 
 def test_the_driver_is_named_as_its_cluster_manager_names_it():

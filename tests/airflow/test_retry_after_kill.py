@@ -11,7 +11,7 @@ import pytest
 
 from airflow_hoodie.errors import HoodieJobError
 from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
-from airflow_hoodie.triggers.timeline_probe import load_views
+from airflow_hoodie.triggers.timeline_condition import load_views
 
 pytestmark = pytest.mark.timeout(600)
 

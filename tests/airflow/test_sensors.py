@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from airflow_hoodie.sensors.hoodie import HoodieInstantSensor, HoodiePendingServiceSensor
-from airflow_hoodie.triggers import timeline_probe
+from airflow_hoodie.triggers import timeline_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 from tests.airflow.conftest import write_timeline
 
@@ -67,7 +67,7 @@ def test_views_tell_compaction_from_commit_and_clustering_from_overwrite(tmp_pat
         f"{T3}.replacecommit.requested": b"", f"{T3}.replacecommit.inflight": b"", f"{T3}.replacecommit": b"{}",
         f"{T4}.inflight": b"",
     })
-    views = {v.timestamp: v for v in timeline_probe.load_views(str(base))}
+    views = {v.timestamp: v for v in timeline_condition.load_views(str(base))}
     assert (views[T1].action, views[T1].kind, views[T1].state) == ("commit", "compaction", "COMPLETED")
     assert (views[T2].kind, views[T2].state) == ("clustering", "INFLIGHT")
     assert (views[T3].kind, views[T3].state) == ("replacecommit", "COMPLETED")
@@ -75,8 +75,8 @@ def test_views_tell_compaction_from_commit_and_clustering_from_overwrite(tmp_pat
 
 
 def test_no_table_means_wait_not_fail(tmp_path):
-    cond = timeline_probe.instant_condition(actions=["deltacommit"])
-    assert timeline_probe.check(str(tmp_path / "missing"), None, cond) is None
+    cond = timeline_condition.instant_condition(actions=["deltacommit"])
+    assert timeline_condition.check(str(tmp_path / "missing"), None, cond) is None
 
 
 # ------------------------------------------------------------------ poke mode
@@ -214,8 +214,8 @@ def test_trigger_never_blocks_the_event_loop(monkeypatch, tmp_path):
         time.sleep(0.5)
         return {"instant": T1}
 
-    monkeypatch.setattr(timeline_probe, "check", slow_check)
-    trigger = HoodieTimelineTrigger(str(tmp_path), timeline_probe.instant_condition(), poll_interval=0.01)
+    monkeypatch.setattr(timeline_condition, "check", slow_check)
+    trigger = HoodieTimelineTrigger(str(tmp_path), timeline_condition.instant_condition(), poll_interval=0.01)
     ticks = []
 
     async def ticker():
@@ -239,8 +239,8 @@ def test_trigger_reports_persistent_errors(monkeypatch, tmp_path):
     def broken(*args):
         raise OSError("access denied")
 
-    monkeypatch.setattr(timeline_probe, "check", broken)
-    trigger = HoodieTimelineTrigger(str(tmp_path), timeline_probe.instant_condition(), poll_interval=0.01,
+    monkeypatch.setattr(timeline_condition, "check", broken)
+    trigger = HoodieTimelineTrigger(str(tmp_path), timeline_condition.instant_condition(), poll_interval=0.01,
                                     max_consecutive_errors=2)
     event = asyncio.run(trigger.run().__anext__())
     assert event.payload["status"] == "error" and "access denied" in event.payload["message"]

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.schema.avro_convert import META_COLUMNS
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -89,12 +90,17 @@ def stamp_meta_columns(
     return pa.Table.from_arrays(arrays + [data.column(c) for c in cols], names=list(META_COLUMNS) + cols)
 
 
-def _bloom_footer(keys: pa.ChunkedArray, props: Mapping[str, str]) -> dict[bytes, bytes]:
+#: rows per parquet row group (parquet-avro sizes them by hoodie.parquet.block.size bytes;
+#: a row cap keeps the writer's memory bounded the same way)
+ROW_GROUP_ROWS = 1 << 20
+
+
+def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig) -> dict[bytes, bytes]:
     from airflow_hoodie.table.bloom import bloom_filter as bf_mod
 
-    bf = bf_mod.bloom_filter_from_config(props)
+    bf = bf_mod.bloom_filter_from_config(config)
     bf.add_many(keys.combine_chunks())
-    type_code = getattr(bf, "type_code", None) or props.get("hoodie.bloom.index.filter.type", "DYNAMIC_V0")
+    type_code = getattr(bf, "type_code", None) or config.get(bf_mod.FILTER_TYPE.key)
     return {
         bf_mod.BLOOM_FILTER_KEY.encode(): bf.serialize().encode(),
         bf_mod.BLOOM_FILTER_TYPE_KEY.encode(): str(type_code).encode(),
@@ -120,7 +126,7 @@ def write_base_file(
     file_name: str,
     table: pa.Table,
     avro_schema: Mapping[str, Any],
-    props: Mapping[str, str] | None = None,
+    config: HoodieConfig | Mapping[str, str] | None = None,
     compression: str | None = None,
 ) -> BaseFileStats:
     """Write ``table`` (meta columns first, already filled) as a Hudi parquet base file.
@@ -128,31 +134,31 @@ def write_base_file(
     ``avro_schema`` is the table's record schema without meta fields; the footer gets it
     with them, as parquet-avro does. Returns the stats a WriteStat is built from.
     """
-    props = dict(props or {})
+    config = config if isinstance(config, HoodieConfig) else HoodieConfig(config)
     keys = table.column(RECORD_KEY)
     # The bloom filter (tens of hash rounds per key, in numpy) only goes into the footer,
     # so it is built beside the parquet encoding instead of before it.
     # (a pool per file, not per process: a module-level pool's threads do not survive fork)
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hoodie-bloom")
-    bloom = pool.submit(_bloom_footer, keys, props) if table.num_rows else None
+    bloom = pool.submit(_bloom_footer, keys, config) if table.num_rows else None
     pool.shutdown(wait=False)
     min_key = max_key = None
     if table.num_rows:
         mm = pc.min_max(keys)
         min_key, max_key = mm["min"].as_py(), mm["max"].as_py()
     table = table.replace_schema_metadata(None)
-    codec = compression or props.get("hoodie.parquet.compression.codec", "gzip")
+    codec = compression or config.get("hoodie.parquet.compression.codec")
     rel = f"{partition_path}/{file_name}" if partition_path else file_name
     part_dir = storage.join(base_path, partition_path) if partition_path else base_path
     storage.mkdirs(part_dir)
     full = storage.join(part_dir, file_name)
-    page_size = int(props.get("hoodie.parquet.page.size", 1024 * 1024))
+    page_size = config.get_int("hoodie.parquet.page.size")
     with storage.open_output(full) as out:
         with pq.ParquetWriter(
             out, table.schema, compression=None if codec in ("", "uncompressed", "none") else codec,
             data_page_size=page_size, store_schema=False, write_statistics=True,
         ) as writer:
-            writer.write_table(table, row_group_size=int(props.get("hoodie.parquet.row.group.rows", 1 << 20)))
+            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
             footer = _footer(bloom.result() if bloom else {}, min_key, max_key, avro_schema)
             writer.add_key_value_metadata({k.decode(): v.decode() for k, v in footer.items()})
     size = storage.size(full)

@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, Sequence
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 
 METAFOLDER = ".hoodie"
 
@@ -109,6 +110,7 @@ class Timeline:
         # Every instant file seen (all states), so the original action of a completed
         # compaction (stored as "commit") stays knowable.
         self._history: list[Instant] = sorted(history or self._instants, key=lambda i: i.sort_key)
+        self._clustering: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -232,6 +234,21 @@ class Timeline:
 
     def is_compaction(self, ts: str) -> bool:
         return self.original_action(ts, Action.COMMIT) == Action.COMPACTION
+
+    def is_clustering(self, ts: str) -> bool:
+        """Whether the replacecommit at ``ts`` is a clustering, by the one rule
+        (:mod:`replace_kind`): table version 8+ names it ``clustering``; before, its
+        ``.replacecommit.requested`` says operation CLUSTER (an insert_overwrite writes the
+        same file with its own operation type). The answer is kept: the file never changes."""
+        action = self.original_action(ts, Action.REPLACE_COMMIT)
+        if action != Action.REPLACE_COMMIT:
+            return action == Action.CLUSTERING
+        if ts not in self._clustering:
+            requested = Instant(ts, Action.REPLACE_COMMIT, State.REQUESTED)
+            has_plan = self.storage is not None and self.base_path is not None and requested in self._history
+            self._clustering[ts] = has_plan and is_clustering_requested(
+                self.storage.read_bytes(self.instant_path(requested)))
+        return self._clustering[ts]
 
     # ------------------------------------------------------------------ filters
     def filter(

@@ -1,16 +1,10 @@
-"""One cheap look at a table's active timeline, and the conditions sensors wait for.
+"""The conditions sensors and triggers wait for, evaluated on the table's :class:`Timeline`.
 
 Sensors (in a worker) and triggers (in the triggerer, inside a thread) share this
-module, so poke, reschedule and deferrable modes decide exactly alike. A probe is a
-single directory listing of ``.hoodie/``: no file is read, no Spark, no Airflow. That
-keeps a poll cheap enough to run every few seconds against an object store.
-
-Why a listing rather than the parsed :class:`Timeline`: a sensor must tell a completed
-*compaction* from a completed ingest *commit* (both complete as ``ts.commit``) and a
-*clustering* replacecommit from an ``insert_overwrite`` one. Hudi keeps the
-``.compaction.requested`` / ``.replacecommit.requested`` files next to the completed
-instant until archival, so the full set of files per timestamp answers both questions.
-File names are parsed by :meth:`airflow_hoodie.table.timeline.instant.Instant.parse`.
+module, so poke, reschedule and deferrable modes decide exactly alike. A check lists
+``.hoodie/`` once through :meth:`Timeline.load` (no Spark, no Airflow) and reads a file
+only to tell a clustering replacecommit from an insert_overwrite one
+(:meth:`Timeline.is_clustering`), which keeps a poll cheap enough for an object store.
 """
 
 from __future__ import annotations
@@ -18,7 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
-from airflow_hoodie.table.timeline.instant import Instant
+from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.instant import Action
+from airflow_hoodie.table.timeline.timeline import Timeline, action_family, meta_path
 
 REQUESTED = "REQUESTED"
 INFLIGHT = "INFLIGHT"
@@ -30,15 +26,6 @@ _COMPLETES_AS = {"compaction": "commit", "logcompaction": "deltacommit", "cluste
 
 #: table-service kinds a HoodiePendingServiceSensor can wait on
 SERVICES = ("compaction", "logcompaction", "clustering")
-
-@dataclass(frozen=True)
-class TimelineFile:
-    """One instant file: what :class:`Instant` holds, plus the file's size."""
-
-    timestamp: str
-    action: str
-    state: str
-    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,69 +60,28 @@ def normalize_state(state: Any) -> str:
     return text
 
 
-def parse_instant_file_name(name: str) -> tuple[str, str, str] | None:
-    """``(timestamp, action, state)`` of a timeline file name, or None for other files."""
-    parsed = Instant.parse(name)
-    if parsed is None:
-        return None
-    return parsed.timestamp, str(getattr(parsed.action, "value", parsed.action)), normalize_state(parsed.state)
-
-
-def list_timeline(base_uri: str, storage_options: Mapping[str, Any] | None = None) -> list[TimelineFile] | None:
-    """The instant files of the active timeline; None when no table exists at ``base_uri``."""
-    from airflow_hoodie.table.storage.storage import Storage
-
-    from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
-    from airflow_hoodie.table.timeline.timeline import timeline_path
-
-    storage, base = Storage.for_uri(base_uri, storage_options)
-    meta = Storage.join(base, ".hoodie")
-    if not storage.exists(Storage.join(meta, "hoodie.properties")):
-        return None
-    files: list[TimelineFile] = []
-    for status in storage.list_dir(timeline_path(storage, base)):
-        if status.is_dir:
-            continue
-        parsed = parse_instant_file_name(status.name)
-        if parsed is None:
-            continue
-        ts, action, state = parsed
-        if action == "replacecommit" and state == REQUESTED and status.size:
-            # a clustering plan, or an insert_overwrite's requested metadata: the plan says which
-            if is_clustering_requested(storage.read_bytes(status.path)):
-                action = "clustering"
-        files.append(TimelineFile(ts, action, state, status.size))
-    return files
-
-
-def instant_views(files: Iterable[TimelineFile]) -> list[InstantView]:
-    """Collapse the files of each timestamp into one :class:`InstantView`, oldest first."""
-    by_ts: dict[str, list[TimelineFile]] = {}
-    for f in files:
-        by_ts.setdefault(f.timestamp, []).append(f)
+def instant_views(timeline: Timeline) -> list[InstantView]:
+    """One :class:`InstantView` per instant time, oldest first: the instant :meth:`Timeline.get`
+    prefers there (a write before a savepoint of it), and what it was planned as."""
     views: list[InstantView] = []
-    for ts in sorted(by_ts):
-        group = by_ts[ts]
-        actions = {f.action for f in group}
-        if "compaction" in actions:
-            kind = "compaction"
-        elif "logcompaction" in actions:
-            kind = "logcompaction"
-        elif "clustering" in actions:
-            kind = "clustering"
-        else:
-            kind = ""
-        latest = max(group, key=lambda f: _STATE_RANK[f.state])
-        action = latest.action
-        if latest.state == COMPLETED and kind in _COMPLETES_AS:
+    for ts in timeline.timestamps:
+        inst = timeline.get(ts)
+        action = str(inst.action)
+        kind = timeline.original_action(ts, action) or action
+        if action_family(kind) == Action.REPLACE_COMMIT:
+            kind = Action.CLUSTERING if timeline.is_clustering(ts) else Action.REPLACE_COMMIT
+        if inst.is_completed and kind in _COMPLETES_AS:
             action = _COMPLETES_AS[kind]
-        views.append(InstantView(ts, action, kind or action, latest.state))
+        views.append(InstantView(ts, action, kind, normalize_state(inst.state)))
     return views
 
 
 def load_views(base_uri: str, storage_options: Mapping[str, Any] | None = None) -> list[InstantView] | None:
-    files = list_timeline(base_uri, storage_options)
-    return None if files is None else instant_views(files)
+    """The instants of the table's active timeline; None when no table exists at ``base_uri``."""
+    storage, base = Storage.for_uri(base_uri, storage_options)
+    if not storage.exists(Storage.join(meta_path(base), "hoodie.properties")):
+        return None
+    return instant_views(Timeline.load(storage, base))
 
 
 # ------------------------------------------------------------------ conditions

@@ -1,0 +1,389 @@
+"""The Hudi write client, driver side: the timeline steps of one write.
+
+Hudi's SparkRDDWriteClient: roll back failed earlier writes, create the requested
+instant, move it inflight with the workload profile, and complete it with the commit
+metadata after reconciling markers and checking conflicts under the lock. It never
+touches records itself.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+from airflow_hoodie.actions.file_group_write import write_stat
+from airflow_hoodie.actions.file_group_write import FileGroupTask
+from airflow_hoodie.actions.transaction.conflict_resolution import (
+    TimelineSnapshot,
+    check_no_conflict,
+)
+from airflow_hoodie.actions.transaction.failed_writes import (
+    live_writes,
+    rollback_failed_writes,
+)
+from airflow_hoodie.actions.transaction.transaction_manager import (
+    CONCURRENCY_MODE,
+    EAGER,
+    OCC,
+    SINGLE_WRITER,
+    TransactionManager,
+)
+from airflow_hoodie.actions.write_config import (
+    OPERATION_TYPE,
+    PARTITION_FIELD,
+    PRECOMBINE_FIELD,
+    RECORD_KEY_FIELD,
+    TABLE_TYPE,
+    table_config_from_write_config,
+)
+from airflow_hoodie.actions.write_identity import commit_extra_metadata
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import (
+    HoodieConcurrentWriterError,
+    HoodieConfigError,
+    HoodieError,
+    HoodieIOError,
+    HoodieWriteConflictError,
+)
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.supported_features import check_merge_supported
+from airflow_hoodie.table.timeline.instant import is_utc_timeline
+
+
+def commit_metadata_json(
+    stats: Sequence[Mapping[str, Any]],
+    operation: str,
+    schema_json: str | None,
+    replaced: Mapping[str, list[str]] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> bytes:
+    """HoodieCommitMetadata / HoodieReplaceCommitMetadata JSON, as Hudi's Jackson writes it."""
+    by_part: dict[str, list] = {}
+    for st in stats:
+        by_part.setdefault(st.get("partitionPath") or "", []).append(dict(st))
+    extra_md = dict(extra or {})
+    if schema_json is not None:
+        extra_md["schema"] = schema_json
+    doc: dict[str, Any] = {"partitionToWriteStats": by_part, "compacted": False,
+                           "extraMetadata": extra_md, "operationType": OPERATION_TYPE.get(operation, operation)}
+    if replaced is not None:
+        doc["partitionToReplaceFileIds"] = {k: list(v) for k, v in replaced.items()}
+    return json.dumps(doc, indent=2).encode()
+
+
+def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str,
+                          extra: Mapping[str, str] | None = None) -> bytes:
+    """What Hudi puts in the inflight file: one stat per bucket with expected counts."""
+    stats = []
+    for t in tasks:
+        stats.append(write_stat(
+            fileId=t.file_id if t.kind == "UPDATE" else "", prevCommit=t.prev_commit if t.kind == "UPDATE" else "null",
+            numUpdateWrites=t.expected_records if t.kind == "UPDATE" else 0,
+            numInserts=t.expected_records if t.kind == "INSERT" else 0,
+            partitionPath=t.partition_path,
+        ))
+    by_part: dict[str, list] = {}
+    for st in stats:
+        part = st.pop("partitionPath")
+        st["partitionPath"] = None
+        by_part.setdefault(part, []).append(st)
+    return json.dumps({"partitionToWriteStats": by_part, "compacted": False, "extraMetadata": dict(extra or {}),
+                       "operationType": OPERATION_TYPE.get(operation, operation)}, indent=2).encode()
+
+
+@dataclass
+class WriteResult:
+    instant: str
+    action: str
+    state: str
+    operation: str
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    files_written: int = 0
+    bytes_written: int = 0
+    partitions: int = 0
+    rolled_back: list[str] = field(default_factory=list)
+    unknown_keys: list[str] = field(default_factory=list)
+    replaced_file_groups: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_unknown_keys(config: HoodieConfig) -> list[str]:
+    """Every hoodie.* key nobody registered; callers report them (typos must not pass silently)."""
+    return config.unknown_keys()
+
+
+class WriteClient:
+    """Driver side of one write: owns the timeline steps, never touches records itself."""
+
+    def __init__(self, base_uri: str, config: HoodieConfig, storage_options: Mapping[str, str] | None = None,
+                 table_name: str | None = None) -> None:
+        self.base_uri = base_uri
+        self.config = config
+        self.storage_options = dict(storage_options or {})
+        self.table_name = table_name or config.get("hoodie.table.name")
+        self.storage, self.base_path = Storage.for_uri(base_uri, self.storage_options or None)
+        self.table: Any = None
+        self._txn: TransactionManager | None = None
+        self._started: TimelineSnapshot | None = None
+
+    @property
+    def txn(self) -> TransactionManager:
+        """Concurrency mode, heartbeats and lock of this table for this client."""
+        if self._txn is None:
+            props = dict(self.table.config.items()) if self.table is not None else dict(self.config.as_dict())
+            self._txn = TransactionManager(self.config, self.base_uri, self.storage, self.base_path,
+                                           self.storage_options, is_utc_timeline(props))
+        return self._txn
+
+    # ---------------------------------------------------------------- table
+    def load_table(self) -> Any | None:
+        from airflow_hoodie.errors import HoodieTableNotFoundError
+        from airflow_hoodie.table.hoodie_table import HoodieTable
+        # a custom payload or merger in the job's own options: refused before anything is written
+        check_merge_supported(self.config.as_dict(), f"The write to {self.base_uri}")
+        try:
+            self.table = HoodieTable.load(self.base_uri, self.storage_options or None)
+        except HoodieTableNotFoundError:
+            self.table = None
+        if self.table is not None:
+            self.table.check_writable()
+            self.table.check_latest_commit()
+            self._check_table_matches()
+            # a write planned on a view missing a latest file would make the older data permanent
+            self.table.file_system_view().check_latest_files_present()
+        return self.table
+
+    def _check_table_matches(self) -> None:
+        want = self.config.get(TABLE_TYPE)
+        if TABLE_TYPE in self.config or "hoodie.datasource.write.table.type" in self.config:
+            if want not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+                raise HoodieConfigError(f"hoodie.table.type={want!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+            if want != self.table.table_type:
+                raise HoodieConfigError(
+                    f"The table at {self.base_uri} is {self.table.table_type}, but the write asks for {want}; "
+                    "drop hoodie.table.type or write to a new path.")
+
+    def effective_config(self) -> HoodieConfig:
+        """Write settings with the table's own key/partition/precombine fields filling the gaps."""
+        if self.table is None:
+            return self.config
+        tc = self.table.config
+        extra: dict[str, str] = {}
+        mapping = {
+            RECORD_KEY_FIELD: ",".join(tc.record_key_fields or []),
+            PARTITION_FIELD: ",".join(tc.partition_fields or []),
+            "hoodie.datasource.write.keygenerator.class": tc.key_generator_class or "",
+            "hoodie.datasource.write.hive_style_partitioning": str(tc.hive_style_partitioning).lower(),
+            TABLE_TYPE: self.table.table_type,
+        }
+        if tc.precombine_field:
+            mapping[PRECOMBINE_FIELD] = tc.precombine_field
+        for k, v in mapping.items():
+            if k not in self.config and v:
+                extra[k] = v
+        return self.config.with_values(extra)
+
+    def create_table(self, avro_schema: Mapping[str, Any]) -> Any:
+        from airflow_hoodie.table.hoodie_table import HoodieTable
+        if not self.table_name:
+            raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
+        props = table_config_from_write_config(self.config, self.table_name, avro_schema)
+        self.table = HoodieTable.create(self.base_uri, props, self.storage_options or None)
+        return self.table
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table is not None and self.table.table_type == "MERGE_ON_READ"
+
+    def commit_action(self, operation: str) -> str:
+        from airflow_hoodie.table.timeline.instant import Action
+        if operation in ("insert_overwrite", "insert_overwrite_table"):
+            return Action.REPLACE_COMMIT
+        return Action.DELTA_COMMIT if self.is_mor else Action.COMMIT
+
+    # ------------------------------------------------------------ schema
+    def table_avro_schema(self) -> dict[str, Any] | None:
+        """Schema of the latest completed write (extraMetadata.schema), else hoodie.table.create.schema."""
+        if self.table is None:
+            return None
+        tl = self.table.timeline
+        for inst in reversed(tl.completed_commits().instants):
+            try:
+                meta = json.loads(tl.read_details(inst) or b"{}")
+            except (ValueError, HoodieError):
+                continue
+            sch = (meta.get("extraMetadata") or {}).get("schema")
+            if sch:
+                return json.loads(sch)
+        raw = self.table.config.get("hoodie.table.create.schema") if hasattr(self.table.config, "get") else None
+        return json.loads(raw) if raw else None
+
+    # ------------------------------------------------------------ timeline
+    def rollback_failed_writes(self) -> list[str]:
+        """Before a write: a single writer refuses to run beside a live one; failed writes
+        (heartbeat expired) are rolled back now under EAGER, by clean under LAZY."""
+        if self.table is None:
+            return []
+        self.table.reload_timeline()
+        tm = self.txn
+        if not tm.is_occ:
+            self._refuse_beside_live_writer()
+        if tm.failed_writes_policy == EAGER:
+            return rollback_failed_writes(self.table, tm, self.config)
+        return []
+
+    def _refuse_beside_live_writer(self, own: str | None = None) -> None:
+        """SINGLE_WRITER: stop when another pending write has a live heartbeat."""
+        live = live_writes(self.table, self.txn, exclude=own)
+        if live:
+            other = live[0]
+            raise HoodieConcurrentWriterError(
+                f"Another writer is running on {self.base_uri}: {other.action} {other.timestamp} is pending "
+                f"and its heartbeat is live. {CONCURRENCY_MODE} is {SINGLE_WRITER}, so this write stops before "
+                f"touching anything. Either run the table's write tasks one at a time (an Airflow pool with one "
+                f"slot for this table), or let them overlap safely with {CONCURRENCY_MODE}={OCC} and a lock "
+                "provider (hoodie.write.lock.provider).")
+
+    def new_instant_time(self) -> str:
+        """The table's next instant time (its time zone, after its last instant)."""
+        if self.table is not None:
+            return self.table.new_instant_time()
+        from airflow_hoodie.table.timeline.instant import new_instant_time
+
+        utc = self.config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
+        return new_instant_time(utc=utc, table=self.base_uri)
+
+    def start(self, instant_time: str, action: str, operation: str) -> str:
+        """Create our requested instant and start its heartbeat; returns the instant time
+        actually used (with optimistic concurrency a later one when another writer took it)."""
+        from airflow_hoodie.table.timeline.instant import Instant, State
+        from airflow_hoodie.table.timeline.timeline import TimelineWriter
+        content = b""
+        if action == "replacecommit":
+            content = _requested_replace_metadata(operation)
+        if self.table is not None:
+            self.table.prepare_for_change()
+        with self.txn.transaction("start a write"):
+            if self.table is not None and self.txn.is_occ:
+                # under the lock no other instant can take this time (Hudi 1.x does the same)
+                last = self.table.reload_timeline().last()
+                if last is not None and instant_time <= last.timestamp:
+                    instant_time = self.new_instant_time()
+            TimelineWriter(self.storage, self.base_path).create_requested(
+                Instant(instant_time, action, State.REQUESTED), content)
+        self.txn.heartbeats.start(instant_time)
+        # Plan on the timeline as it is now that our instant exists: a compaction or
+        # clustering scheduled meanwhile is seen, and anything completing later is checked
+        # for conflicts at commit.
+        if self.table is not None:
+            self._started = TimelineSnapshot.of(self.table.reload_timeline())
+            if not self.txn.is_occ:
+                # Without a lock two writers can both pass the check before either exists:
+                # checked again now that ours is visible; at worst both stop, never both run.
+                try:
+                    self._refuse_beside_live_writer(own=instant_time)
+                except HoodieConcurrentWriterError:
+                    # a rollback, not a silent delete: a writer that saw our instant pending
+                    # must learn it was undone, or its conflict check takes it for archived
+                    self.abort(instant_time)
+                    raise
+        return instant_time
+
+    def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
+        from airflow_hoodie.table.timeline.instant import Instant, State
+        from airflow_hoodie.table.timeline.timeline import TimelineWriter
+        TimelineWriter(self.storage, self.base_path).transition_to_inflight(
+            Instant(instant_time, action, State.REQUESTED),
+            workload_profile_json(tasks, operation, commit_extra_metadata(self.config)))
+
+    def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
+               avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> None:
+        """Reconcile against markers, write partition metadata, complete the instant, drop markers."""
+        from airflow_hoodie.table.timeline.instant import Instant, State
+        from airflow_hoodie.table.timeline.timeline import TimelineWriter
+        written = {st["path"] for st in stats if st.get("path")}
+        for m in mk.list_markers(self.storage, self.base_path, instant_time):
+            if m.io_type in (mk.IO_CREATE, mk.IO_MERGE) and m.data_path not in written:
+                # a retried or speculative task left a duplicate file: Hudi deletes it before commit
+                self.storage.delete(self.storage.join(self.base_path, m.data_path))
+        for part in sorted({st.get("partitionPath") or "" for st in stats}):
+            write_partition_metadata(self.storage, self.base_path, part, instant_time)
+        schema_json = json.dumps(avro_schema, separators=(",", ":"))
+        body = commit_metadata_json(stats, operation, schema_json, replaced, commit_extra_metadata(self.config))
+        own = Instant(instant_time, action, State.INFLIGHT)
+        groups = {(st.get("partitionPath") or "", st["fileId"]) for st in stats if st.get("fileId")}
+        groups |= {(p, f) for p, ids in (replaced or {}).items() for f in ids}
+        try:
+            with self.txn.transaction(f"commit {instant_time}"):
+                if self.table is not None and self._started is not None:
+                    timeline = self.table.reload_timeline()
+                    current = timeline.get(instant_time, action)
+                    if current is None or current.is_completed:
+                        raise HoodieWriteConflictError(
+                            f"{action} {instant_time} was rolled back by another task while it ran (its heartbeat "
+                            "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
+                            "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
+                    check_no_conflict(timeline, own, groups, self._started)
+                TimelineWriter(self.storage, self.base_path).complete(own, body)
+        except HoodieWriteConflictError:
+            self.abort(instant_time)
+            raise
+        self.txn.heartbeats.stop(instant_time)
+        mk.delete_marker_dir(self.storage, self.base_path, instant_time)
+
+    @contextmanager
+    def aborting_on_failure(self, instant_time: str) -> Iterator[None]:
+        """Whatever fails between start and commit leaves nothing behind: our instant is
+        rolled back and its heartbeat removed before the error propagates (a SIGKILL
+        leaves it to the next writer, once the heartbeat shows the process gone)."""
+        try:
+            yield
+        except HoodieIOError as exc:
+            self.abort(instant_time)
+            if self.txn.is_occ and "does not exist" in str(exc):
+                # another task (clean of replaced or old slices, a clustering) removed a file
+                # this write planned on: the same situation as a failed conflict check
+                raise HoodieWriteConflictError(
+                    f"{exc}. A concurrent table service removed a file this write was reading; {instant_time} "
+                    "was rolled back and nothing of it is visible. A retry of this task redoes it cleanly on the "
+                    "current table.") from exc
+            raise
+        except BaseException:
+            self.abort(instant_time)
+            raise
+
+    def abort(self, instant_time: str) -> None:
+        """Undo our own pending instant after a failure: its files go, its heartbeat stops."""
+        from airflow_hoodie.actions.rollback import (
+            discard_after_rollback,
+            rollback_instant,
+        )
+
+        try:
+            if self.table is not None:
+                pending = self.table.reload_timeline().get(instant_time)
+                if pending is not None and not pending.is_completed:
+                    rollback_instant(self.table, instant_time, config=self.config, pending_only=True)
+                elif pending is None:
+                    # rolled back by another task while our tasks still wrote: what they
+                    # wrote after that rollback is ours to remove
+                    discard_after_rollback(self.table, instant_time)
+        finally:
+            self.txn.heartbeats.stop(instant_time)
+
+
+def _requested_replace_metadata(operation: str) -> bytes:
+    from airflow_hoodie.table.metadata import avro_codec
+
+    return avro_codec.serialize("HoodieRequestedReplaceMetadata", {
+        "operationType": OPERATION_TYPE.get(operation, operation), "clusteringPlan": None,
+        "extraMetadata": {}, "version": 1})
+

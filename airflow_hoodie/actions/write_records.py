@@ -1,0 +1,135 @@
+"""The records of one write batch: keys and partition paths added, deduped, tagged.
+
+A batch travels as an Arrow table with the record key, partition path and an operation
+column beside the data, so indexing and bucketing work column-wise; the internal columns
+named here never reach a file.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_hoodie.errors import (
+    HoodieKeyError,
+)
+from airflow_hoodie.table.file_group.base_file_writer import (
+    IS_DELETED,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    seqno_array,
+)
+from airflow_hoodie.table.keygen.key_generator import KeyGenerator
+from airflow_hoodie.table.keygen.partition_path_check import check_partition_paths
+
+OP_COL = "_hoodie_op"          # 'I' insert, 'U' update, 'D' delete
+BUCKET_COL = "_hoodie_bucket"  # target bucket id
+ORDER_COL = "_hoodie_ordering"
+DELETE_OPS = pa.array(["D", "S"])  # D: delete operation (always wins), S: _hoodie_is_deleted
+INTERNAL_COLS = (OP_COL, BUCKET_COL, ORDER_COL, "_hoodie_loc_file", "_hoodie_loc_part")
+
+
+def check_auto_keys_operation(operation: str) -> None:
+    """Hudi refuses upsert and delete on tables with auto-generated keys: nothing could
+    name the records to update."""
+    if operation not in ("insert", "bulk_insert"):
+        raise HoodieKeyError(
+            f"{operation} needs record keys, but this table has none configured: its keys are generated at "
+            "write time (hoodie.datasource.write.recordkey.field unset, as Hudi 0.14+ allows). Hudi refuses "
+            "upsert and delete on such tables too; append with insert or bulk_insert, or write to a table "
+            "created with a record key field.")
+
+
+def with_auto_record_keys(records: pa.Table, instant_time: str, partition_id: int, start: int = 0) -> pa.Table:
+    """Fill missing record keys Hudi's way: ``<instant>_<partition id>_<row id>``."""
+    keys = records.column(RECORD_KEY)
+    if keys.null_count == 0:
+        return records
+    made = seqno_array(instant_time, partition_id, start, records.num_rows)
+    filled = pc.coalesce(keys, made)
+    return records.set_column(records.schema.get_field_index(RECORD_KEY), RECORD_KEY, filled)
+
+
+def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str) -> pa.Table:
+    """Data plus ``_hoodie_record_key``, ``_hoodie_partition_path`` and ``_hoodie_op``.
+
+    Existing meta columns in the input are replaced. ``_hoodie_is_deleted = true`` marks a
+    soft delete ('S'); the delete operation marks every record 'D'.
+    """
+    data = data.drop_columns([c for c in META_COLUMNS + INTERNAL_COLS if c in data.column_names])
+    kg = KeyGenerator.from_config(props)
+    if kg.auto_record_keys:
+        check_auto_keys_operation(operation)
+        keys = pa.nulls(data.num_rows, pa.string())  # made by the file-group writer: they need the instant
+    else:
+        keys = kg.record_keys(data)
+    parts = kg.partition_paths(data)
+    check_partition_paths(parts)
+    if operation == "delete":
+        op = pa.array(["D"] * data.num_rows, pa.string())
+    elif IS_DELETED in data.column_names:
+        flag = pc.fill_null(data.column(IS_DELETED).cast(pa.bool_()), False)
+        op = pc.if_else(flag, "S", "U")
+    else:
+        op = pa.array(["U"] * data.num_rows, pa.string())
+    out = data
+    out = out.append_column(RECORD_KEY, pa.chunked_array([keys]) if isinstance(keys, pa.Array) else keys)
+    out = out.append_column(PARTITION_PATH, pa.chunked_array([parts]) if isinstance(parts, pa.Array) else parts)
+    out = out.append_column(OP_COL, op if isinstance(op, (pa.Array, pa.ChunkedArray)) else pa.array(op))
+    return out
+
+
+def dedupe(batch: pa.Table, ordering_field: str | None, global_index: bool) -> pa.Table:
+    """Keep one record per key (per key+partition for non-global indexes): greatest ordering value,
+    the later record on ties (OverwriteWithLatestAvroPayload.preCombine)."""
+    if batch.num_rows <= 1:
+        return batch
+    row = "__row"
+    b = batch.append_column(row, pa.array(range(batch.num_rows), pa.int64()))
+    group = [RECORD_KEY] if global_index else [RECORD_KEY, PARTITION_PATH]
+    sort = [(g, "ascending") for g in group]
+    if ordering_field and ordering_field in b.column_names:
+        sort.append((ordering_field, "descending"))
+    sort.append((row, "descending"))
+    b = b.sort_by(sort)
+    keys = b.column(RECORD_KEY).combine_chunks()
+    first = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))
+    if not global_index:
+        parts = b.column(PARTITION_PATH).combine_chunks()
+        first = pc.or_(first, pc.not_equal(parts.slice(1), parts.slice(0, len(parts) - 1)))
+    mask = pa.concat_arrays([pa.array([True]), pc.fill_null(first, True)])
+    out = b.filter(mask)
+    return out.sort_by(row).drop_columns([row])
+
+
+def tag_records(batch: pa.Table, existing: pa.Table, index_type: str, update_partition_path: bool) -> pa.Table:
+    """Index tagging: location columns filled; a global index with a changed partition either
+    moves the record (delete in the old group + insert in the new partition) or keeps it in
+    its old partition."""
+    from airflow_hoodie.actions.index import LOC_FILE, LOC_PART, is_global, lookup
+
+    glob = is_global(index_type)
+    tagged = lookup(batch, existing, glob)
+    if not glob:
+        return tagged
+    moved = pc.fill_null(pc.and_(pc.is_valid(tagged.column(LOC_PART)),
+                                 pc.not_equal(tagged.column(LOC_PART), tagged.column(PARTITION_PATH))), False)
+    if not pc.any(moved).as_py():
+        return tagged
+    if update_partition_path:
+        old = tagged.filter(moved)
+        dels = old.set_column(old.column_names.index(OP_COL), OP_COL, pa.array(["D"] * old.num_rows, pa.string()))
+        dels = dels.set_column(dels.column_names.index(PARTITION_PATH), PARTITION_PATH, dels.column(LOC_PART))
+        new = tagged.filter(moved)
+        new = new.set_column(new.column_names.index(LOC_FILE), LOC_FILE, pa.nulls(new.num_rows, pa.string()))
+        new = new.set_column(new.column_names.index(LOC_PART), LOC_PART, pa.nulls(new.num_rows, pa.string()))
+        # a moved soft-delete/delete only needs the delete in the old partition
+        new = new.filter(pc.equal(new.column(OP_COL), "U"))
+        return pa.concat_tables([tagged.filter(pc.invert(moved)), dels, new])
+    # keep the record where it is
+    return tagged.set_column(tagged.column_names.index(PARTITION_PATH), PARTITION_PATH,
+                             pc.coalesce(tagged.column(LOC_PART), tagged.column(PARTITION_PATH)))
+
