@@ -32,7 +32,7 @@ with DAG(
     @task
     def read_new_commits(triggering_asset_events=None, ti=None) -> dict:
         from airflow_hoodie.table import read as hoodie_read
-        from airflow_hoodie.triggers.timeline_probe import load_views
+        from airflow_hoodie.triggers.timeline_condition import load_views
 
         base_path = table_uri_from_asset(TRIPS)
         instants = sorted(
