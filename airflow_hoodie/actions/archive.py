@@ -21,10 +21,17 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
-from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+from airflow_hoodie.actions.transaction.service_transaction import (
+    transaction_manager_for,
+)
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError, HoodieTimelineError
-from airflow_hoodie.table.timeline.instant import Action, Instant, State, parse_instant_time
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    parse_instant_time,
+)
 
 MIN_COMMITS = "hoodie.keep.min.commits"
 MAX_COMMITS = "hoodie.keep.max.commits"
@@ -64,8 +71,15 @@ class ArchiveSettings:
 
     @classmethod
     def from_config(cls, config: HoodieConfig) -> "ArchiveSettings":
-        from airflow_hoodie.actions.clean import COMMITS_RETAINED, HOURS_RETAINED, policy_of
-        from airflow_hoodie.actions.compaction import MAX_DELTA_COMMITS, TRIGGER_STRATEGY
+        from airflow_hoodie.actions.clean import (
+            COMMITS_RETAINED,
+            HOURS_RETAINED,
+            policy_of,
+        )
+        from airflow_hoodie.actions.compaction import (
+            MAX_DELTA_COMMITS,
+            TRIGGER_STRATEGY,
+        )
 
         validate_archive_config(config)
         return cls(config.get_int(MIN_COMMITS), config.get_int(MAX_COMMITS), config.get_int(BATCH),
@@ -303,7 +317,10 @@ _ENTRY_FIELDS = {
 def archive_entry(instant_file: Instant, data: bytes, plan_for_compaction_inflight: bytes | None = None) -> dict[str, Any]:
     """One ``HoodieArchivedMetaEntry`` for one instant file (as Hudi's MetadataConversionUtils)."""
     from airflow_hoodie.actions.service_common import deserialize_plan
-    from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+    from airflow_hoodie.table.metadata.commit_metadata import (
+        CommitMetadata,
+        ReplaceCommitMetadata,
+    )
 
     rec: dict[str, Any] = {"commitTime": instant_file.timestamp, "actionType": instant_file.action,
                            "actionState": instant_file.state.name, "version": 1}
@@ -327,7 +344,10 @@ def _archive_dir(table: Any) -> str:
 
 def _archive_context(table: Any, tl: Any) -> ArchiveContext:
     from airflow_hoodie.actions.service_common import deserialize_plan
-    from airflow_hoodie.table.metadata_table.removal import METADATA_FOLDER, METADATA_PARTITIONS
+    from airflow_hoodie.table.metadata_table.removal import (
+        METADATA_FOLDER,
+        METADATA_PARTITIONS,
+    )
     from airflow_hoodie.table.storage.storage import Storage
     from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -350,9 +370,14 @@ def _archive_context(table: Any, tl: Any) -> ArchiveContext:
 
 def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: int) -> str:
     """Append entries (``batch`` records per Avro data block) to the archive log."""
-    from airflow_hoodie.table.metadata import avro_codec
-    from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock, encode_avro_records
+    from airflow_hoodie.table.log.log_block import (
+        BlockType,
+        HeaderKey,
+        LogBlock,
+        encode_avro_records,
+    )
     from airflow_hoodie.table.log.log_writer import LogWriter
+    from airflow_hoodie.table.metadata import avro_codec
 
     schema = avro_codec.schema_json("HoodieArchivedMetaEntry")
     folder = _archive_dir(table)

@@ -6,7 +6,6 @@ groups sized from the table's average record size.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -34,16 +33,12 @@ def average_record_size(table: Any, config: HoodieConfig) -> int:
     tl = table.timeline
     for inst in reversed(tl.completed_commits().instants):
         try:
-            meta = json.loads(tl.read_details(inst) or b"{}")
-        except (ValueError, HoodieError):
+            meta = tl.commit_metadata(inst)
+        except HoodieError:
             continue
-        total_bytes = total_recs = 0
-        for stats in (meta.get("partitionToWriteStats") or {}).values():
-            for st in stats:
-                p = st.get("path") or ""
-                if p.endswith(".parquet"):
-                    total_bytes += int(st.get("totalWriteBytes") or 0)
-                    total_recs += int(st.get("numWrites") or 0)
+        base_stats = [st for st in meta.write_stats if (st.path or "").endswith(".parquet")]
+        total_bytes = sum(int(st.total_write_bytes or 0) for st in base_stats)
+        total_recs = sum(int(st.num_writes or 0) for st in base_stats)
         if total_bytes > threshold and total_recs > 0:
             return int(math.ceil(total_bytes / total_recs))
     return estimate

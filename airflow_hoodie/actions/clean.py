@@ -18,10 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.service_common import (
-    action_instant, completed_commits, instant_minus_hours, is_completed, is_pending,
+    action_instant,
+    completed_commits,
+    instant_minus_hours,
+    is_completed,
+    is_pending,
 )
 from airflow_hoodie.actions.transaction.failed_writes import rollback_failed_writes
-from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+from airflow_hoodie.actions.transaction.service_transaction import (
+    transaction_manager_for,
+)
 from airflow_hoodie.actions.transaction.transaction_manager import LAZY
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
@@ -259,9 +265,8 @@ def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None
 
 def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[str, str]) -> tuple[str, str, bool]:
     """One delete (executor task): (partition, path, ok); a missing file counts as deleted."""
-    from airflow_hoodie.table.storage.storage import Storage
-
     from airflow_hoodie.actions.service_common import crash_point
+    from airflow_hoodie.table.storage.storage import Storage
 
     crash_point("clean.task")
     partition, uri = item

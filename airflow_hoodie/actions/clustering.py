@@ -288,11 +288,25 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
 
     from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
     from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
-    from airflow_hoodie.table.file_group.base_file_writer import FILE_NAME, with_meta_fields, write_base_file
-    from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token, new_file_id
-    from airflow_hoodie.table.file_group.file_slice_reader import SliceReadOptions, read_file_slice
+    from airflow_hoodie.table.file_group.base_file_writer import (
+        FILE_NAME,
+        with_meta_fields,
+        write_base_file,
+    )
+    from airflow_hoodie.table.file_group.file_naming import (
+        base_file_name,
+        make_write_token,
+        new_file_id,
+    )
+    from airflow_hoodie.table.file_group.file_slice_reader import (
+        SliceReadOptions,
+        read_file_slice,
+    )
     from airflow_hoodie.table.record_merger import merge_config_from_table
+    from airflow_hoodie.table.schema.avro_convert import (
+        avro_to_arrow_schema,
+        conform_table,
+    )
     from airflow_hoodie.table.storage.storage import Storage
 
     index, group = indexed
@@ -364,8 +378,10 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
     from airflow_hoodie.actions import service_common as sc
     from airflow_hoodie.actions.write_client import commit_metadata_json
     from airflow_hoodie.actions.write_identity import commit_extra_metadata
-    from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
     from airflow_hoodie.table.file_group import markers as mk
+    from airflow_hoodie.table.file_group.partition_metadata import (
+        write_partition_metadata,
+    )
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.reload_timeline()

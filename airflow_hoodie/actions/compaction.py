@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.service_common import MB, is_completed, seconds_between
-from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.actions.transaction.service_transaction import (
     complete_once,
     executing,
     execution_stage,
     transaction_manager_for,
 )
+from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -215,8 +215,8 @@ def schedule_compaction(
 def _schedule_compaction(
     table: Any, config: HoodieConfig, instant_time: str | None, force: bool
 ) -> CompactionSchedule:
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
     from airflow_hoodie.actions.service_common import serialize_plan
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     if not table.is_mor:
         return CompactionSchedule(None, None, "table is COPY_ON_WRITE; compaction applies to MERGE_ON_READ")
@@ -321,11 +321,25 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
 
     from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
     from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
-    from airflow_hoodie.table.file_group.base_file_writer import FILE_NAME, RECORD_KEY, with_meta_fields, write_base_file
-    from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
-    from airflow_hoodie.table.file_group.file_slice_reader import SliceReadOptions, read_file_slice
+    from airflow_hoodie.table.file_group.base_file_writer import (
+        FILE_NAME,
+        RECORD_KEY,
+        with_meta_fields,
+        write_base_file,
+    )
+    from airflow_hoodie.table.file_group.file_naming import (
+        base_file_name,
+        make_write_token,
+    )
+    from airflow_hoodie.table.file_group.file_slice_reader import (
+        SliceReadOptions,
+        read_file_slice,
+    )
     from airflow_hoodie.table.record_merger import merge_config_from_table
+    from airflow_hoodie.table.schema.avro_convert import (
+        avro_to_arrow_schema,
+        conform_table,
+    )
     from airflow_hoodie.table.storage.storage import Storage
 
     index, op = indexed_op

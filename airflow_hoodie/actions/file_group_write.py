@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 
 from airflow_hoodie.actions.schema_evolution import align_to_schema
 from airflow_hoodie.actions.write_config import PRECOMBINE_FIELD
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.actions.write_records import (
     DELETE_OPS,
     OP_COL,
     with_auto_record_keys,
 )
+from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     FILE_NAME,
@@ -36,7 +36,12 @@ from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
     make_write_token,
 )
-from airflow_hoodie.table.log.log_writer import LOG_BLOCK_MAX_SIZE, LOG_FILE_MAX_SIZE, latest_log_file
+from airflow_hoodie.table.log.log_writer import (
+    LOG_BLOCK_MAX_SIZE,
+    LOG_FILE_MAX_SIZE,
+    latest_log_file,
+)
+from airflow_hoodie.table.metadata.commit_metadata import WriteStat
 from airflow_hoodie.table.storage.storage import Storage
 
 
@@ -90,18 +95,11 @@ def _task_attempt() -> tuple[int, int]:
     return 0, 0
 
 
-def write_stat(**kw: Any) -> dict[str, Any]:
-    """A HoodieWriteStat as Hudi's JSON has it (field order as Jackson writes it)."""
-    stat: dict[str, Any] = {
-        "fileId": "", "path": None, "cdcStats": None, "prevCommit": "null", "numWrites": 0,
-        "numDeletes": 0, "numUpdateWrites": 0, "numInserts": 0, "totalWriteBytes": 0,
-        "totalWriteErrors": 0, "tempPath": None, "partitionPath": None, "totalLogRecords": 0,
-        "totalLogFilesCompacted": 0, "totalLogSizeCompacted": 0, "totalUpdatedRecordsCompacted": 0,
-        "totalLogBlocks": 0, "totalCorruptLogBlock": 0, "totalRollbackBlocks": 0, "fileSizeInBytes": 0,
-        "minEventTime": None, "maxEventTime": None, "runtimeStats": None,
-    }
-    stat.update(kw)
-    return stat
+def write_stat(**json_fields: Any) -> dict[str, Any]:
+    """A HoodieWriteStat as Hudi's JSON has it, made by the commit-metadata model. Stats
+    travel from executors to the driver as these dicts (JSON on the Spark path); the
+    driver turns them back into the model for the commit."""
+    return WriteStat.new(**json_fields).to_dict()
 
 
 def merge_cow(

@@ -13,9 +13,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_hoodie.actions.service_common import deserialize_plan, find_instant, serialize_plan
+from airflow_hoodie.actions.service_common import (
+    deserialize_plan,
+    find_instant,
+    serialize_plan,
+)
 from airflow_hoodie.actions.transaction.failed_writes import live_writes
-from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+from airflow_hoodie.actions.transaction.service_transaction import (
+    transaction_manager_for,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State

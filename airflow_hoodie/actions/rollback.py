@@ -15,7 +15,11 @@ import time
 from typing import Any, Mapping
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieError, HoodieTimelineError
+from airflow_hoodie.errors import (
+    HoodieConcurrentWriterError,
+    HoodieError,
+    HoodieTimelineError,
+)
 from airflow_hoodie.table.file_group import markers as mk
 
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction")
@@ -103,9 +107,9 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
     ``pending_only`` (failed writes): a target found completed is refused with
     :class:`HoodieTimelineError`, however it was judged before: its writer finished after all.
     """
+    from airflow_hoodie.table.metadata import avro_codec
     from airflow_hoodie.table.timeline.instant import Instant, State
     from airflow_hoodie.table.timeline.timeline import TimelineWriter
-    from airflow_hoodie.table.metadata import avro_codec
 
     tl = table.timeline.reload() if hasattr(table.timeline, "reload") else table.timeline
     inst = tl.get(target)
@@ -175,7 +179,11 @@ def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: 
     """A rollback command block in a new log file (the next version) of each file slice the
     failed write appended to, as Hudi 0.14 does: an existing log file is never rewritten,
     since a reader may be reading it (and object stores cannot append)."""
-    from airflow_hoodie.table.file_group.file_naming import log_file_name, make_write_token, parse_log_file_name
+    from airflow_hoodie.table.file_group.file_naming import (
+        log_file_name,
+        make_write_token,
+        parse_log_file_name,
+    )
     from airflow_hoodie.table.log import log_block as lb
     from airflow_hoodie.table.log.log_block import serialize_block
     from airflow_hoodie.table.log.log_writer import latest_log_file
@@ -206,7 +214,9 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
     """Entry for the rollback job: the given instant, or the latest write instant. Decided
     and done under the table lock; a pending write whose heartbeat is live is refused (it
     belongs to a running task)."""
-    from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+    from airflow_hoodie.actions.transaction.service_transaction import (
+        transaction_manager_for,
+    )
 
     table.prepare_for_change()
     tm = transaction_manager_for(table, config)

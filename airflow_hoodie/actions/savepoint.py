@@ -12,7 +12,9 @@ import time
 from typing import Any
 
 from airflow_hoodie.actions.service_common import serialize_plan
-from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+from airflow_hoodie.actions.transaction.service_transaction import (
+    transaction_manager_for,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State

@@ -11,7 +11,12 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Iterable
 
-from airflow_hoodie.table.timeline.instant import Action, Instant, State, parse_instant_time
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    parse_instant_time,
+)
 
 MB = 1024 * 1024
 
@@ -106,7 +111,10 @@ def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable
     relative paths deleted.
     """
     from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.file_group.file_naming import parse_base_file_name, parse_log_file_name
+    from airflow_hoodie.table.file_group.file_naming import (
+        parse_base_file_name,
+        parse_log_file_name,
+    )
 
     storage, base = table.storage, table.base_path
     deleted: list[str] = []

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
-from airflow_hoodie.actions.file_group_write import write_stat
 from airflow_hoodie.actions.file_group_write import FileGroupTask
 from airflow_hoodie.actions.transaction.conflict_resolution import (
     TimelineSnapshot,
@@ -43,12 +42,17 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieConfigError,
-    HoodieError,
     HoodieIOError,
     HoodieWriteConflictError,
 )
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+    WriteStat,
+)
+from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.supported_features import check_merge_supported
 from airflow_hoodie.table.timeline.instant import is_utc_timeline
@@ -60,39 +64,33 @@ def commit_metadata_json(
     schema_json: str | None,
     replaced: Mapping[str, list[str]] | None = None,
     extra: Mapping[str, str] | None = None,
+    compacted: bool = False,
 ) -> bytes:
     """HoodieCommitMetadata / HoodieReplaceCommitMetadata JSON, as Hudi's Jackson writes it."""
-    by_part: dict[str, list] = {}
-    for st in stats:
-        by_part.setdefault(st.get("partitionPath") or "", []).append(dict(st))
     extra_md = dict(extra or {})
     if schema_json is not None:
         extra_md["schema"] = schema_json
-    doc: dict[str, Any] = {"partitionToWriteStats": by_part, "compacted": False,
-                           "extraMetadata": extra_md, "operationType": OPERATION_TYPE.get(operation, operation)}
-    if replaced is not None:
-        doc["partitionToReplaceFileIds"] = {k: list(v) for k, v in replaced.items()}
-    return json.dumps(doc, indent=2).encode()
+    meta = CommitMetadata() if replaced is None else ReplaceCommitMetadata(
+        partition_to_replace_file_ids={k: list(v) for k, v in replaced.items()})
+    for st in stats:
+        meta.add_write_stat(st.get("partitionPath") or "", WriteStat.from_dict(st))
+    meta.compacted = compacted
+    meta.extra_metadata = extra_md
+    meta.operation_type = OPERATION_TYPE.get(operation, operation)
+    return meta.to_json(java_map_order=True)
 
 
 def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str,
                           extra: Mapping[str, str] | None = None) -> bytes:
-    """What Hudi puts in the inflight file: one stat per bucket with expected counts."""
-    stats = []
+    """What Hudi puts in the inflight file: one stat per bucket with expected counts (the
+    stats' own partitionPath stays null, as Hudi's WorkloadProfile leaves it)."""
+    meta = CommitMetadata(extra_metadata=dict(extra or {}), operation_type=OPERATION_TYPE.get(operation, operation))
     for t in tasks:
-        stats.append(write_stat(
-            fileId=t.file_id if t.kind == "UPDATE" else "", prevCommit=t.prev_commit if t.kind == "UPDATE" else "null",
-            numUpdateWrites=t.expected_records if t.kind == "UPDATE" else 0,
-            numInserts=t.expected_records if t.kind == "INSERT" else 0,
-            partitionPath=t.partition_path,
-        ))
-    by_part: dict[str, list] = {}
-    for st in stats:
-        part = st.pop("partitionPath")
-        st["partitionPath"] = None
-        by_part.setdefault(part, []).append(st)
-    return json.dumps({"partitionToWriteStats": by_part, "compacted": False, "extraMetadata": dict(extra or {}),
-                       "operationType": OPERATION_TYPE.get(operation, operation)}, indent=2).encode()
+        update = t.kind == "UPDATE"
+        meta.add_write_stat(t.partition_path, WriteStat.new(
+            fileId=t.file_id if update else "", prevCommit=t.prev_commit if update else "null",
+            numUpdateWrites=t.expected_records if update else 0, numInserts=0 if update else t.expected_records))
+    return meta.to_json(java_map_order=True)
 
 
 @dataclass
@@ -211,20 +209,10 @@ class WriteClient:
 
     # ------------------------------------------------------------ schema
     def table_avro_schema(self) -> dict[str, Any] | None:
-        """Schema of the latest completed write (extraMetadata.schema), else hoodie.table.create.schema."""
+        """The table's current schema (None before the table exists)."""
         if self.table is None:
             return None
-        tl = self.table.timeline
-        for inst in reversed(tl.completed_commits().instants):
-            try:
-                meta = json.loads(tl.read_details(inst) or b"{}")
-            except (ValueError, HoodieError):
-                continue
-            sch = (meta.get("extraMetadata") or {}).get("schema")
-            if sch:
-                return json.loads(sch)
-        raw = self.table.config.get("hoodie.table.create.schema") if hasattr(self.table.config, "get") else None
-        return json.loads(raw) if raw else None
+        return latest_avro_schema(self.table.timeline, self.table.config.get(CREATE_SCHEMA))
 
     # ------------------------------------------------------------ timeline
     def rollback_failed_writes(self) -> list[str]:

@@ -10,7 +10,10 @@ from typing import Iterable
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieWriteConflictError
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+)
 from airflow_hoodie.table.timeline.instant import Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 

@@ -21,20 +21,33 @@ nothing of :class:`HoodieTable`, so the table can build it without an import cir
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
-from airflow_hoodie.table.file_group.file_group import BaseFile, FileGroup, FileSlice, LogFile, build_file_groups
+from airflow_hoodie.table.file_group.file_group import (
+    BaseFile,
+    FileGroup,
+    FileSlice,
+    LogFile,
+    build_file_groups,
+)
 from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
-from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready, load_files_listing
+from airflow_hoodie.table.metadata_table.files_listing import (
+    files_partition_ready,
+    load_files_listing,
+)
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import FileStatus, Storage
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    normalize_instant_time,
+)
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_metadata
-from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
 from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
 
 
@@ -315,14 +328,8 @@ class FileSystemView:
     # ------------------------------------------------------------- replacements
     def _replace_file_ids(self, ts: str) -> dict[str, list[str]]:
         if ts not in self._replace_cache:
-            data = self.timeline.read_details(Instant(ts, Action.REPLACE_COMMIT, State.COMPLETED))
-            try:
-                meta = json.loads(data.decode("utf-8")) if data.strip() else {}
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise HoodieCorruptedDataError(
-                    f"Replacecommit {ts} metadata is not valid JSON: {exc}. The instant file is corrupt."
-                ) from exc
-            self._replace_cache[ts] = dict(meta.get("partitionToReplaceFileIds") or {})
+            meta = self.timeline.commit_metadata(Instant(ts, Action.REPLACE_COMMIT, State.COMPLETED))
+            self._replace_cache[ts] = dict(getattr(meta, "partition_to_replace_file_ids", {}))
         return self._replace_cache[ts]
 
     def replaced_file_groups(self, as_of: str | None = None) -> set[tuple[str, str]]:

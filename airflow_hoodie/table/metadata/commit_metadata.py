@@ -231,6 +231,18 @@ class WriteStat:
         )
 
     @classmethod
+    def new(cls, **json_fields: Any) -> "WriteStat":
+        """A stat we create, named by Hudi's JSON fields; a delta stat (MOR log append) when
+        one of HoodieDeltaWriteStat's own fields is given."""
+        unknown = sorted(set(json_fields) - set(_JSON_TO_ATTR))
+        if unknown:
+            raise ValueError(f"{unknown} are not HoodieWriteStat fields")
+        kwargs = {_JSON_TO_ATTR[k]: v for k, v in json_fields.items()}
+        if any(k in _DELTA_KEYS for k in json_fields):
+            return cls.delta(**kwargs)
+        return cls(**kwargs)
+
+    @classmethod
     def delta(cls, **kwargs: Any) -> "WriteStat":
         """A new HoodieDeltaWriteStat with Hudi's defaults (empty log file list, no column stats)."""
         kwargs.setdefault("log_files", [])

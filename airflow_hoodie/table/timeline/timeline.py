@@ -15,12 +15,25 @@ for the same instant cannot both win.
 
 from __future__ import annotations
 
+import io
 import posixpath
 from typing import Iterable, Iterator, Sequence
 
+import fastavro
+
 from airflow_hoodie.errors import HoodieTimelineError
-from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+    parse_commit_metadata,
+)
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    normalize_instant_time,
+)
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 
 METAFOLDER = ".hoodie"
@@ -51,12 +64,6 @@ def as_json_metadata(inst: Instant, data: bytes) -> bytes:
     kind = _AVRO_METADATA.get(inst.action)
     if kind is None or not data.startswith(_AVRO_CONTAINER) or inst.state != State.COMPLETED:
         return data
-    import io
-
-    import fastavro
-
-    from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-
     records = list(fastavro.reader(io.BytesIO(data)))
     if len(records) != 1:
         raise HoodieTimelineError(f"{inst.file_name}: expected one Avro metadata record, found {len(records)}")
@@ -385,6 +392,12 @@ class Timeline:
                 "the instant may have been archived or rolled back. Reload the timeline."
             )
         return as_json_metadata(inst, self.storage.read_bytes(path))
+
+    def commit_metadata(self, instant: Instant | str) -> CommitMetadata:
+        """The parsed commit metadata of a completed write (the one model every reader uses;
+        a replacecommit gives :class:`ReplaceCommitMetadata`)."""
+        inst = self._resolve(instant, None)
+        return parse_commit_metadata(self.read_details(inst), action_family(str(inst.action)))
 
     def read_plan(self, instant: Instant | str) -> bytes:
         """The ``.requested`` file of an instant (plans live there)."""
