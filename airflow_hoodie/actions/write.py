@@ -104,6 +104,37 @@ def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[E
     return pa.concat_tables(tables) if tables else KEYS_SCHEMA.empty_table()
 
 
+def index_scope(client: WriteClient, operation: str, global_index: bool, batch_partitions: Sequence[str]
+                ) -> list[ExistingFile]:
+    """The file groups a write looks at: every one for a global index's upsert or delete
+    (a key may live in any partition), else those of the batch's partitions."""
+    if client.table is None:
+        return []
+    if operation in ("upsert", "delete") and global_index:
+        return existing_files(client.table)
+    return existing_files(client.table, batch_partitions)
+
+
+def update_partition_path(config: HoodieConfig, index_type: str) -> bool:
+    """Whether a global index moves a record whose partition changed (delete + insert)."""
+    return config.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
+                           else "hoodie.simple.index.update.partition.path")
+
+
+def replaced_file_groups(client: WriteClient, operation: str, files: list[ExistingFile]
+                         ) -> tuple[dict[str, list[str]] | None, list[ExistingFile]]:
+    """What an insert_overwrite replaces (the batch's partitions, or the whole table), and
+    the files left for bucketing (none: an overwrite never appends to a replaced group)."""
+    if operation not in ("insert_overwrite", "insert_overwrite_table"):
+        return None, files
+    scope = existing_files(client.table) if (client.table is not None and operation == "insert_overwrite_table") \
+        else files
+    replaced: dict[str, list[str]] = {}
+    for f in scope:
+        replaced.setdefault(f.partition_path, []).append(f.file_id)
+    return replaced, []
+
+
 def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: HoodieConfig,
                executor: Any) -> WritePlan:
     """Tag, bucket and route one prepared batch (pure Arrow; the Spark path has its own)."""
@@ -120,20 +151,12 @@ def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: 
     if dedupe_enabled(config, operation):
         batch = dedupe(batch, config.get(PRECOMBINE_FIELD), glob)
     is_mor = client.is_mor
-    files: list[ExistingFile] = []
-    replaced: dict[str, list[str]] | None = None
     batch_parts = sorted(set(batch.column(PARTITION_PATH).to_pylist())) if batch.num_rows else []
-    if client.table is not None:
-        if operation in ("upsert", "delete") and glob:
-            files = existing_files(client.table)
-        else:
-            files = existing_files(client.table, batch_parts)
+    files = index_scope(client, operation, glob, batch_parts)
     if operation in ("upsert", "delete") and client.table is not None:
         existing = lookup_existing_keys(client, batch, files, index_type, executor,
                                         config.get_bool("hoodie.bloom.index.prune.by.ranges"))
-        upd_flag = config.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
-                                   else "hoodie.simple.index.update.partition.path")
-        batch = tag_records(batch, existing, index_type, upd_flag)
+        batch = tag_records(batch, existing, index_type, update_partition_path(config, index_type))
     else:
         batch = batch.append_column(LOC_PART, pa.nulls(batch.num_rows, pa.string())) \
                      .append_column(LOC_FILE, pa.nulls(batch.num_rows, pa.string()))
@@ -143,12 +166,7 @@ def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: 
     useless = pc.and_(pc.invert(found), pc.is_in(ops, value_set=DELETE_OPS))
     batch = batch.filter(pc.invert(useless))
     found = pc.is_valid(batch.column(LOC_FILE))
-    if operation in ("insert_overwrite", "insert_overwrite_table"):
-        scope = existing_files(client.table) if (client.table is not None and operation == "insert_overwrite_table") else files
-        replaced = {}
-        for f in scope:
-            replaced.setdefault(f.partition_path, []).append(f.file_id)
-        files = []
+    replaced, files = replaced_file_groups(client, operation, files)
     upd = batch.filter(found)
     ins = batch.filter(pc.invert(found))
     update_counts: dict[tuple[str, str], int] = {}

@@ -18,7 +18,6 @@ import pyarrow as pa
 from airflow_hoodie.actions.bucketing import (
     assign_buckets,
     average_record_size,
-    existing_files,
 )
 from airflow_hoodie.actions.file_group_write import (
     FileGroupTask,
@@ -29,6 +28,7 @@ from airflow_hoodie.actions.index import (
     KEYS_SCHEMA,
     LOC_FILE,
     LOC_PART,
+    file_footer,
     is_global,
     validate_index_type,
 )
@@ -36,8 +36,11 @@ from airflow_hoodie.actions.write import (
     _maybe_callback,
     begin_write,
     file_refs,
+    index_scope,
     make_context,
+    replaced_file_groups,
     summarize,
+    update_partition_path,
 )
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
@@ -53,6 +56,8 @@ from airflow_hoodie.errors import (
     HoodieKeyError,
     HoodieSchemaError,
 )
+from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
+from airflow_hoodie.spark.executor import SparkExecutor
 from airflow_hoodie.spark.progress import Phase, progress
 from airflow_hoodie.table.file_group.base_file_writer import (
     META_COLUMNS,
@@ -180,6 +185,128 @@ def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
             .filter("__rn = 1").drop("__rn"))
 
 
+def _prepared(df: Any, in_schema: pa.Schema, cfg: HoodieConfig, operation: str, global_keys: bool
+              ) -> tuple[Any, list[str]]:
+    """Keyed and deduped records (persisted: indexing, counting and writing read them) and
+    the partitions they touch (Hudi collects these too, to list only those partitions)."""
+    prepared = keyed_dataframe(df, in_schema, key_generator_props(cfg), operation)
+    if dedupe_enabled(cfg, operation):
+        prepared = deduplicated(prepared, cfg, global_keys)
+    try:
+        prepared = prepared.persist()
+        return prepared, [r[0] for r in prepared.select(PARTITION_PATH).distinct().collect()]
+    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+        raise _translate(exc) from exc
+
+
+def _candidate_refs(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
+                    files: list[ExistingFile]) -> list:
+    """The files whose keys the index reads: all of them, or those a bloom filter hits."""
+    refs = file_refs(client, files)
+    if index_type not in ("BLOOM", "GLOBAL_BLOOM"):
+        return refs
+    footers = SparkExecutor(spark).map(file_footer, refs)
+    prune = cfg.get_bool("hoodie.bloom.index.prune.by.ranges")
+    hits = (prepared.select(RECORD_KEY, PARTITION_PATH)
+            .mapInArrow(partial(_bloom_candidates, footers, index_type, prune), "i int")
+            .distinct().collect())
+    return [refs[r[0]] for r in hits]
+
+
+def _tagged(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
+            files: list[ExistingFile]) -> Any:
+    """Records with the location (partition, file group) of their existing key, by a join
+    against the keys of the candidate files; a global index may move a record."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    refs = _candidate_refs(spark, prepared, client, cfg, index_type, files)
+    existing = _existing_keys_df(spark, refs) if refs else spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
+    if not is_global(index_type):
+        ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias("__p"),
+                             F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
+        return prepared.join(ex, (prepared[RECORD_KEY] == ex["__k"]) & (prepared[PARTITION_PATH] == ex["__p"]),
+                             "left").drop("__k", "__p")
+    existing = existing.groupBy("key").agg(F.min("partition").alias("partition"), F.min("file_id").alias("file_id"))
+    ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
+    tagged = prepared.join(ex, prepared[RECORD_KEY] == ex["__k"], "left").drop("__k")
+    moved = F.col(LOC_PART).isNotNull() & (F.col(LOC_PART) != F.col(PARTITION_PATH))
+    if not update_partition_path(cfg, index_type):
+        return tagged.withColumn(PARTITION_PATH, F.coalesce(F.col(LOC_PART), F.col(PARTITION_PATH)))
+    stay = tagged.filter(~moved)
+    dels = tagged.filter(moved).withColumn(OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
+    new = (tagged.filter(moved & (F.col(OP_COL) == "U"))
+           .withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string")))
+    return stay.unionByName(dels).unionByName(new)
+
+
+def _bucket_counts(tagged: Any) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    """Updates per (located partition, file group) and inserts per partition, in one job."""
+    from pyspark.sql import functions as F
+
+    is_ins = F.col(LOC_FILE).isNull()
+    try:
+        counts = (tagged.groupBy(F.when(is_ins, F.col(PARTITION_PATH)).alias("__ip"),
+                                 F.when(~is_ins, F.col(LOC_PART)).alias("__up"), F.col(LOC_FILE))
+                  .count().collect())
+    except Exception as exc:  # noqa: BLE001
+        raise _translate(exc) from exc
+    upd_counts: dict[tuple[str, str], int] = {}
+    ins_counts: dict[str, int] = {}
+    for ip, up, fid, n in counts:
+        if fid is None:
+            ins_counts[ip] = ins_counts.get(ip, 0) + n
+        else:
+            upd_counts[(up, fid)] = upd_counts.get((up, fid), 0) + n
+    return upd_counts, ins_counts
+
+
+def _routed(spark: Any, tagged: Any, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]]
+            ) -> Any | None:
+    """Records with their bucket: updates by their group, inserts by hash position into
+    their partition's insert buckets (small broadcast tables built on the driver)."""
+    from pyspark.sql import functions as F
+
+    upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
+    ranges = []
+    for part, plan in insert_plan.items():
+        total = sum(c for _, c in plan)
+        lo = 0
+        for b, c in plan:
+            ranges.append((part, lo, lo + c, b, total))
+            lo += c
+    pieces = []
+    if upd_map:
+        m = _driver_table(spark, upd_map, pa.schema([("__p", pa.string()), ("__f", pa.string()), ("__b", pa.int32())]))
+        pieces.append(tagged.filter(F.col(LOC_FILE).isNotNull())
+                      .join(F.broadcast(m), (F.col(LOC_PART) == F.col("__p")) & (F.col(LOC_FILE) == F.col("__f")))
+                      .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
+    if ranges:
+        r = _driver_table(spark, ranges, pa.schema([("__p", pa.string()), ("__lo", pa.int64()), ("__hi", pa.int64()),
+                                                    ("__b", pa.int32()), ("__t", pa.int64())]))
+        ins = tagged.filter(F.col(LOC_FILE).isNull())
+        ins = ins.join(F.broadcast(r), ins[PARTITION_PATH] == F.col("__p"))
+        pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
+                                           F.monotonically_increasing_id().cast("string"))), F.col("__t"))
+        pieces.append(ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
+                      .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
+    if not pieces:
+        return None
+    return pieces[0] if len(pieces) == 1 else pieces[0].unionByName(pieces[1])
+
+
+def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], data_columns: list[str]
+                   ) -> list[dict[str, Any]]:
+    """One task per bucket writes its file group; the write stats come back."""
+    keep = [RECORD_KEY, PARTITION_PATH, OP_COL, BUCKET_COL] + list(data_columns)
+    try:
+        rows = (routed.groupBy(BUCKET_COL)
+                .applyInArrow(_group_writer(ctx, {t.bucket: t for t in tasks}, keep), "stat string").collect())
+    except Exception as exc:  # noqa: BLE001
+        raise _translate(exc) from exc
+    return [json.loads(r[0]) for r in rows]
+
+
 def upsert_dataframe(
     spark: Any,
     df: Any,
@@ -191,153 +318,46 @@ def upsert_dataframe(
 ) -> WriteResult:
     """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals."""
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    from airflow_hoodie.spark.executor import SparkExecutor
 
     client = WriteClient(base_uri, config, storage_options, table_name)
-    meta = [c for c in df.columns if c in META_COLUMNS]
-    if meta:
-        df = df.drop(*meta)
+    df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
     in_schema = _arrow_schema(df)
     cfg, avro, rolled = begin_write(client, in_schema, operation)
     if operation == "bulk_insert":
-        from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
-
         return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
     index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
-    glob = is_global(index_type)
-    props = key_generator_props(cfg)
-    prepared = keyed_dataframe(df, in_schema, props, operation)
-    if dedupe_enabled(cfg, operation):
-        prepared = deduplicated(prepared, cfg, glob)
-    try:
-        prepared = prepared.persist()
-        batch_parts = [r[0] for r in prepared.select(PARTITION_PATH).distinct().collect()]
-    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
-        raise _translate(exc) from exc
-
+    prepared, batch_parts = _prepared(df, in_schema, cfg, operation, is_global(index_type))
     phase = Phase()
-    instant = client.new_instant_time()
     action = client.commit_action(operation)
-    instant = client.start(instant, action, operation)
+    instant = client.start(client.new_instant_time(), action, operation)
     with client.aborting_on_failure(instant):
-        files: list[ExistingFile] = []
-        if operation in ("upsert", "delete") and glob:
-            files = existing_files(client.table)
-        else:
-            files = existing_files(client.table, batch_parts)
+        files = index_scope(client, operation, is_global(index_type), batch_parts)
         if operation in ("upsert", "delete") and files:
-            refs = file_refs(client, files)
-            if index_type in ("BLOOM", "GLOBAL_BLOOM"):
-                footers = SparkExecutor(spark).map(__import__("airflow_hoodie.actions.index", fromlist=["x"]).file_footer, refs)
-                hits = (prepared.select(RECORD_KEY, PARTITION_PATH)
-                        .mapInArrow(partial(_bloom_candidates, footers, index_type,
-                                            cfg.get_bool("hoodie.bloom.index.prune.by.ranges")), "i int")
-                        .distinct().collect())
-                refs = [refs[r[0]] for r in hits]
-            existing = _existing_keys_df(spark, refs) if refs else spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
-            if glob:
-                existing = existing.groupBy("key").agg(F.min("partition").alias("partition"), F.min("file_id").alias("file_id"))
-                ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
-                tagged = prepared.join(ex, prepared[RECORD_KEY] == ex["__k"], "left").drop("__k")
-                upd_flag = cfg.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
-                                        else "hoodie.simple.index.update.partition.path")
-                moved = F.col(LOC_PART).isNotNull() & (F.col(LOC_PART) != F.col(PARTITION_PATH))
-                if upd_flag:
-                    stay = tagged.filter(~moved)
-                    dels = tagged.filter(moved).withColumn(OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
-                    new = (tagged.filter(moved & (F.col(OP_COL) == "U"))
-                           .withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string")))
-                    tagged = stay.unionByName(dels).unionByName(new)
-                else:
-                    tagged = tagged.withColumn(PARTITION_PATH, F.coalesce(F.col(LOC_PART), F.col(PARTITION_PATH)))
-            else:
-                ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias("__p"),
-                                     F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
-                tagged = prepared.join(ex, (prepared[RECORD_KEY] == ex["__k"]) & (prepared[PARTITION_PATH] == ex["__p"]),
-                                       "left").drop("__k", "__p")
+            tagged = _tagged(spark, prepared, client, cfg, index_type, files)
         else:
             tagged = prepared.withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string"))
-        tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(OP_COL).isin("D", "S")))
-        replaced = None
-        if operation in ("insert_overwrite", "insert_overwrite_table"):
-            scope = existing_files(client.table) if operation == "insert_overwrite_table" else files
-            replaced = {}
-            for f in scope:
-                replaced.setdefault(f.partition_path, []).append(f.file_id)
-            files = []
-        tagged = tagged.persist()
-        try:
-            # one job for both: updates count per (located partition, file group), inserts per partition
-            is_ins = F.col(LOC_FILE).isNull()
-            counts = (tagged.groupBy(F.when(is_ins, F.col(PARTITION_PATH)).alias("__ip"),
-                                     F.when(~is_ins, F.col(LOC_PART)).alias("__up"), F.col(LOC_FILE))
-                      .count().collect())
-            upd_counts: dict[tuple[str, str], int] = {}
-            ins_counts: dict[str, int] = {}
-            for ip, up, fid, n in counts:
-                if fid is None:
-                    ins_counts[ip] = ins_counts.get(ip, 0) + n
-                else:
-                    upd_counts[(up, fid)] = upd_counts.get((up, fid), 0) + n
-        except Exception as exc:  # noqa: BLE001
-            raise _translate(exc) from exc
+        # deletes of unknown keys and soft deletes of new keys write nothing
+        tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(OP_COL).isin("D", "S"))).persist()
+        replaced, files = replaced_file_groups(client, operation, files)
+        upd_counts, ins_counts = _bucket_counts(tagged)
         n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
         progress(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
                  f"{n_upd:,} to existing file groups, {n_ins:,} new")
-        avg = average_record_size(client.table, cfg)
-        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, cfg, avg, client.is_mor,
-                                              use_small_files=operation != "bulk_insert")
+        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, cfg, average_record_size(client.table, cfg),
+                                            client.is_mor, use_small_files=True)
         client.inflight(instant, action, tasks, operation)
         progress(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
                  f"for {action} {instant}")
-        # route: updates by their group, inserts by hash position into the partition's insert buckets
-        upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
-        ranges = []
-        for part, plan in insert_plan.items():
-            total = sum(c for _, c in plan)
-            lo = 0
-            for b, c in plan:
-                ranges.append((part, lo, lo + c, b, total))
-                lo += c
-        routed_upd = None
-        if upd_map:
-            m = _driver_table(spark, upd_map, pa.schema([("__p", pa.string()), ("__f", pa.string()),
-                                                         ("__b", pa.int32())]))
-            routed_upd = (tagged.filter(F.col(LOC_FILE).isNotNull())
-                          .join(F.broadcast(m), (F.col(LOC_PART) == F.col("__p")) & (F.col(LOC_FILE) == F.col("__f")))
-                          .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
-        routed_ins = None
-        if ranges:
-            r = _driver_table(spark, ranges, pa.schema([("__p", pa.string()), ("__lo", pa.int64()), ("__hi", pa.int64()),
-                                                        ("__b", pa.int32()), ("__t", pa.int64())]))
-            ins = tagged.filter(F.col(LOC_FILE).isNull())
-            ins = ins.join(F.broadcast(r), ins[PARTITION_PATH] == F.col("__p"))
-            pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
-                                               F.monotonically_increasing_id().cast("string"))), F.col("__t"))
-            routed_ins = (ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
-                          .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
-        parts = [p for p in (routed_upd, routed_ins) if p is not None]
-        stats: list[dict[str, Any]] = []
-        if parts:
-            routed = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-            ctx = make_context(client, cfg, instant, operation, avro)
-            keep = [RECORD_KEY, PARTITION_PATH, OP_COL, BUCKET_COL] + [c for c in df.columns]
-            by_bucket = {t.bucket: t for t in tasks}
-            try:
-                rows = (routed.groupBy(BUCKET_COL)
-                        .applyInArrow(_group_writer(ctx, by_bucket, keep), "stat string").collect())
-            except Exception as exc:  # noqa: BLE001
-                raise _translate(exc) from exc
-            stats = [json.loads(r[0]) for r in rows]
+        routed = _routed(spark, tagged, tasks, insert_plan)
+        ctx = make_context(client, cfg, instant, operation, avro)
+        stats = _write_buckets(routed, ctx, tasks, df.columns) if routed is not None else []
         client.commit(instant, action, operation, stats, avro, replaced)
     phase.done(f"committed {action} {instant}")
     prepared.unpersist()
     tagged.unpersist()
     result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
-                           unknown_keys=config.unknown_keys(),
-                           replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
+                         unknown_keys=config.unknown_keys(),
+                         replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
     summarize(result, stats)
     _maybe_callback(client, cfg, result)
     return result
