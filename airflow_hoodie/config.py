@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping, TypeVar
 
 from airflow_hoodie.errors import HoodieConfigError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -186,27 +188,22 @@ class HoodieConfig:
             raise HoodieConfigError(f"Setting {key!r} is required; pass it with --hoodie-conf {key}=...")
         return value
 
-    def get_int(self, key: str, fallback: int | None = None) -> int:
+    def _typed(self, key: str, fallback: T | None, parse: Callable[[str], T], what: str) -> T:
         raw = self.get(key)
         if raw is None:
             if fallback is None:
-                raise HoodieConfigError(f"Setting {key!r} is required (an integer).")
+                raise HoodieConfigError(f"Setting {key!r} is required ({what}).")
             return fallback
         try:
-            return int(raw)
+            return parse(raw)
         except ValueError:
-            raise HoodieConfigError(f"Setting {key}={raw!r} must be an integer.") from None
+            raise HoodieConfigError(f"Setting {key}={raw!r} must be {what}.") from None
+
+    def get_int(self, key: str, fallback: int | None = None) -> int:
+        return self._typed(key, fallback, int, "an integer")
 
     def get_float(self, key: str, fallback: float | None = None) -> float:
-        raw = self.get(key)
-        if raw is None:
-            if fallback is None:
-                raise HoodieConfigError(f"Setting {key!r} is required (a number).")
-            return fallback
-        try:
-            return float(raw)
-        except ValueError:
-            raise HoodieConfigError(f"Setting {key}={raw!r} must be a number.") from None
+        return self._typed(key, fallback, float, "a number")
 
     def get_bool(self, key: str, fallback: bool | None = None) -> bool:
         raw = self.get(key)
