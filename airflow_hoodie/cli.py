@@ -26,6 +26,12 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from airflow_hoodie.errors import HoodieError
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.log.log_reader import describe_log_file
+from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.read import _normalize_ts, read_table
+from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.instant import Instant, State
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -100,7 +106,6 @@ def _storage_options(pairs: Sequence[str] | None) -> dict[str, str]:
 
 
 def _load_table(path: str, args: argparse.Namespace) -> Any:
-    from airflow_hoodie.table.hoodie_table import HoodieTable
 
     table = HoodieTable.load(path, storage_options=_storage_options(getattr(args, "storage_option", None)) or None)
     table.use_metadata_table = True  # the CLI only reads: list as Hudi's readers do
@@ -176,7 +181,6 @@ def slice_rows(table: Any, as_of: str | None = None, partition: str | None = Non
 
 def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
     table = _load_table(args.path, args)
-    from airflow_hoodie.table.read import _normalize_ts
 
     rows = slice_rows(table, _normalize_ts(args.as_of), args.partition)
     if args.json:
@@ -189,8 +193,6 @@ def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
 
 # --------------------------------------------------------------------------------- log
 def cmd_log(args: argparse.Namespace, out: TextIO) -> int:
-    from airflow_hoodie.table.log.log_reader import describe_log_file
-    from airflow_hoodie.table.storage.storage import Storage
 
     storage, path = Storage.for_uri(args.file, _storage_options(args.storage_option) or None)
     if not storage.exists(path):
@@ -236,7 +238,6 @@ def instant_details(table: Any, instant: str, state: str | None = None) -> dict[
     state's file is shown, falling back to the requested file (where plans live) when the
     latest one is empty.
     """
-    from airflow_hoodie.table.timeline.instant import Instant, State
 
     timeline = table.timeline
     parsed = Instant.parse(instant) if not instant.isdigit() else None
@@ -298,13 +299,14 @@ def decode_instant_content(data: bytes, action: str) -> Any:
     if not data:
         return None
     if data[:4] == b"Obj\x01":
-        from airflow_hoodie.table.metadata import avro_codec
 
         return avro_codec.deserialize(data)
     text = data.decode("utf-8", errors="replace").strip()
     if text.startswith("{"):
         try:
-            from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
+            from airflow_hoodie.table.metadata.commit_metadata import (
+                parse_commit_metadata,
+            )
 
             return parse_commit_metadata(data, action).to_dict()
         except (ImportError, HoodieError, ValueError, KeyError, TypeError):
@@ -321,7 +323,6 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 
 # -------------------------------------------------------------------------------- read
 def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
-    from airflow_hoodie.table.read import read_table
 
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     filters = [_parse_filter(f) for f in args.filter or []]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, TypeVar
 
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.hudi_config_keys import hudi_config_keys
 
 T = TypeVar("T")
 
@@ -115,7 +116,6 @@ def suggestion_for(key: str) -> str | None:
     """The key an unknown ``key`` was most likely meant to be: the same dotted path as one
     we read or one of Hudi's own, with one part misspelled (at most two edits, and at most
     a third of the part). A real Hudi key, or one unlike any known key, gets none."""
-    from airflow_hoodie.hudi_config_keys import hudi_config_keys
 
     if key in hudi_config_keys():
         return None

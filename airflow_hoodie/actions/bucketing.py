@@ -13,6 +13,7 @@ from airflow_hoodie.actions.file_group_write import FileGroupTask
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieError,
+    HoodieWriteConflictError,
 )
 from airflow_hoodie.table.file_group.file_naming import (
     new_file_id,
@@ -65,7 +66,6 @@ def assign_buckets(
     for (part, fid), n in sorted(update_counts.items()):
         f = by_key.get((part, fid))
         if f is not None and f.in_clustering:
-            from airflow_hoodie.errors import HoodieWriteConflictError
             raise HoodieWriteConflictError(
                 f"{n} record(s) update file group {fid} in partition {part!r}, which a pending clustering "
                 "plan is rewriting (Hudi's reject-update strategy). Run or roll back the clustering first.")

@@ -7,6 +7,7 @@ Avro data block and a delete block to the slice's log. Nothing here touches the 
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -29,6 +30,7 @@ from airflow_hoodie.table.file_group.base_file_writer import (
     META_COLUMNS,
     RECORD_KEY,
     stamp_meta_columns,
+    with_meta_fields,
     write_base_file,
 )
 from airflow_hoodie.table.file_group.file_naming import (
@@ -36,12 +38,15 @@ from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
     make_write_token,
 )
+from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.log_writer import (
     LOG_BLOCK_MAX_SIZE,
     LOG_FILE_MAX_SIZE,
+    LogWriter,
     latest_log_file,
 )
 from airflow_hoodie.table.metadata.commit_metadata import WriteStat
+from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
 from airflow_hoodie.table.storage.storage import Storage
 
 
@@ -142,7 +147,6 @@ def merge_cow(
 
 
 def _arrow_data_schema(avro_schema: Mapping[str, Any]) -> pa.Schema:
-    from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
     return avro_to_arrow_schema(avro_schema)
 
 
@@ -200,7 +204,6 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
 
 def _fault_injection_pause() -> None:
     """Tests kill a job while its tasks are writing: AIRFLOW_HOODIE_TEST_PAUSE_AFTER_FILE=seconds."""
-    import os
     pause = os.environ.get("AIRFLOW_HOODIE_TEST_PAUSE_AFTER_FILE")
     if pause:
         time.sleep(float(pause))
@@ -209,8 +212,6 @@ def _fault_injection_pause() -> None:
 def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: FileGroupTask,
                    records: pa.Table, token: str, data_schema: pa.Schema) -> list[dict[str, Any]]:
     """MOR update bucket: Avro data block for upserts, delete block for deletes, one log append."""
-    from airflow_hoodie.table.log import log_block as lb
-    from airflow_hoodie.table.log.log_writer import LogWriter
 
     ops = records.column(OP_COL)
     is_delete = pc.is_in(ops, value_set=DELETE_OPS)
@@ -281,6 +282,5 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
 
 
 def _with_meta(avro_schema: Mapping[str, Any]) -> dict[str, Any]:
-    from airflow_hoodie.table.file_group.base_file_writer import with_meta_fields
     return with_meta_fields(avro_schema)
 

@@ -19,6 +19,11 @@ from airflow_hoodie.table.file_group.base_file_writer import (
     PARTITION_PATH,
     RECORD_KEY,
 )
+from airflow_hoodie.table.schema.avro_convert import (
+    arrow_schema_to_avro,
+    avro_to_arrow_schema,
+    table_record_name,
+)
 
 
 def align_to_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -76,11 +81,6 @@ def evolve_schema(table_avro: Mapping[str, Any] | None, incoming: pa.Schema, tab
     A column whose type cannot be read as the stored type raises HoodieSchemaError before
     anything is written, so an incompatible batch leaves the table untouched.
     """
-    from airflow_hoodie.table.schema.avro_convert import (
-        arrow_schema_to_avro,
-        avro_to_arrow_schema,
-        table_record_name,
-    )
 
     incoming = pa.schema([f for f in incoming if f.name not in META_COLUMNS and f.name not in INTERNAL_COLS
                           and f.name != PARTITION_PATH and f.name != RECORD_KEY])

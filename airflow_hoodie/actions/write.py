@@ -11,6 +11,7 @@ metadata JSON. Nothing here imports Spark: the per-file-group work is the plain 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
@@ -21,10 +22,23 @@ from airflow_hoodie.actions.bucketing import (
     average_record_size,
     existing_files,
 )
+from airflow_hoodie.actions.commit_callback import send_commit_callback
+from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
     FileGroupTask,
     WriteContext,
     write_file_group,
+)
+from airflow_hoodie.actions.index import (
+    KEYS_SCHEMA,
+    LOC_FILE,
+    LOC_PART,
+    FileRef,
+    bloom_candidates,
+    file_footer,
+    file_keys,
+    is_global,
+    validate_index_type,
 )
 from airflow_hoodie.actions.schema_evolution import evolve_schema
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
@@ -68,7 +82,6 @@ class WritePlan:
 
 
 def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
-    from airflow_hoodie.actions.index import FileRef
     tl = client.table.timeline
     valid = [i.timestamp for i in tl.completed().instants]
     latest = valid[-1] if valid else ""
@@ -81,12 +94,6 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
                          executor: Any, prune_by_ranges: bool = True) -> pa.Table:
     """Keys of the candidate files as (key, partition, file_id); BLOOM prunes files first."""
-    from airflow_hoodie.actions.index import (
-        KEYS_SCHEMA,
-        bloom_candidates,
-        file_footer,
-        file_keys,
-    )
     refs = file_refs(client, files)
     if not refs:
         return KEYS_SCHEMA.empty_table()
@@ -138,12 +145,6 @@ def replaced_file_groups(client: WriteClient, operation: str, files: list[Existi
 def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: HoodieConfig,
                executor: Any) -> WritePlan:
     """Tag, bucket and route one prepared batch (pure Arrow; the Spark path has its own)."""
-    from airflow_hoodie.actions.index import (
-        LOC_FILE,
-        LOC_PART,
-        is_global,
-        validate_index_type,
-    )
 
     index_type = validate_index_type(config.get("hoodie.index.type") or "SIMPLE")
     glob = is_global(index_type)
@@ -224,7 +225,6 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
         raise HoodieConfigError(f"--operation {operation!r} is not one of {', '.join(OPERATIONS)}.")
     client.load_table()
     cfg = client.effective_config()
-    from airflow_hoodie.actions.index import validate_index_type
     validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
     tt = (cfg.get(TABLE_TYPE) or "COPY_ON_WRITE")
     if tt not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
@@ -266,7 +266,6 @@ def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieCon
                 table_name: str | None = None, storage_options: Mapping[str, str] | None = None,
                 executor: Any = None) -> WriteResult:
     """The whole write flow over an in-memory Arrow table (local tests, small batches)."""
-    from airflow_hoodie.actions.executor import LocalExecutor
     config = config if isinstance(config, HoodieConfig) else HoodieConfig(dict(config))
     executor = executor or LocalExecutor()
     client = WriteClient(base_uri, config, storage_options, table_name)
@@ -284,7 +283,6 @@ def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieCon
         for t in plan.tasks:
             rows = plan.routed.filter(pc.equal(plan.routed.column(BUCKET_COL), t.bucket))
             items.append((t, rows))
-        from functools import partial
         stats = [s for group in executor.map(partial(_run_bucket, ctx), items) for s in group]
         client.commit(instant, action, operation, stats, avro, plan.replaced)
     result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
@@ -308,6 +306,5 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
 def _maybe_callback(client: WriteClient, cfg: HoodieConfig, result: WriteResult) -> None:
     if not cfg.get_bool("hoodie.write.commit.callback.on", False):
         return
-    from airflow_hoodie.actions.commit_callback import send_commit_callback
     send_commit_callback(cfg, client.table_name or "", client.base_uri, result.as_dict())
 

@@ -56,6 +56,14 @@ from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.supported_features import check_merge_supported
 from airflow_hoodie.table.timeline.instant import is_utc_timeline
+from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.errors import HoodieTableNotFoundError
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.timeline.instant import Action
+from airflow_hoodie.table.timeline.instant import new_instant_time
+from airflow_hoodie.table.timeline.instant import Instant, State
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
+from airflow_hoodie.actions.rollback import discard_after_rollback, rollback_instant
 
 
 def commit_metadata_json(
@@ -143,8 +151,6 @@ class WriteClient:
 
     # ---------------------------------------------------------------- table
     def load_table(self) -> Any | None:
-        from airflow_hoodie.errors import HoodieTableNotFoundError
-        from airflow_hoodie.table.hoodie_table import HoodieTable
         # a custom payload or merger in the job's own options: refused before anything is written
         check_merge_supported(self.config.as_dict(), f"The write to {self.base_uri}")
         try:
@@ -190,7 +196,6 @@ class WriteClient:
         return self.config.with_values(extra)
 
     def create_table(self, avro_schema: Mapping[str, Any]) -> Any:
-        from airflow_hoodie.table.hoodie_table import HoodieTable
         if not self.table_name:
             raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
         props = table_config_from_write_config(self.config, self.table_name, avro_schema)
@@ -202,7 +207,6 @@ class WriteClient:
         return self.table is not None and self.table.table_type == "MERGE_ON_READ"
 
     def commit_action(self, operation: str) -> str:
-        from airflow_hoodie.table.timeline.instant import Action
         if operation in ("insert_overwrite", "insert_overwrite_table"):
             return Action.REPLACE_COMMIT
         return Action.DELTA_COMMIT if self.is_mor else Action.COMMIT
@@ -244,7 +248,6 @@ class WriteClient:
         """The table's next instant time (its time zone, after its last instant)."""
         if self.table is not None:
             return self.table.new_instant_time()
-        from airflow_hoodie.table.timeline.instant import new_instant_time
 
         utc = self.config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
         return new_instant_time(utc=utc, table=self.base_uri)
@@ -252,8 +255,6 @@ class WriteClient:
     def start(self, instant_time: str, action: str, operation: str) -> str:
         """Create our requested instant and start its heartbeat; returns the instant time
         actually used (with optimistic concurrency a later one when another writer took it)."""
-        from airflow_hoodie.table.timeline.instant import Instant, State
-        from airflow_hoodie.table.timeline.timeline import TimelineWriter
         content = b""
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
@@ -286,8 +287,6 @@ class WriteClient:
         return instant_time
 
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
-        from airflow_hoodie.table.timeline.instant import Instant, State
-        from airflow_hoodie.table.timeline.timeline import TimelineWriter
         TimelineWriter(self.storage, self.base_path).transition_to_inflight(
             Instant(instant_time, action, State.REQUESTED),
             workload_profile_json(tasks, operation, commit_extra_metadata(self.config)))
@@ -295,8 +294,6 @@ class WriteClient:
     def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
                avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> None:
         """Reconcile against markers, write partition metadata, complete the instant, drop markers."""
-        from airflow_hoodie.table.timeline.instant import Instant, State
-        from airflow_hoodie.table.timeline.timeline import TimelineWriter
         written = {st["path"] for st in stats if st.get("path")}
         for m in mk.list_markers(self.storage, self.base_path, instant_time):
             if m.io_type in (mk.IO_CREATE, mk.IO_MERGE) and m.data_path not in written:
@@ -350,10 +347,6 @@ class WriteClient:
 
     def abort(self, instant_time: str) -> None:
         """Undo our own pending instant after a failure: its files go, its heartbeat stops."""
-        from airflow_hoodie.actions.rollback import (
-            discard_after_rollback,
-            rollback_instant,
-        )
 
         try:
             if self.table is not None:
@@ -369,7 +362,6 @@ class WriteClient:
 
 
 def _requested_replace_metadata(operation: str) -> bytes:
-    from airflow_hoodie.table.metadata import avro_codec
 
     return avro_codec.serialize("HoodieRequestedReplaceMetadata", {
         "operationType": OPERATION_TYPE.get(operation, operation), "clusteringPlan": None,

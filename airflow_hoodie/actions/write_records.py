@@ -12,6 +12,7 @@ from typing import Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_hoodie.actions.index import LOC_FILE, LOC_PART, is_global, lookup
 from airflow_hoodie.errors import (
     HoodieKeyError,
 )
@@ -109,7 +110,6 @@ def tag_records(batch: pa.Table, existing: pa.Table, index_type: str, update_par
     """Index tagging: location columns filled; a global index with a changed partition either
     moves the record (delete in the old group + insert in the new partition) or keeps it in
     its old partition."""
-    from airflow_hoodie.actions.index import LOC_FILE, LOC_PART, is_global, lookup
 
     glob = is_global(index_type)
     tagged = lookup(batch, existing, glob)

@@ -11,14 +11,16 @@ import argparse
 import json
 import os
 import signal
-import threading
 import sys
+import threading
 import traceback
 from typing import Any, Callable, Mapping
 
+from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig, parse_key_values, parse_properties
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.spark.session import active_session_summary
+from airflow_hoodie.table.hoodie_table import HoodieTable
 
 EXIT_FAILURE = 1
 
@@ -126,9 +128,8 @@ def run_job(main: Callable[[], Mapping[str, Any]], result_file: str | None) -> i
 def job_executor(args: argparse.Namespace, app_name: str):
     """Spark tasks for plan operations, or in-process with ``--local`` (small tables, tests)."""
     if getattr(args, "local", False):
-        from airflow_hoodie.actions.executor import LocalExecutor
-
         return LocalExecutor()
+    # Spark only where a job runs: sensors import this module for is_secret_option
     from airflow_hoodie.spark.executor import SparkExecutor
     from airflow_hoodie.spark.session import get_or_create_session
 
@@ -136,16 +137,8 @@ def job_executor(args: argparse.Namespace, app_name: str):
 
 
 def service_config(args: argparse.Namespace) -> HoodieConfig:
-    """Settings of a table-service job; unknown ``hoodie.*`` keys (typos) reported on stderr.
-
-    The service modules are imported first because importing one registers the keys it
-    reads, and a key is only "unknown" once every service had its say.
-    """
-    import airflow_hoodie.actions.archive  # noqa: F401
-    import airflow_hoodie.actions.clean  # noqa: F401
-    import airflow_hoodie.actions.clustering  # noqa: F401
-    import airflow_hoodie.actions.compaction  # noqa: F401
-
+    """Settings of a table-service job; unknown ``hoodie.*`` keys (typos) reported on stderr
+    (the whole registry is loaded before the first lookup)."""
     config = load_config(args)
     unknown = config.unknown_keys()
     if unknown:
@@ -153,7 +146,5 @@ def service_config(args: argparse.Namespace) -> HoodieConfig:
     return config
 
 
-def load_table(args: argparse.Namespace):
-    from airflow_hoodie.table.hoodie_table import HoodieTable
-
+def load_table(args: argparse.Namespace) -> HoodieTable:
     return HoodieTable.load(args.base_path, storage_options(args) or None)

@@ -14,6 +14,10 @@ from functools import partial
 from typing import Any, Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from airflow_hoodie.actions.bucketing import (
     assign_buckets,
@@ -28,7 +32,9 @@ from airflow_hoodie.actions.index import (
     KEYS_SCHEMA,
     LOC_FILE,
     LOC_PART,
+    bloom_candidates,
     file_footer,
+    file_keys,
     is_global,
     validate_index_type,
 )
@@ -65,6 +71,7 @@ from airflow_hoodie.table.file_group.base_file_writer import (
     RECORD_KEY,
 )
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
+from airflow_hoodie.table.storage.storage import Storage
 
 SOURCE_FORMATS = ("parquet", "json", "csv", "orc")
 _HOODIE_ERRORS = {"HoodieKeyError": HoodieKeyError, "HoodieSchemaError": HoodieSchemaError}
@@ -75,7 +82,6 @@ def read_source(spark: Any, path: str, fmt: str, options: Mapping[str, str] | No
     fmt = (fmt or "parquet").lower()
     if fmt not in SOURCE_FORMATS:
         raise HoodieError(f"--source-format {fmt!r} is not supported; use one of {', '.join(SOURCE_FORMATS)}.")
-    from airflow_hoodie.table.storage.storage import Storage
     storage, fs_path = Storage.for_uri(path, None)
     if not storage.exists(fs_path):
         raise HoodieIOError(f"Source path {path!r} does not exist; check --source.")
@@ -88,7 +94,6 @@ def read_source(spark: Any, path: str, fmt: str, options: Mapping[str, str] | No
 
 
 def _arrow_schema(df: Any) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
     return to_arrow_schema(df.schema)
 
 
@@ -99,16 +104,13 @@ def _prepare_batches(props: dict[str, str], operation: str, batches):  # runs on
 
 
 def _keys_of_files(refs: list, batches):  # runs on executors
-    from airflow_hoodie.actions.index import file_keys
     for b in batches:
         for i in b.column(0).to_pylist():
             yield from file_keys(refs[i]).to_batches()
 
 
 def _bloom_candidates(footers: list[dict], index_type: str, prune: bool, batches):  # executors
-    import pyarrow.compute as pc
 
-    from airflow_hoodie.actions.index import bloom_candidates
     for b in batches:
         t = pa.Table.from_batches([b])
         keys = t.column(RECORD_KEY).combine_chunks()
@@ -152,8 +154,6 @@ def _driver_table(spark: Any, rows: list[tuple], schema: pa.Schema) -> Any:
 
 
 def _existing_keys_df(spark: Any, refs: list) -> Any:
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
     n = len(refs)
     # spark.range: no Python-side rows, no shuffle (createDataFrame + repartition cost a job)
     idx = spark.range(0, n, 1, max(1, min(n, spark.sparkContext.defaultParallelism * 2))).select(F.col("id").cast("int").alias("i"))
@@ -162,7 +162,6 @@ def _existing_keys_df(spark: Any, refs: list) -> Any:
 
 def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operation: str) -> Any:
     """``df`` with the record key, partition path and operation columns, computed on the executors."""
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
                                               pa.field(OP_COL, pa.string())])
@@ -172,8 +171,6 @@ def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operat
 def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
     """One row per key (per key and partition unless ``global_keys``): the greatest
     ordering value wins, ties go to the later input row, as Hudi's preCombine does."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
     pre = cfg.get(PRECOMBINE_FIELD)
     order = []
@@ -217,8 +214,6 @@ def _tagged(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, i
             files: list[ExistingFile]) -> Any:
     """Records with the location (partition, file group) of their existing key, by a join
     against the keys of the candidate files; a global index may move a record."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     refs = _candidate_refs(spark, prepared, client, cfg, index_type, files)
     existing = _existing_keys_df(spark, refs) if refs else spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
@@ -242,7 +237,6 @@ def _tagged(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, i
 
 def _bucket_counts(tagged: Any) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
     """Updates per (located partition, file group) and inserts per partition, in one job."""
-    from pyspark.sql import functions as F
 
     is_ins = F.col(LOC_FILE).isNull()
     try:
@@ -265,7 +259,6 @@ def _routed(spark: Any, tagged: Any, tasks: list[FileGroupTask], insert_plan: Ma
             ) -> Any | None:
     """Records with their bucket: updates by their group, inserts by hash position into
     their partition's insert buckets (small broadcast tables built on the driver)."""
-    from pyspark.sql import functions as F
 
     upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
     ranges = []
@@ -317,7 +310,6 @@ def upsert_dataframe(
     storage_options: Mapping[str, str] | None = None,
 ) -> WriteResult:
     """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals."""
-    from pyspark.sql import functions as F
 
     client = WriteClient(base_uri, config, storage_options, table_name)
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])

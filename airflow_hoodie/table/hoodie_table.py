@@ -17,10 +17,17 @@ from airflow_hoodie.errors import (
 )
 from airflow_hoodie.table import properties as P
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
-from airflow_hoodie.table.timeline.instant import new_instant_time
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+)
+from airflow_hoodie.table.metadata_table.removal import remove_metadata_table
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.supported_features import check_supported
+from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
+from airflow_hoodie.table.timeline.instant import new_instant_time
+from airflow_hoodie.table.timeline.temp_files import remove_stale_temp_files
 from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
 
 TEMP_FOLDER = ".temp"
@@ -199,7 +206,6 @@ class HoodieTable:
         """The latest completed write must carry readable commit metadata: an empty,
         truncated or garbage file (a writer that died while completing, a bad copy) would
         otherwise be read as "no data" and every later write would build on it."""
-        from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 
         last = self.timeline.completed_commits().last()
         if last is None:
@@ -222,8 +228,6 @@ class HoodieTable:
         """Before a write or table service changes anything: the version must be one we
         write, and the metadata table (which we do not maintain) goes, so no reader is ever
         left with a stale file listing."""
-        from airflow_hoodie.table.metadata_table.removal import remove_metadata_table
-        from airflow_hoodie.table.timeline.temp_files import remove_stale_temp_files
 
         self.check_writable()
         self.check_latest_commit()
@@ -240,7 +244,6 @@ class HoodieTable:
         return self.config
 
     def archived_timeline(self):  # -> ArchivedTimeline (imported lazily: needs the log reader)
-        from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
 
         if self.timeline_layout_2:
             return ArchivedTimeline.load_lsm(self.storage, self.history_path)
