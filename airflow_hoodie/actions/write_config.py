@@ -15,6 +15,7 @@ from airflow_hoodie.config import ConfigKey, HoodieConfig, register, register_pr
 from airflow_hoodie.errors import (
     HoodieConfigError,
 )
+from airflow_hoodie.table import properties as tp
 
 TABLE_TYPE = "hoodie.table.type"
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
@@ -107,36 +108,34 @@ def key_generator_props(config: HoodieConfig) -> dict[str, str]:
 
 
 def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_schema: Mapping[str, Any]) -> dict[str, str]:
-    """hoodie.properties of a table created by its first write (Hudi's HoodieTableMetaClient.initTable)."""
-    table_type = config.get(TABLE_TYPE) or "COPY_ON_WRITE"
-    if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+    """hoodie.properties of a table created by its first write (Hudi's HoodieTableMetaClient.initTable):
+    the table-level defaults are :data:`properties.DEFAULTS`, written out as Hudi writes them."""
+    table_type = config.get(TABLE_TYPE) or tp.DEFAULTS[tp.TYPE]
+    if table_type not in (tp.COPY_ON_WRITE, tp.MERGE_ON_READ):
         raise HoodieConfigError(f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
-    part_fields = config.get_list(PARTITION_FIELD)
-    keygen = key_generator_class(config)
+    defaults = {k: tp.DEFAULTS[k] for k in (tp.VERSION, tp.TIMELINE_LAYOUT_VERSION, tp.ARCHIVELOG_FOLDER)}
     props = {
-        "hoodie.table.name": table_name,
-        "hoodie.table.type": table_type,
-        "hoodie.table.version": "6",
-        "hoodie.timeline.layout.version": "1",
-        "hoodie.archivelog.folder": "archived",
-        "hoodie.table.recordkey.fields": ",".join(config.get_list(RECORD_KEY_FIELD)),
-        "hoodie.table.partition.fields": ",".join(part_fields),
-        "hoodie.table.keygenerator.class": keygen,
-        "hoodie.datasource.write.hive_style_partitioning": config.get("hoodie.datasource.write.hive_style_partitioning") or "false",
-        "hoodie.datasource.write.partitionpath.urlencode": config.get("hoodie.datasource.write.partitionpath.urlencode") or "false",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.base.file.format": "PARQUET",
-        "hoodie.populate.meta.fields": "true",
-        "hoodie.database.name": config.get("hoodie.database.name") or "default",
-        "hoodie.table.create.schema": json.dumps(avro_schema, separators=(",", ":")),
+        tp.NAME: table_name,
+        tp.TYPE: table_type,
+        **defaults,
+        tp.RECORDKEY_FIELDS: ",".join(config.get_list(RECORD_KEY_FIELD)),
+        tp.PARTITION_FIELDS: ",".join(config.get_list(PARTITION_FIELD)),
+        tp.KEY_GENERATOR_CLASS: key_generator_class(config),
+        tp.HIVE_STYLE_PARTITIONING: config.get(tp.HIVE_STYLE_PARTITIONING) or tp.DEFAULTS[tp.HIVE_STYLE_PARTITIONING],
+        tp.URL_ENCODE_PARTITIONING: config.get(tp.URL_ENCODE_PARTITIONING) or tp.DEFAULTS[tp.URL_ENCODE_PARTITIONING],
+        tp.DROP_PARTITION_COLUMNS: tp.DEFAULTS[tp.DROP_PARTITION_COLUMNS],
+        tp.BASE_FILE_FORMAT: tp.DEFAULTS[tp.BASE_FILE_FORMAT],
+        tp.POPULATE_META_FIELDS: tp.DEFAULTS[tp.POPULATE_META_FIELDS],
+        tp.DATABASE_NAME: config.get(tp.DATABASE_NAME) or "default",
+        tp.CREATE_SCHEMA: json.dumps(avro_schema, separators=(",", ":")),
     }
     pre = config.get(PRECOMBINE_FIELD)
     if pre and pre in {f["name"] for f in avro_schema.get("fields", [])}:
-        props["hoodie.table.precombine.field"] = pre
-    if table_type == "MERGE_ON_READ":
-        props["hoodie.compaction.payload.class"] = config.get("hoodie.datasource.write.payload.class")
-    if config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC":
-        props["hoodie.table.timeline.timezone"] = "UTC"
+        props[tp.PRECOMBINE_FIELD] = pre
+    if table_type == tp.MERGE_ON_READ:
+        props[tp.PAYLOAD_CLASS] = config.get("hoodie.datasource.write.payload.class")
+    if (config.get(tp.TIMELINE_TIMEZONE) or "").upper() == "UTC":
+        props[tp.TIMELINE_TIMEZONE] = "UTC"
     # Hudi leaves a key out rather than writing it empty (a non-partitioned table has no
     # hoodie.table.partition.fields, a table without metadata table no metadata.partitions)
     return {k: v for k, v in props.items() if v not in (None, "")}
