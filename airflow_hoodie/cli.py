@@ -113,7 +113,7 @@ def _load_table(path: str, args: argparse.Namespace) -> Any:
 
 
 # ---------------------------------------------------------------------------- timeline
-def timeline_rows(table: Any) -> list[dict[str, Any]]:
+def timeline_rows(table: HoodieTable) -> list[dict[str, Any]]:
     """Archived instants (oldest) then active ones, each with action and state."""
     rows: list[dict[str, Any]] = []
     archived_error = None
@@ -158,7 +158,7 @@ def cmd_timeline(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # ------------------------------------------------------------------------------ slices
-def slice_rows(table: Any, as_of: str | None = None, partition: str | None = None) -> list[dict[str, Any]]:
+def slice_rows(table: HoodieTable, as_of: str | None = None, partition: str | None = None) -> list[dict[str, Any]]:
     table.check_supported()
     view = table.file_system_view()
     slices = view.latest_merged_file_slices(partition, as_of=as_of)
@@ -231,7 +231,7 @@ def cmd_log(args: argparse.Namespace, out: TextIO) -> int:
 _STATE_NAMES = {"requested": "REQUESTED", "inflight": "INFLIGHT", "completed": "COMPLETED"}
 
 
-def instant_details(table: Any, instant: str, state: str | None = None) -> dict[str, Any]:
+def instant_details(table: HoodieTable, instant: str, state: str | None = None) -> dict[str, Any]:
     """The content of an instant file as JSON data: commit metadata (JSON) or an Avro plan/metadata.
 
     ``instant`` is an instant time or an instant file name. Without ``state`` the latest
@@ -276,7 +276,7 @@ def instant_details(table: Any, instant: str, state: str | None = None) -> dict[
     return result
 
 
-def _archived_details(table: Any, ts: str) -> dict[str, Any] | None:
+def _archived_details(table: HoodieTable, ts: str) -> dict[str, Any] | None:
     """An archived instant's metadata, from the ``HoodieArchivedMetaEntry`` that holds it."""
     try:
         archived = table.archived_timeline()

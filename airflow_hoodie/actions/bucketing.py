@@ -7,7 +7,7 @@ groups sized from the table's average record size.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.file_group_write import FileGroupTask
 from airflow_hoodie.config import HoodieConfig
@@ -19,14 +19,15 @@ from airflow_hoodie.table.file_group.file_naming import (
     new_file_id,
 )
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
+from airflow_hoodie.table.hoodie_table import HoodieTable
 
 
-def existing_files(table: Any, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
+def existing_files(table: HoodieTable, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
     """Latest committed file slices the index and bucketing work on (the table's view)."""
     return table.file_system_view().existing_files(partitions)
 
 
-def average_record_size(table: Any, config: HoodieConfig) -> int:
+def average_record_size(table: HoodieTable, config: HoodieConfig) -> int:
     """Hudi's AverageRecordSizeUtils: newest commit that wrote enough bytes, else the estimate."""
     estimate = config.get_int("hoodie.copyonwrite.record.size.estimate")
     threshold = config.get_float("hoodie.record.size.estimation.threshold") * config.get_int(

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 from airflow_hoodie.actions.file_group_write import FileGroupTask
+from airflow_hoodie.actions.rollback import discard_after_rollback, rollback_instant
 from airflow_hoodie.actions.transaction.conflict_resolution import (
     TimelineSnapshot,
     check_no_conflict,
@@ -43,10 +44,13 @@ from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieConfigError,
     HoodieIOError,
+    HoodieTableNotFoundError,
     HoodieWriteConflictError,
 )
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
@@ -55,15 +59,14 @@ from airflow_hoodie.table.metadata.commit_metadata import (
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.supported_features import check_merge_supported
-from airflow_hoodie.table.timeline.instant import is_utc_timeline
-from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.errors import HoodieTableNotFoundError
-from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.timeline.instant import Action
-from airflow_hoodie.table.timeline.instant import new_instant_time
-from airflow_hoodie.table.timeline.instant import Instant, State
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    is_utc_timeline,
+    new_instant_time,
+)
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
-from airflow_hoodie.actions.rollback import discard_after_rollback, rollback_instant
 
 
 def commit_metadata_json(
@@ -136,7 +139,7 @@ class WriteClient:
         self.storage_options = dict(storage_options or {})
         self.table_name = table_name or config.get("hoodie.table.name")
         self.storage, self.base_path = Storage.for_uri(base_uri, self.storage_options or None)
-        self.table: Any = None
+        self.table: HoodieTable | None = None
         self._txn: TransactionManager | None = None
         self._started: TimelineSnapshot | None = None
 
@@ -150,7 +153,7 @@ class WriteClient:
         return self._txn
 
     # ---------------------------------------------------------------- table
-    def load_table(self) -> Any | None:
+    def load_table(self) -> HoodieTable | None:
         # a custom payload or merger in the job's own options: refused before anything is written
         check_merge_supported(self.config.as_dict(), f"The write to {self.base_uri}")
         try:
@@ -195,7 +198,7 @@ class WriteClient:
                 extra[k] = v
         return self.config.with_values(extra)
 
-    def create_table(self, avro_schema: Mapping[str, Any]) -> Any:
+    def create_table(self, avro_schema: Mapping[str, Any]) -> HoodieTable:
         if not self.table_name:
             raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
         props = table_config_from_write_config(self.config, self.table_name, avro_schema)

@@ -7,15 +7,14 @@ before the rollback, so an instant that completed meanwhile is never touched.
 
 from __future__ import annotations
 
-from typing import Any
-
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Instant
 
 
-def pending_writes(table: Any) -> list[Instant]:
+def pending_writes(table: HoodieTable) -> list[Instant]:
     """Pending commits, deltacommits and non-clustering replacecommits (services excluded:
     their plans are re-executed, never rolled back by a writer)."""
     from airflow_hoodie.actions.rollback import is_rollbackable_pending_write  # noqa: PLC0415 - rollback imports us
@@ -23,16 +22,16 @@ def pending_writes(table: Any) -> list[Instant]:
     return [i for i in table.timeline.pending().instants if is_rollbackable_pending_write(table, i)]
 
 
-def live_writes(table: Any, tm: TransactionManager, exclude: str | None = None) -> list[Instant]:
+def live_writes(table: HoodieTable, tm: TransactionManager, exclude: str | None = None) -> list[Instant]:
     return [i for i in pending_writes(table)
             if i.timestamp != exclude and not tm.heartbeats.is_expired(i.timestamp)]
 
 
-def failed_writes(table: Any, tm: TransactionManager) -> list[Instant]:
+def failed_writes(table: HoodieTable, tm: TransactionManager) -> list[Instant]:
     return [i for i in pending_writes(table) if tm.heartbeats.is_expired(i.timestamp)]
 
 
-def rollback_failed_writes(table: Any, tm: TransactionManager, config: HoodieConfig | None) -> list[str]:
+def rollback_failed_writes(table: HoodieTable, tm: TransactionManager, config: HoodieConfig | None) -> list[str]:
     """Roll back every failed write; returns their instant times."""
     from airflow_hoodie.actions.rollback import rollback_instant  # noqa: PLC0415 - rollback imports us
 

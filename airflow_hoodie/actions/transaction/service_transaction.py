@@ -10,10 +10,11 @@ from typing import Any, Iterator
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import is_utc_timeline
 
 
-def transaction_manager_for(table: Any, config: HoodieConfig | None) -> TransactionManager:
+def transaction_manager_for(table: HoodieTable, config: HoodieConfig | None) -> TransactionManager:
     """The table's concurrency settings as the service's job configured them."""
     props = dict(table.config.items()) if hasattr(table.config, "items") else {}
     return TransactionManager(config or HoodieConfig({}), table.base_uri, table.storage, table.base_path,
@@ -46,7 +47,7 @@ def execution_stage() -> int:
     return secrets.randbelow(1 << 20) * 1000 + 1000
 
 
-def complete_once(tm: TransactionManager, table: Any, instant_time: str, action: str,
+def complete_once(tm: TransactionManager, table: HoodieTable, instant_time: str, action: str,
                   written: list[str], complete: Any, token: str | None = None) -> bool:
     """Run ``complete`` under the lock unless the plan completed meanwhile, or another
     task took it over (``token`` no longer on its heartbeat: we stalled past the expiry);

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, TYPE_CHECKING
 
 import fastavro
 
@@ -32,6 +32,9 @@ from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
+
+if TYPE_CHECKING:  # the table imports this module
+    from airflow_hoodie.table.hoodie_table import HoodieTable
 
 #: Hudi's first metadata-table instant (SOLO_COMMIT_TIMESTAMP + "010")
 INIT_INSTANT = "00000000000000010"
@@ -87,7 +90,7 @@ def files_partition_records(listing: Mapping[str, Mapping[str, int]]) -> list[tu
     return sorted((key.encode("utf-8"), _encode(rec, parsed)) for key, rec in records.items())
 
 
-def initialize_files_partition(table: Any, listing: Mapping[str, Mapping[str, int]]) -> str:
+def initialize_files_partition(table: HoodieTable, listing: Mapping[str, Mapping[str, int]]) -> str:
     """Build ``.hoodie/metadata`` with ``listing`` (partition -> file name -> size) and list
     the ``files`` partition in the table config; returns the base HFile's path."""
     storage, mdt = table.storage, metadata_table_path(table.base_path)

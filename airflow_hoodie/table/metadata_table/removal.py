@@ -11,21 +11,24 @@ rebuilds it from scratch the next time it runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_hoodie.table.storage.storage import Storage
+
+if TYPE_CHECKING:  # the table imports this module
+    from airflow_hoodie.table.hoodie_table import HoodieTable
 
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 METADATA_FOLDER = "metadata"
 
 
-def has_metadata_table(table: Any) -> bool:
+def has_metadata_table(table: HoodieTable) -> bool:
     listed = any((table.config.get(k) or "").strip() for k in (METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT))
     return listed or table.storage.exists(Storage.join(table.base_path, ".hoodie", METADATA_FOLDER))
 
 
-def remove_metadata_table(table: Any) -> bool:
+def remove_metadata_table(table: HoodieTable) -> bool:
     """Drop the table's metadata table, if it has one; True when something was removed."""
     if not has_metadata_table(table):
         return False
