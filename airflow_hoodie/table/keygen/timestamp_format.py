@@ -19,109 +19,39 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_hoodie.errors import HoodieConfigError, HoodieKeyError, HoodieNotSupportedError
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieKeyError,
+    HoodieNotSupportedError,
+)
+from airflow_hoodie.table.keygen.joda_zone import (
+    DEFAULT_JVM_ZONE,
+    MS_PER_DAY,
+    UTC,
+    Zone,
+    civil_from_days,
+    days_from_civil,
+    days_in_month,
+    java_time_zone,
+    local_to_instant,
+    offset_text,
+    parse_offsets,
+)
 
-__all__ = ["Zone", "UTC", "DEFAULT_JVM_ZONE", "java_time_zone", "JodaPattern"]
-
-_MS_PER_DAY = 86_400_000
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-
-
-@dataclass(frozen=True)
-class Zone:
-    """A time zone as Joda sees it: a fixed offset or a tz-database region."""
-
-    offset_ms: int = 0
-    region: str | None = None
-
-    @property
-    def id(self) -> str:
-        if self.region:
-            return self.region
-        if self.offset_ms == 0:
-            return "UTC"
-        return _offset_text(self.offset_ms, colon=True)
-
-
-UTC = Zone(0)
-#: Stand-in for the JVM default time zone Hudi falls back to (Spark clusters run in UTC).
-DEFAULT_JVM_ZONE = UTC
-
-
-def _offset_text(offset_ms: int, colon: bool) -> str:
-    sign = "-" if offset_ms < 0 else "+"
-    total = abs(offset_ms) // 60000
-    hh, mm = divmod(total, 60)
-    return f"{sign}{hh:02d}:{mm:02d}" if colon else f"{sign}{hh:02d}{mm:02d}"
-
-
-_CUSTOM_ID = re.compile(r"^(?:GMT|UTC|UT)?([+-])(\d{1,2})(?::?(\d{2}))?$")
-
-
-@lru_cache(maxsize=256)
-def java_time_zone(zone_id: str | None) -> Zone | None:
-    """``DateTimeZone.forTimeZone(TimeZone.getTimeZone(id))``; blank -> None (not configured)."""
-    if zone_id is None or not zone_id.strip():
-        return None
-    zid = zone_id.strip()
-    if zid.upper() in ("UTC", "GMT", "UT", "Z", "ZULU", "UCT", "UNIVERSAL", "GREENWICH", "ETC/UTC", "ETC/GMT"):
-        return UTC
-    m = _CUSTOM_ID.match(zid)
-    if m and (zid[0] in "+-" or zid.upper().startswith(("GMT", "UTC", "UT"))):
-        hours, minutes = int(m.group(2)), int(m.group(3) or 0)
-        if hours > 23 or minutes > 59:
-            return UTC  # Java: an invalid custom id falls back to GMT
-        off = (hours * 60 + minutes) * 60000
-        return Zone(-off if m.group(1) == "-" else off)
-    try:
-        from zoneinfo import ZoneInfo
-
-        ZoneInfo(zid)
-    except Exception:
-        return UTC  # Java's TimeZone.getTimeZone returns GMT for ids it does not know
-    return Zone(0, zid)
 
 
 # --------------------------------------------------------------------------------------
 # Calendar arithmetic (proleptic Gregorian, what Joda's ISOChronology uses after 1582)
 # --------------------------------------------------------------------------------------
-
-
-def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
-    y = y - (m <= 2)
-    era = np.floor_divide(y, 400)
-    yoe = y - era * 400
-    mp = np.where(m > 2, m - 3, m + 9)
-    doy = (153 * mp + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-def _civil_from_days(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    z = days + 719468
-    era = np.floor_divide(z, 146097)
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = np.where(mp < 10, mp + 3, mp - 9)
-    y = yoe + era * 400 + (m <= 2)
-    return y, m, d
-
-
-def _days_in_month(y: np.ndarray, m: np.ndarray) -> np.ndarray:
-    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
-    base = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)[np.clip(m, 0, 12)]
-    return base + ((m == 2) & leap)
 
 
 # --------------------------------------------------------------------------------------
@@ -207,6 +137,111 @@ def _fraction_table(count: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+@dataclass
+class _LocalFields:
+    """The calendar fields of instants in their zones: what every pattern letter formats."""
+
+    n: int
+    days: np.ndarray
+    y: np.ndarray
+    m: np.ndarray
+    d: np.ndarray
+    hour: np.ndarray
+    minute: np.ndarray
+    second: np.ndarray
+    millis: np.ndarray
+    dow: np.ndarray
+    offsets: np.ndarray
+    zones: Sequence[Zone]
+    zone_index: np.ndarray
+
+    @classmethod
+    def of(cls, instants: np.ndarray, zones: Sequence[Zone], zone_index: np.ndarray | None) -> "_LocalFields":
+        n = len(instants)
+        offsets = np.zeros(n, dtype=np.int64)
+        if zone_index is None:
+            zone_index = np.zeros(n, dtype=np.int64)
+        for zi, zone in enumerate(zones):
+            sel = zone_index == zi
+            if not sel.any():
+                continue
+            if zone.region:
+                ts = pa.array(instants[sel], pa.timestamp("ms", tz=zone.region))
+                local = pc.local_timestamp(ts).cast(pa.int64()).to_numpy(zero_copy_only=False)
+                offsets[sel] = local - instants[sel]
+            else:
+                offsets[sel] = zone.offset_ms
+        local = instants + offsets
+        days = np.floor_divide(local, MS_PER_DAY)
+        ms_of_day = local - days * MS_PER_DAY
+        y, m, d = civil_from_days(days)
+        return cls(n, days, y, m, d, ms_of_day // 3_600_000, (ms_of_day // 60000) % 60, (ms_of_day // 1000) % 60,
+                   ms_of_day % 1000, (days + 3) % 7 + 1,  # Joda: Monday=1 .. Sunday=7
+                   offsets, zones, zone_index)
+
+
+def _format_year(values: np.ndarray, k: int) -> pa.Array:
+    return _lpad(values % 100, 2) if k == 2 else _lpad(values, k)
+
+
+def _week_based(f: _LocalFields) -> tuple[np.ndarray, np.ndarray]:
+    """ISO week-based year and the Thursday of each date's week (Joda's x and w)."""
+    thursday = f.days - (f.dow - 1) + 3
+    wy, _, _ = civil_from_days(thursday)
+    return wy, thursday
+
+
+def _format_week(f: _LocalFields, k: int) -> pa.Array:
+    wy, thursday = _week_based(f)
+    jan1 = days_from_civil(wy, np.ones_like(wy), np.ones_like(wy))
+    return _lpad((thursday - jan1) // 7 + 1, k)
+
+
+def _format_month(f: _LocalFields, k: int) -> pa.Array:
+    if k >= 4:
+        return _lookup(_MONTHS, f.m - 1)
+    if k == 3:
+        return _lookup([s[:3] for s in _MONTHS], f.m - 1)
+    return _lpad(f.m, k)
+
+
+def _format_day_of_year(f: _LocalFields, k: int) -> pa.Array:
+    jan1 = days_from_civil(f.y, np.ones_like(f.y), np.ones_like(f.y))
+    return _lpad(f.days - jan1 + 1, k)
+
+
+def _format_zone(f: _LocalFields, k: int) -> pa.Array:
+    if k >= 3:
+        return _lookup([z.id for z in f.zones], f.zone_index)
+    uniq, inv = np.unique(f.offsets, return_inverse=True)
+    return _lookup([offset_text(int(o), colon=k == 2) for o in uniq], inv.reshape(-1))
+
+
+#: pattern letter -> how it formats (fields, letter count)
+_FORMATTERS = {
+    "y": lambda f, k: _format_year(f.y, k),
+    "Y": lambda f, k: _format_year(f.y, k),
+    "x": lambda f, k: _format_year(_week_based(f)[0], k),
+    "w": _format_week,
+    "C": lambda f, k: _lpad(f.y // 100, k),
+    "G": lambda f, k: _lookup(["BC", "AD"], (f.y > 0).astype(np.int64)),
+    "M": _format_month,
+    "d": lambda f, k: _lpad(f.d, k),
+    "D": _format_day_of_year,
+    "H": lambda f, k: _lpad(f.hour, k),
+    "k": lambda f, k: _lpad(np.where(f.hour == 0, 24, f.hour), k),
+    "K": lambda f, k: _lpad(f.hour % 12, k),
+    "h": lambda f, k: _lpad((f.hour + 11) % 12 + 1, k),
+    "m": lambda f, k: _lpad(f.minute, k),
+    "s": lambda f, k: _lpad(f.second, k),
+    "S": lambda f, k: _lookup(_fraction_table(k), f.millis),
+    "E": lambda f, k: _lookup(_DAYS if k >= 4 else [s[:3] for s in _DAYS], f.dow - 1),
+    "e": lambda f, k: _lpad(f.dow, k),
+    "a": lambda f, k: _lookup(["AM", "PM"], (f.hour >= 12).astype(np.int64)),
+    "Z": _format_zone,
+}
+
+
 class JodaPattern:
     """One Joda ``DateTimeFormat`` pattern, able to format instants and parse strings."""
 
@@ -234,95 +269,12 @@ class JodaPattern:
         zone_index: np.ndarray | None = None,
     ) -> pa.Array:
         """Format epoch-millisecond instants, each in ``zones[zone_index[i]]`` (or ``zones[0]``)."""
-        instants = np.asarray(instants_ms, dtype=np.int64)
-        n = len(instants)
-        offsets = np.zeros(n, dtype=np.int64)
-        if zone_index is None:
-            zone_index = np.zeros(n, dtype=np.int64)
-        for zi, zone in enumerate(zones):
-            sel = zone_index == zi
-            if not sel.any():
-                continue
-            if zone.region:
-                ts = pa.array(instants[sel], pa.timestamp("ms", tz=zone.region))
-                local = pc.local_timestamp(ts).cast(pa.int64()).to_numpy(zero_copy_only=False)
-                offsets[sel] = local - instants[sel]
-            else:
-                offsets[sel] = zone.offset_ms
-        local = instants + offsets
-        days = np.floor_divide(local, _MS_PER_DAY)
-        ms_of_day = local - days * _MS_PER_DAY
-        y, m, d = _civil_from_days(days)
-        hour = ms_of_day // 3_600_000
-        minute = (ms_of_day // 60000) % 60
-        second = (ms_of_day // 1000) % 60
-        millis = ms_of_day % 1000
-        dow = (days + 3) % 7 + 1  # Joda: Monday=1 .. Sunday=7
-
-        parts: list[pa.Array | str] = []
-        for t in self.tokens:
-            c, k = t.letter, t.count
-            if not c:
-                parts.append(t.text)
-            elif c in "yY":
-                parts.append(_lpad(y % 100, 2) if k == 2 else _lpad(y, k))
-            elif c == "x" or c == "w":
-                thursday = days - (dow - 1) + 3
-                wy, _, _ = _civil_from_days(thursday)
-                if c == "x":
-                    parts.append(_lpad(wy % 100, 2) if k == 2 else _lpad(wy, k))
-                else:
-                    jan1 = _days_from_civil(wy, np.ones_like(wy), np.ones_like(wy))
-                    parts.append(_lpad((thursday - jan1) // 7 + 1, k))
-            elif c == "C":
-                parts.append(_lpad(y // 100, k))
-            elif c == "G":
-                parts.append(_lookup(["BC", "AD"], (y > 0).astype(np.int64)))
-            elif c == "M":
-                if k >= 4:
-                    parts.append(_lookup(_MONTHS, m - 1))
-                elif k == 3:
-                    parts.append(_lookup([s[:3] for s in _MONTHS], m - 1))
-                else:
-                    parts.append(_lpad(m, k))
-            elif c == "d":
-                parts.append(_lpad(d, k))
-            elif c == "D":
-                jan1 = _days_from_civil(y, np.ones_like(y), np.ones_like(y))
-                parts.append(_lpad(days - jan1 + 1, k))
-            elif c == "H":
-                parts.append(_lpad(hour, k))
-            elif c == "k":
-                parts.append(_lpad(np.where(hour == 0, 24, hour), k))
-            elif c == "K":
-                parts.append(_lpad(hour % 12, k))
-            elif c == "h":
-                parts.append(_lpad((hour + 11) % 12 + 1, k))
-            elif c == "m":
-                parts.append(_lpad(minute, k))
-            elif c == "s":
-                parts.append(_lpad(second, k))
-            elif c == "S":
-                parts.append(_lookup(_fraction_table(k), millis))
-            elif c == "E":
-                names = _DAYS if k >= 4 else [s[:3] for s in _DAYS]
-                parts.append(_lookup(names, dow - 1))
-            elif c == "e":
-                parts.append(_lpad(dow, k))
-            elif c == "a":
-                parts.append(_lookup(["AM", "PM"], (hour >= 12).astype(np.int64)))
-            elif c == "Z":
-                if k >= 3:
-                    ids = [z.id for z in zones]
-                    parts.append(_lookup(ids, zone_index))
-                else:
-                    uniq, inv = np.unique(offsets, return_inverse=True)
-                    parts.append(_lookup([_offset_text(int(o), colon=k == 2) for o in uniq], inv.reshape(-1)))
+        f = _LocalFields.of(np.asarray(instants_ms, dtype=np.int64), zones, zone_index)
+        parts = [t.text if not t.letter else _FORMATTERS[t.letter](f, t.count) for t in self.tokens]
         if not parts:
-            return pa.array([""] * n, pa.string())
-        arrays = [p for p in parts if not isinstance(p, str)]
-        if not arrays:
-            return pa.array(["".join(parts)] * n, pa.string())  # type: ignore[arg-type]
+            return pa.array([""] * f.n, pa.string())
+        if all(isinstance(p, str) for p in parts):
+            return pa.array(["".join(parts)] * f.n, pa.string())  # type: ignore[arg-type]
         return pc.binary_join_element_wise(*parts, "")
 
     # ---------------------------------------------------------------- parsing
@@ -377,151 +329,161 @@ class JodaPattern:
         values that carry no offset; None means the JVM default. Zone index 0 (None) means the
         value carried no zone of its own.
         """
-        regex = self._build_regex()
-        groups = pc.extract_regex(values, regex)
+        groups = pc.extract_regex(values, self._build_regex())
         matched = groups.is_valid()
         if isinstance(matched, pa.ChunkedArray):
             matched = matched.combine_chunks()
-        mask = np.asarray(matched.to_numpy(zero_copy_only=False), dtype=bool)
-        n_ok = int(mask.sum())
+        n_ok = int(np.asarray(matched.to_numpy(zero_copy_only=False), dtype=bool).sum())
         if n_ok == 0:
             return np.zeros(0, np.int64), ([None], np.zeros(0, np.int64)), matched
         sub = groups.filter(matched)
         if isinstance(sub, pa.ChunkedArray):
             sub = sub.combine_chunks()
-
-        def field(name: str) -> pa.Array:
-            return sub.field(name)
-
-        def ints(name: str) -> np.ndarray:
-            return pc.cast(field(name), pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
-
-        one = np.ones(n_ok, dtype=np.int64)
-        year, month, day = one * 1970, one.copy(), one.copy()
-        hour = np.zeros(n_ok, np.int64)
-        minute = np.zeros(n_ok, np.int64)
-        second = np.zeros(n_ok, np.int64)
-        millis = np.zeros(n_ok, np.int64)
-        doy = None
-        half = None
-        hour_kind = "H"
-        offset_ms = None
-        region_ids: pa.Array | None = None
-        for name, t, nxt_numeric in self._groups:
-            c, k = t.letter, t.count
-            if c in "yY":
-                raw = field(name)
-                year = ints(name)
-                if k == 2:
-                    lengths = pc.utf8_length(raw).to_numpy(zero_copy_only=False)
-                    two = lengths == 2
-                    if two.any():
-                        pivot = pivot_year if pivot_year is not None else date.today().year - 30
-                        low = pivot - 50
-                        base = low - (low % 100)
-                        conv = base + year
-                        conv = np.where(conv < low, conv + 100, conv)
-                        year = np.where(two, conv, year)
-            elif c == "M":
-                if k >= 3:
-                    lowered = pc.utf8_lower(field(name))
-                    names = [s.lower() for s in _MONTHS] + [s[:3].lower() for s in _MONTHS]
-                    idx = pc.index_in(lowered, value_set=pa.array(names)).to_numpy(zero_copy_only=False)
-                    month = (np.asarray(idx, dtype=np.int64) % 12) + 1
-                else:
-                    month = ints(name)
-            elif c == "d":
-                day = ints(name)
-            elif c == "D":
-                doy = ints(name)
-            elif c in "HkKh":
-                hour = ints(name)
-                hour_kind = c
-            elif c == "m":
-                minute = ints(name)
-            elif c == "s":
-                second = ints(name)
-            elif c == "S":
-                digits = pc.utf8_rpad(pc.utf8_slice_codeunits(field(name), 0, 3), width=3, padding="0")
-                millis = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
-            elif c == "a":
-                half = np.asarray(pc.equal(pc.utf8_upper(field(name)), "PM").to_numpy(zero_copy_only=False), dtype=bool)
-            elif c == "Z":
-                if k >= 3:
-                    region_ids = field(name)
-                else:
-                    offset_ms = _parse_offsets(field(name))
-            # G, C, x, w, E, e are accepted and ignored, as they do not change the instant here
-        if hour_kind == "k":
-            hour = np.where(hour == 24, 0, hour)
-        elif hour_kind in "Kh":
-            if hour_kind == "h":
-                hour = np.where(hour == 12, 0, hour)
-            if half is not None:
-                hour = hour + np.where(half, 12, 0)
-        bad = (hour < 0) | (hour > 23) | (minute > 59) | (second > 59)
-        if doy is not None:
-            jan1 = _days_from_civil(year, one, one)
-            days = jan1 + doy - 1
-            leap_len = _days_in_month(year, one * 2) + 337
-            bad |= (doy < 1) | (doy > leap_len)
-        else:
-            bad |= (month < 1) | (month > 12) | (day < 1) | (day > _days_in_month(year, month))
-            days = _days_from_civil(year, month, day)
+        f = _ParsedFields.start(n_ok)
+        for name, t, _ in self._groups:
+            _PARSERS.get(t.letter, _ignored)(f, sub.field(name), t.count, pivot_year)
+        days, bad = f.epoch_days()
         if bad.any():
             first = values.filter(matched)[int(np.flatnonzero(bad)[0])].as_py()
             raise HoodieKeyError(
                 f"Value {first!r} matches date pattern {self.pattern!r} but is not a valid date/time "
                 "(month, day or time field out of range)."
             )
-        local = days * _MS_PER_DAY + hour * 3_600_000 + minute * 60000 + second * 1000 + millis
-        # The instant uses the offset/zone found in the value, else the formatter's zone, else the
-        # JVM default. Each row also reports the zone found in it (None = nothing found).
+        local = days * MS_PER_DAY + f.hour * 3_600_000 + f.minute * 60000 + f.second * 1000 + f.millis
+        instants, found = f.instants(local, zone)
+        return instants, found, matched
+
+
+@dataclass
+class _ParsedFields:
+    """The fields a pattern's groups parsed, before they become an instant."""
+
+    one: np.ndarray
+    year: np.ndarray
+    month: np.ndarray
+    day: np.ndarray
+    hour: np.ndarray
+    minute: np.ndarray
+    second: np.ndarray
+    millis: np.ndarray
+    doy: np.ndarray | None = None
+    half: np.ndarray | None = None
+    hour_kind: str = "H"
+    offset_ms: np.ndarray | None = None
+    region_ids: pa.Array | None = None
+
+    @classmethod
+    def start(cls, n: int) -> "_ParsedFields":
+        one = np.ones(n, dtype=np.int64)
+        zero = np.zeros(n, np.int64)
+        return cls(one, one * 1970, one.copy(), one.copy(), zero, zero.copy(), zero.copy(), zero.copy())
+
+    def hours_of_day(self) -> np.ndarray:
+        """0-23 from whichever hour letter the pattern used (k: 1-24, K: 0-11, h: 1-12, a: AM/PM)."""
+        hour = self.hour
+        if self.hour_kind == "k":
+            return np.where(hour == 24, 0, hour)
+        if self.hour_kind in "Kh":
+            if self.hour_kind == "h":
+                hour = np.where(hour == 12, 0, hour)
+            if self.half is not None:
+                hour = hour + np.where(self.half, 12, 0)
+        return hour
+
+    def epoch_days(self) -> tuple[np.ndarray, np.ndarray]:
+        """Days since the epoch, and which rows hold an out-of-range field."""
+        self.hour = self.hours_of_day()
+        bad = (self.hour < 0) | (self.hour > 23) | (self.minute > 59) | (self.second > 59)
+        one = self.one
+        if self.doy is not None:
+            jan1 = days_from_civil(self.year, one, one)
+            leap_len = days_in_month(self.year, one * 2) + 337
+            return jan1 + self.doy - 1, bad | (self.doy < 1) | (self.doy > leap_len)
+        bad |= ((self.month < 1) | (self.month > 12) | (self.day < 1)
+                | (self.day > days_in_month(self.year, self.month)))
+        return days_from_civil(self.year, self.month, self.day), bad
+
+    def instants(self, local: np.ndarray, zone: Zone | None) -> tuple[np.ndarray, tuple[list[Zone | None], np.ndarray]]:
+        """The instant uses the offset/zone found in the value, else the formatter's zone, else the
+        JVM default. Each row also reports the zone found in it (index 0, None: nothing found)."""
         found: list[Zone | None] = [None]
-        found_idx = np.zeros(n_ok, dtype=np.int64)
-        if offset_ms is not None:
-            instants = local - offset_ms
-            uniq, inv = np.unique(offset_ms, return_inverse=True)
+        found_idx = np.zeros(len(local), dtype=np.int64)
+        if self.offset_ms is not None:
+            uniq, inv = np.unique(self.offset_ms, return_inverse=True)
             found += [Zone(int(o)) for o in uniq.tolist()]
-            found_idx = inv.reshape(-1).astype(np.int64) + 1
-        elif region_ids is not None:
-            instants = local.copy()
-            for rid in pc.unique(region_ids).to_pylist():
-                z = java_time_zone(rid) or UTC
-                sel = np.asarray(pc.equal(region_ids, rid).to_numpy(zero_copy_only=False), dtype=bool)
-                instants[sel] = _local_to_instant(local[sel], z)
-                found.append(z)
-                found_idx[sel] = len(found) - 1
-        else:
-            instants = _local_to_instant(local, zone or DEFAULT_JVM_ZONE)
-        return instants, (found, found_idx), matched
+            return local - self.offset_ms, (found, inv.reshape(-1).astype(np.int64) + 1)
+        if self.region_ids is None:
+            return local_to_instant(local, zone or DEFAULT_JVM_ZONE), (found, found_idx)
+        instants = local.copy()
+        for rid in pc.unique(self.region_ids).to_pylist():
+            z = java_time_zone(rid) or UTC
+            sel = np.asarray(pc.equal(self.region_ids, rid).to_numpy(zero_copy_only=False), dtype=bool)
+            instants[sel] = local_to_instant(local[sel], z)
+            found.append(z)
+            found_idx[sel] = len(found) - 1
+        return instants, (found, found_idx)
 
 
-def _local_to_instant(local_ms: np.ndarray, zone: Zone) -> np.ndarray:
-    if not zone.region:
-        return local_ms - zone.offset_ms
-    ts = pa.array(local_ms, pa.timestamp("ms"))
-    utc = pc.assume_timezone(ts, zone.region, ambiguous="earliest", nonexistent="latest")
-    return utc.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+def _ints(raw: pa.Array) -> np.ndarray:
+    return pc.cast(raw, pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _parse_offsets(texts: pa.Array) -> np.ndarray:
-    uniq = pc.unique(texts).to_pylist()
-    table = {}
-    for u in uniq:
-        if u.upper() == "Z":
-            table[u] = 0
-            continue
-        sign = -1 if u[0] == "-" else 1
-        digits = u[1:].replace(":", "")
-        hh = int(digits[0:2])
-        mm = int(digits[2:4] or 0)
-        ss = int(digits[4:6] or 0)
-        table[u] = sign * ((hh * 60 + mm) * 60 + ss) * 1000
-    keys = pa.array(list(table.keys()), pa.string())
-    vals = np.array(list(table.values()), dtype=np.int64)
-    idx = pc.index_in(texts, value_set=keys).to_numpy(zero_copy_only=False)
-    return vals[np.asarray(idx, dtype=np.int64)]
+def _parse_year(f: _ParsedFields, raw: pa.Array, k: int, pivot_year: int | None) -> None:
+    year = _ints(raw)
+    if k == 2:
+        two = pc.utf8_length(raw).to_numpy(zero_copy_only=False) == 2
+        if two.any():  # Joda's two-digit year: the century around pivot (today - 30) +/- 50
+            pivot = pivot_year if pivot_year is not None else date.today().year - 30
+            low = pivot - 50
+            conv = low - (low % 100) + year
+            year = np.where(two, np.where(conv < low, conv + 100, conv), year)
+    f.year = year
+
+
+def _parse_month(f: _ParsedFields, raw: pa.Array, k: int, _: int | None) -> None:
+    if k < 3:
+        f.month = _ints(raw)
+        return
+    names = [s.lower() for s in _MONTHS] + [s[:3].lower() for s in _MONTHS]
+    idx = pc.index_in(pc.utf8_lower(raw), value_set=pa.array(names)).to_numpy(zero_copy_only=False)
+    f.month = (np.asarray(idx, dtype=np.int64) % 12) + 1
+
+
+def _parse_hour(f: _ParsedFields, raw: pa.Array, k: int, _: int | None, kind: str = "H") -> None:
+    f.hour, f.hour_kind = _ints(raw), kind
+
+
+def _parse_millis(f: _ParsedFields, raw: pa.Array, k: int, _: int | None) -> None:
+    digits = pc.utf8_rpad(pc.utf8_slice_codeunits(raw, 0, 3), width=3, padding="0")
+    f.millis = _ints(digits)
+
+
+def _parse_zone(f: _ParsedFields, raw: pa.Array, k: int, _: int | None) -> None:
+    if k >= 3:
+        f.region_ids = raw
+    else:
+        f.offset_ms = parse_offsets(raw)
+
+
+def _set(attr: str):
+    def parse(f: _ParsedFields, raw: pa.Array, k: int, _: int | None) -> None:
+        setattr(f, attr, _ints(raw))
+    return parse
+
+
+def _ignored(f: _ParsedFields, raw: pa.Array, k: int, _: int | None) -> None:
+    """G, C, x, w, E, e are accepted and ignored: they do not change the instant here."""
+
+
+#: pattern letter -> what its parsed group sets
+_PARSERS = {
+    "y": _parse_year, "Y": _parse_year, "M": _parse_month, "d": _set("day"), "D": _set("doy"),
+    "H": _parse_hour, "k": partial(_parse_hour, kind="k"), "K": partial(_parse_hour, kind="K"),
+    "h": partial(_parse_hour, kind="h"), "m": _set("minute"), "s": _set("second"), "S": _parse_millis,
+    "a": lambda f, raw, k, _: setattr(f, "half", np.asarray(pc.equal(pc.utf8_upper(raw), "PM")
+                                                         .to_numpy(zero_copy_only=False), dtype=bool)),
+    "Z": _parse_zone,
+}
 
 
 def parse_to_zones(

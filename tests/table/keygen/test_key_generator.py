@@ -10,18 +10,26 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_hoodie.config import HoodieConfig, known
-from airflow_hoodie.errors import HoodieConfigError, HoodieKeyError, HoodieNotSupportedError
-from airflow_hoodie.table.keygen.key_generator import (
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieKeyError,
+    HoodieNotSupportedError,
+)
+from airflow_hoodie.table.keygen.builtin_key_generators import (
     ComplexKeyGenerator,
-    CustomKeyGenerator,
     GlobalDeleteKeyGenerator,
-    KeyGenerator,
     NonpartitionedKeyGenerator,
     SimpleKeyGenerator,
-    TimestampBasedKeyGenerator,
+)
+from airflow_hoodie.table.keygen.custom_key_generator import CustomKeyGenerator
+from airflow_hoodie.table.keygen.java_text import (
     escape_path_name,
     java_string,
     unescape_path_name,
+)
+from airflow_hoodie.table.keygen.key_generator import KeyGenerator
+from airflow_hoodie.table.keygen.timestamp_key_generator import (
+    TimestampBasedKeyGenerator,
 )
 from airflow_hoodie.table.properties import load_java_properties
 

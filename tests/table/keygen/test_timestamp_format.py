@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_hoodie.errors import HoodieKeyError, HoodieNotSupportedError
+from airflow_hoodie.table.keygen import joda_zone as jz
 from airflow_hoodie.table.keygen import timestamp_format as tf
 
 
@@ -34,11 +35,11 @@ def test_format_across_epoch_and_far_dates_matches_python():
 
 def test_zones_fixed_and_region():
     inst = np.array([_ms(2023, 7, 1, 12, 0, 0), _ms(2023, 1, 1, 12, 0, 0)], dtype=np.int64)
-    ny = tf.java_time_zone("America/New_York")
+    ny = jz.java_time_zone("America/New_York")
     assert tf.JodaPattern("HH Z").format(inst, [ny]).to_pylist() == ["08 -0400", "07 -0500"]
-    assert tf.java_time_zone("GMT+5:30") == tf.Zone(19_800_000)
-    assert tf.java_time_zone("Not/AZone") == tf.UTC  # Java falls back to GMT
-    assert tf.java_time_zone("") is None
+    assert jz.java_time_zone("GMT+5:30") == jz.Zone(19_800_000)
+    assert jz.java_time_zone("Not/AZone") == jz.UTC  # Java falls back to GMT
+    assert jz.java_time_zone("") is None
 
 
 def test_parse_formats_offsets_and_errors():
@@ -46,13 +47,13 @@ def test_parse_formats_offsets_and_errors():
     values = pa.array(["2023-04-01T10:00:00+02:00", "20230402", "2023-04-01T10:00:00Z"])
     inst, zones, idx = tf.parse_to_zones(pats, values, None)
     assert inst.tolist() == [_ms(2023, 4, 1, 8), _ms(2023, 4, 2), _ms(2023, 4, 1, 10)]
-    assert [zones[i] for i in idx] == [tf.Zone(7_200_000), tf.UTC, tf.UTC]
+    assert [zones[i] for i in idx] == [jz.Zone(7_200_000), jz.UTC, jz.UTC]
     with pytest.raises(HoodieKeyError, match="not a valid date"):
         tf.parse_to_zones([tf.JodaPattern("yyyy-MM-dd")], pa.array(["2023-02-30"]), None)
 
 
 def test_parse_text_month_and_twelve_hour_clock():
-    inst, _, _ = tf.parse_to_zones([tf.JodaPattern("dd MMM yyyy hh:mm a")], pa.array(["01 apr 2023 12:30 AM", "01 April 2023 01:00 PM"]), tf.UTC)
+    inst, _, _ = tf.parse_to_zones([tf.JodaPattern("dd MMM yyyy hh:mm a")], pa.array(["01 apr 2023 12:30 AM", "01 April 2023 01:00 PM"]), jz.UTC)
     assert inst.tolist() == [_ms(2023, 4, 1, 0, 30), _ms(2023, 4, 1, 13, 0)]
 
 
