@@ -370,12 +370,8 @@ def _archive_context(table: Any, tl: Any) -> ArchiveContext:
 
 def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: int) -> str:
     """Append entries (``batch`` records per Avro data block) to the archive log."""
-    from airflow_hoodie.table.log.log_block import (
-        BlockType,
-        HeaderKey,
-        LogBlock,
-        encode_avro_records,
-    )
+    from airflow_hoodie.table.log.data_block import encode_avro_records
+    from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
     from airflow_hoodie.table.log.log_writer import LogWriter
     from airflow_hoodie.table.metadata import avro_codec
 

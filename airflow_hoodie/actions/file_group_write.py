@@ -38,7 +38,8 @@ from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
     make_write_token,
 )
-from airflow_hoodie.table.log import log_block as lb
+from airflow_hoodie.table.log.data_block import avro_data_block
+from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
 from airflow_hoodie.table.log.log_writer import (
     LOG_BLOCK_MAX_SIZE,
     LOG_FILE_MAX_SIZE,
@@ -228,7 +229,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         per_row = max(1, stamped.nbytes // max(1, stamped.num_rows))
         rows_per_block = max(1, max_block // per_row)
         for start in range(0, stamped.num_rows, rows_per_block):
-            blocks.append(lb.avro_data_block(stamped.slice(start, rows_per_block), avro, ctx.instant_time))
+            blocks.append(avro_data_block(stamped.slice(start, rows_per_block), avro, ctx.instant_time))
     if deletes.num_rows:
         # a hard delete (the delete operation) has no ordering value: Hudi writes IntWrapper{0};
         # a soft delete (_hoodie_is_deleted) keeps its record's ordering value and type
@@ -237,10 +238,10 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         has_order = bool(field) and field in deletes.column_names
         order = deletes.column(field).to_pylist() if has_order else [None] * deletes.num_rows
         hard = deletes.column(OP_COL).to_pylist()
-        keys = [lb.DeleteRecord(k, task.partition_path, None if op == "D" else o)
+        keys = [DeleteRecord(k, task.partition_path, None if op == "D" else o)
                 for k, o, op in zip(deletes.column(RECORD_KEY).to_pylist(), order, hard)]
         order_type = deletes.schema.field(field).type if has_order else None
-        blocks.append(lb.delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
+        blocks.append(delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
     base_instant = task.base_instant or ctx.instant_time
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     # markers for the file the writer appends to and the one it may roll over to

@@ -11,7 +11,11 @@ import shutil
 import pyarrow as pa
 import pytest
 
-from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieTableNotFoundError
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieError,
+    HoodieTableNotFoundError,
+)
 from airflow_hoodie.table import read as read_mod
 from airflow_hoodie.table import read_table
 from airflow_hoodie.table.read import PartitionSpec, prune_partitions
@@ -288,7 +292,7 @@ def _updated_rows(table_dir: pathlib.Path, instant: str, keys: list[str], **chan
 
 
 def test_delete_block_removes_records(conformance, tmp_path):
-    from airflow_hoodie.table.log.log_block import DeleteRecord, delete_block
+    from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
 
     table_dir = _copy(conformance, MOR_NONPART, tmp_path)
     instant = "20250117090000000"
@@ -304,7 +308,8 @@ def test_delete_block_removes_records(conformance, tmp_path):
 
 
 def test_uncommitted_and_rolled_back_blocks_are_ignored(conformance, tmp_path):
-    from airflow_hoodie.table.log.log_block import avro_data_block, rollback_command_block
+    from airflow_hoodie.table.log.data_block import avro_data_block
+    from airflow_hoodie.table.log.log_block import rollback_command_block
 
     table_dir = _copy(conformance, MOR_NONPART, tmp_path)
     schema = _log_schema(table_dir)
@@ -325,7 +330,8 @@ def test_uncommitted_and_rolled_back_blocks_are_ignored(conformance, tmp_path):
 
 
 def test_update_then_delete_then_reinsert_in_logs(conformance, tmp_path):
-    from airflow_hoodie.table.log.log_block import DeleteRecord, avro_data_block, delete_block
+    from airflow_hoodie.table.log.data_block import avro_data_block
+    from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
 
     table_dir = _copy(conformance, MOR_NONPART, tmp_path)
     schema = _log_schema(table_dir)
@@ -349,7 +355,7 @@ def test_update_then_delete_then_reinsert_in_logs(conformance, tmp_path):
 
 
 def test_corrupt_block_is_skipped(conformance, tmp_path):
-    from airflow_hoodie.table.log.log_block import avro_data_block
+    from airflow_hoodie.table.log.data_block import avro_data_block
 
     table_dir = _copy(conformance, MOR_NONPART, tmp_path)
     schema = _log_schema(table_dir)
@@ -369,7 +375,8 @@ def test_corrupt_block_is_skipped(conformance, tmp_path):
 
 def test_event_time_ordering_table(conformance, tmp_path):
     """With DefaultHoodieRecordPayload a log update with a lower ordering value loses."""
-    from airflow_hoodie.table.log.log_block import DeleteRecord, avro_data_block, delete_block
+    from airflow_hoodie.table.log.data_block import avro_data_block
+    from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
 
     table_dir = _copy(conformance, MOR_NONPART, tmp_path)
     props = table_dir / ".hoodie/hoodie.properties"
@@ -410,7 +417,7 @@ def test_v6_overwrite_payload_log_update_with_lower_ordering_wins_over_base(conf
     """OverwriteWithLatestAvroPayload on a v6 table: Hudi 0.14/0.15 (Spark, compaction) let the log
     record overwrite the base row whatever its ordering value. hudi-rs orders by the precombine
     field here (event-time), so this is the one documented place where we differ from it."""
-    from airflow_hoodie.table.log.log_block import avro_data_block
+    from airflow_hoodie.table.log.data_block import avro_data_block
 
     table_dir = _copy(conformance, MOR_NONPART, tmp_path)
     schema = _log_schema(table_dir)
@@ -425,7 +432,7 @@ def test_v6_overwrite_payload_log_update_with_lower_ordering_wins_over_base(conf
 def test_pending_compaction_merges_old_and_new_slice(conformance, tmp_path):
     """Logs written after a compaction plan open a new slice (base instant = plan instant) that a
     snapshot read merges with the previous slice's base file and logs; read-optimized sees the old base."""
-    from airflow_hoodie.table.log.log_block import avro_data_block
+    from airflow_hoodie.table.log.data_block import avro_data_block
     from airflow_hoodie.table.log.log_writer import LogWriter
     from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
     from airflow_hoodie.table.storage.storage import Storage

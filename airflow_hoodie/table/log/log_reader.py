@@ -28,15 +28,14 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 
 from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieNotSupportedError
+from airflow_hoodie.table.log.data_block import decode_data_block
+from airflow_hoodie.table.log.delete_block import DeleteRecord, decode_delete_block
 from airflow_hoodie.table.log.log_block import (
     MAGIC,
     BlockType,
-    DeleteRecord,
     HeaderKey,
     HoodieCorruptedLogError,
     LogBlock,
-    decode_data_block,
-    decode_delete_block,
     header_names,
     parse_block_body,
 )

@@ -25,7 +25,10 @@ import pyarrow as pa
 
 from airflow_hoodie.config import ConfigKey, register
 from airflow_hoodie.errors import HoodieIOError
-from airflow_hoodie.table.file_group.file_naming import log_file_name, parse_log_file_name
+from airflow_hoodie.table.file_group.file_naming import (
+    log_file_name,
+    parse_log_file_name,
+)
 from airflow_hoodie.table.log.log_block import LogBlock, serialize_block
 from airflow_hoodie.table.storage.storage import Storage
 

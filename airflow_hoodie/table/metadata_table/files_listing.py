@@ -24,11 +24,15 @@ from typing import Any
 import fastavro
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedError
-from airflow_hoodie.table.log.log_block import BlockType, decode_delete_block
+from airflow_hoodie.table.log.delete_block import decode_delete_block
+from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
-from airflow_hoodie.table.metadata_table.removal import METADATA_FOLDER, METADATA_PARTITIONS
+from airflow_hoodie.table.metadata_table.removal import (
+    METADATA_FOLDER,
+    METADATA_PARTITIONS,
+)
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import Timeline

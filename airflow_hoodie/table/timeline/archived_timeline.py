@@ -15,8 +15,13 @@ from typing import Any, Iterator
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
 from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
-from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    normalize_instant_time,
+)
 from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline, collapse_states
 
 ARCHIVE_FILE_PREFIX = "commits"
@@ -63,7 +68,8 @@ class ArchivedTimeline:
         Corrupt blocks (a crash during archival) are skipped like Hudi skips them;
         ``strict=True`` raises instead.
         """
-        from airflow_hoodie.table.log.log_block import BlockType, decode_avro_records
+        from airflow_hoodie.table.log.data_block import decode_avro_records
+        from airflow_hoodie.table.log.log_block import BlockType
         from airflow_hoodie.table.log.log_reader import read_log_blocks
 
         folder = Storage.join(base_path, METAFOLDER, archive_folder)

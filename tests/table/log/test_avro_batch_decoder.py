@@ -13,14 +13,17 @@ import pytest
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
 from airflow_hoodie.table.log import avro_batch_decoder
-from airflow_hoodie.table.log.log_block import (
-    LogBlock,
+from airflow_hoodie.table.log.data_block import (
     avro_data_block,
     decode_avro_data_block,
     decode_avro_records,
 )
+from airflow_hoodie.table.log.log_block import LogBlock
 from airflow_hoodie.table.log.log_reader import read_log_blocks_from_bytes
-from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro, avro_records_to_arrow
+from airflow_hoodie.table.schema.avro_convert import (
+    arrow_schema_to_avro,
+    avro_records_to_arrow,
+)
 
 
 def _reference(block: LogBlock) -> pa.Table:

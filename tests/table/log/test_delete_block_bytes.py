@@ -11,11 +11,12 @@ import pyarrow as pa
 
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.table.log import log_block as lb
+from airflow_hoodie.table.log.delete_block import _DELETE_PARSED
 from airflow_hoodie.table.log.log_reader import read_log_blocks_from_bytes
 
 
 def _delete_records(block: lb.LogBlock) -> list[dict]:
-    rec = fastavro.schemaless_reader(io.BytesIO(block.content[8:]), lb._DELETE_PARSED, None,
+    rec = fastavro.schemaless_reader(io.BytesIO(block.content[8:]), _DELETE_PARSED, None,
                                      return_record_name=True)
     return rec["deleteRecordList"]
 

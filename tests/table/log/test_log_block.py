@@ -9,27 +9,38 @@ import struct
 import pyarrow as pa
 import pytest
 
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedError, HoodieSchemaError
-from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro, table_record_name
-from airflow_hoodie.table.log.log_block import (
-    MAGIC,
-    BlockType,
-    DeleteRecord,
-    HeaderKey,
-    LogBlock,
+from airflow_hoodie.errors import (
+    HoodieCorruptedDataError,
+    HoodieNotSupportedError,
+    HoodieSchemaError,
+)
+from airflow_hoodie.table.log.data_block import (
     avro_data_block,
     decode_avro_data_block,
     decode_data_block,
-    decode_delete_block,
-    decode_metadata,
     decode_parquet_data_block,
+    parquet_data_block,
+)
+from airflow_hoodie.table.log.delete_block import (
+    DeleteRecord,
+    decode_delete_block,
     delete_block,
+)
+from airflow_hoodie.table.log.log_block import (
+    MAGIC,
+    BlockType,
+    HeaderKey,
+    LogBlock,
+    decode_metadata,
     encode_metadata,
     header_names,
-    parquet_data_block,
     parse_block_body,
     rollback_command_block,
     serialize_block,
+)
+from airflow_hoodie.table.schema.avro_convert import (
+    arrow_schema_to_avro,
+    table_record_name,
 )
 
 AVRO_LOG = "logs/valid_log_avro_data/.ff32ab89-5ad0-4968-83b4-89a34c95d32f-0_20250316025816068.log.1_0-54-122"

@@ -13,15 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from airflow_hoodie.table.log.log_block import (
-    DeleteRecord,
+from airflow_hoodie.table.log.data_block import (
     avro_data_block,
     decode_data_block,
-    delete_block,
     parquet_data_block,
-    rollback_command_block,
-    serialize_block,
 )
+from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
+from airflow_hoodie.table.log.log_block import rollback_command_block, serialize_block
 from airflow_hoodie.table.log.log_reader import read_log_blocks
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.storage.storage import Storage

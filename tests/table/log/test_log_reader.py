@@ -13,13 +13,11 @@ import pyarrow as pa
 import pytest
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
-from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro, table_record_name
+from airflow_hoodie.table.log.data_block import avro_data_block
+from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
 from airflow_hoodie.table.log.log_block import (
     MAGIC,
     BlockType,
-    DeleteRecord,
-    avro_data_block,
-    delete_block,
     rollback_command_block,
     serialize_block,
 )
@@ -28,6 +26,10 @@ from airflow_hoodie.table.log.log_reader import (
     read_log_blocks,
     read_log_blocks_from_bytes,
     scan_log_files,
+)
+from airflow_hoodie.table.schema.avro_convert import (
+    arrow_schema_to_avro,
+    table_record_name,
 )
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -143,7 +145,7 @@ def test_flipped_content_byte_is_caught_at_decode(tmp_path):
     path = _write(tmp_path, bytes(bad))
     blocks = list(read_log_blocks(STORAGE, path))
     assert [b.type_name for b in blocks] == ["AVRO_DATA"] * 3
-    from airflow_hoodie.table.log.log_block import decode_avro_data_block
+    from airflow_hoodie.table.log.data_block import decode_avro_data_block
 
     with pytest.raises(HoodieCorruptedDataError, match="runs past the block content"):
         decode_avro_data_block(blocks[0])
@@ -314,7 +316,11 @@ def test_random_damage_never_escapes_as_a_raw_exception():
     import random
 
     from airflow_hoodie.errors import HoodieError
-    from airflow_hoodie.table.log.log_block import decode_data_block, decode_delete_block, parquet_data_block
+    from airflow_hoodie.table.log.data_block import (
+        decode_data_block,
+        parquet_data_block,
+    )
+    from airflow_hoodie.table.log.delete_block import decode_delete_block
 
     t = pa.table({
         "_hoodie_record_key": ["a", "bb", "ccc"],

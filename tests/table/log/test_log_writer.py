@@ -8,16 +8,15 @@ import pyarrow as pa
 import pytest
 
 from airflow_hoodie.errors import HoodieIOError
-from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro, table_record_name
-from airflow_hoodie.table.log.log_block import (
-    DeleteRecord,
-    avro_data_block,
-    delete_block,
-    rollback_command_block,
-    serialize_block,
-)
+from airflow_hoodie.table.log.data_block import avro_data_block
+from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
+from airflow_hoodie.table.log.log_block import rollback_command_block, serialize_block
 from airflow_hoodie.table.log.log_reader import read_log_blocks, scan_log_files
 from airflow_hoodie.table.log.log_writer import LogWriter, latest_log_file
+from airflow_hoodie.table.schema.avro_convert import (
+    arrow_schema_to_avro,
+    table_record_name,
+)
 from airflow_hoodie.table.storage.storage import Storage
 
 STORAGE = Storage.local()

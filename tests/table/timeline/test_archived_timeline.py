@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from airflow_hoodie.table.log.data_block import encode_avro_records
+from airflow_hoodie.table.log.log_block import (
+    BlockType,
+    HeaderKey,
+    LogBlock,
+    serialize_block,
+)
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock, encode_avro_records, serialize_block
-from airflow_hoodie.table.storage.storage import Storage
 
 
 def _entry(ts, action, state, **meta):
