@@ -79,7 +79,7 @@ _REGISTERING_MODULES = (
     "airflow_hoodie.actions.transaction.filesystem_lock",
     "airflow_hoodie.actions.transaction.zookeeper_lock",
     "airflow_hoodie.actions.transaction.dynamodb_lock",
-    "airflow_hoodie.table.bloom.bloom_filter",
+    "airflow_hoodie.table.bloom.bloom_footer",
     "airflow_hoodie.table.keygen.keygen_config",
     "airflow_hoodie.table.log.log_writer",
     "airflow_hoodie.table.record_merger",

@@ -89,7 +89,12 @@ def file_keys(ref: FileRef) -> pa.Table:
 
 def file_footer(ref: FileRef) -> dict[str, Any]:
     """min/max record key and serialized bloom filter of a slice's base file (BLOOM index)."""
-    from airflow_hoodie.table.bloom import bloom_filter as bfm
+    from airflow_hoodie.table.bloom.bloom_footer import (
+        BLOOM_FILTER_KEY,
+        BLOOM_FILTER_TYPE_KEY,
+        MAX_KEY,
+        MIN_KEY,
+    )
     out: dict[str, Any] = {"partition": ref.partition_path, "file_id": ref.file_id,
                            "min": None, "max": None, "bloom": None, "bloom_type": None}
     if not ref.base_file or ref.log_files:
@@ -97,8 +102,8 @@ def file_footer(ref: FileRef) -> dict[str, Any]:
     storage, base_path = Storage.for_uri(ref.base_uri, ref.storage_options or None)
     md = pq.read_metadata(storage.open_input(storage.join(base_path, ref.base_file))).metadata or {}
     get = lambda k: md.get(k.encode()).decode() if md.get(k.encode()) is not None else None  # noqa: E731
-    out["min"], out["max"] = get(bfm.MIN_KEY), get(bfm.MAX_KEY)
-    out["bloom"], out["bloom_type"] = get(bfm.BLOOM_FILTER_KEY), get(bfm.BLOOM_FILTER_TYPE_KEY)
+    out["min"], out["max"] = get(MIN_KEY), get(MAX_KEY)
+    out["bloom"], out["bloom_type"] = get(BLOOM_FILTER_KEY), get(BLOOM_FILTER_TYPE_KEY)
     return out
 
 

@@ -15,7 +15,7 @@ from airflow_hoodie.actions.index import (
     validate_index_type,
 )
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.bloom.bloom_filter import bloom_filter_from_config
+from airflow_hoodie.table.bloom.bloom_footer import bloom_filter_from_config
 from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
 
 

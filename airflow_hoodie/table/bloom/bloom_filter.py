@@ -24,113 +24,38 @@ handful of array operations per block, so a million keys take about a second, no
 from __future__ import annotations
 
 import base64
-import math
 import struct
-from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieKeyError, HoodieNotSupportedError
-
-__all__ = [
-    "BLOOM_FILTER_KEY",
-    "OLD_BLOOM_FILTER_KEY",
-    "BLOOM_FILTER_TYPE_KEY",
-    "MIN_KEY",
-    "MAX_KEY",
-    "SIMPLE",
-    "DYNAMIC_V0",
-    "MURMUR_HASH",
-    "BloomFilter",
-    "SimpleBloomFilter",
-    "DynamicBloomFilter",
-    "create_bloom_filter",
-    "bloom_filter_from_config",
-    "load_bloom_filter",
-    "bloom_filter_from_footer",
-    "footer_metadata",
-    "build_footer",
-    "min_max_record_keys",
-    "optimal_num_bits",
-    "optimal_num_hashes",
-    "murmur_hash",
-    "hash_positions",
-]
-
-# Parquet footer keys (HoodieAvroWriteSupport / HoodieBloomFilterWriteSupport).
-BLOOM_FILTER_KEY = "org.apache.hudi.bloomfilter"
-OLD_BLOOM_FILTER_KEY = "com.uber.hoodie.bloomfilter"
-BLOOM_FILTER_TYPE_KEY = "hoodie_bloom_filter_type_code"
-MIN_KEY = "hoodie_min_record_key"
-MAX_KEY = "hoodie_max_record_key"
+from airflow_hoodie.errors import (
+    HoodieCorruptedDataError,
+    HoodieKeyError,
+    HoodieNotSupportedError,
+)
+from airflow_hoodie.table.bloom.bloom_hash import (
+    JENKINS_HASH,
+    MURMUR_HASH,
+    KeysLike,
+    hash_positions,
+    key_bytes,
+    optimal_num_bits,
+    optimal_num_hashes,
+    positions_scalar,
+)
 
 # BloomFilterTypeCode names.
 SIMPLE = "SIMPLE"
 DYNAMIC_V0 = "DYNAMIC_V0"
 
-# org.apache.hadoop.util.hash.Hash type codes.
-JENKINS_HASH = 0
-MURMUR_HASH = 1
 
 _WRITABLE_VERSION = -1
-_M = np.uint32(0x5BD1E995)
-_M_INT = 0x5BD1E995
-_MASK32 = 0xFFFFFFFF
-# Keys hashed per numpy pass: big enough to amortize call overhead, small enough that the
-# (chunk x nbHash) position matrix stays in cache-friendly territory.
-_CHUNK = 1 << 16
 
-NUM_ENTRIES = ConfigKey(
-    "hoodie.index.bloom.num_entries",
-    "60000",
-    "Expected number of record keys per base file; sizes the bloom filter (and, for DYNAMIC_V0, one row).",
-)
-FPP = ConfigKey(
-    "hoodie.index.bloom.fpp",
-    "0.000000001",
-    "Target false-positive probability of the bloom filter at num_entries keys.",
-)
-FILTER_TYPE = ConfigKey(
-    "hoodie.bloom.index.filter.type",
-    DYNAMIC_V0,
-    "Bloom filter type written into base files: SIMPLE or DYNAMIC_V0.",
-)
-DYNAMIC_MAX_ENTRIES = ConfigKey(
-    "hoodie.bloom.index.filter.dynamic.max.entries",
-    "100000",
-    "Upper bound of keys a DYNAMIC_V0 filter grows to; past it rows are reused round-robin.",
-)
-register(NUM_ENTRIES, FPP, FILTER_TYPE, DYNAMIC_MAX_ENTRIES)
-
-KeysLike = Union[pa.Array, pa.ChunkedArray, Sequence[str], np.ndarray]
 
 
 # --------------------------------------------------------------------------------------
 # Sizing (BloomFilterUtils)
 # --------------------------------------------------------------------------------------
-
-_LOG2 = math.log(2)
-_LOG2_SQUARED = _LOG2 * _LOG2
-
-
-def _java_int(value: float) -> int:
-    """Java's ``(int)`` cast of a double: truncate toward zero, saturate at the int range."""
-    if math.isnan(value):
-        return 0
-    return max(-(2**31), min(2**31 - 1, int(value)))
-
-
-def optimal_num_bits(num_entries: int, fpp: float) -> int:
-    """Bit-vector size Hudi picks for ``num_entries`` keys at false-positive rate ``fpp``."""
-    return _java_int(math.ceil(num_entries * (-math.log(fpp) / _LOG2_SQUARED)))
-
-
-def optimal_num_hashes(num_bits: int, num_entries: int) -> int:
-    """Number of hash functions Hudi picks for a vector of ``num_bits`` bits."""
-    return _java_int(math.ceil(_LOG2 * num_bits / num_entries))
 
 
 # --------------------------------------------------------------------------------------
@@ -138,184 +63,9 @@ def optimal_num_hashes(num_bits: int, num_entries: int) -> int:
 # --------------------------------------------------------------------------------------
 
 
-def _sext8(b: int) -> int:
-    return b - 256 if b >= 128 else b
-
-
-def murmur_hash(data: bytes, seed: int = 0) -> int:
-    """Hadoop's ``MurmurHash.hash(data, length, seed)`` as a signed 32-bit int.
-
-    Scalar reference used for single keys and to cross-check the vectorized path.
-    """
-    length = len(data)
-    h = (seed ^ length) & _MASK32
-    nblocks = length >> 2
-    for i in range(nblocks):
-        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
-        k = (k * _M_INT) & _MASK32
-        k ^= k >> 24
-        k = (k * _M_INT) & _MASK32
-        h = (h * _M_INT) & _MASK32
-        h ^= k
-    left = length & 3
-    if left:
-        # Hadoop's tail: data[len-3] << 16, data[len-2] << 8, data[len-1] (sign-extended bytes).
-        if left >= 3:
-            h ^= (_sext8(data[length - 3]) << 16) & _MASK32
-        if left >= 2:
-            h ^= (_sext8(data[length - 2]) << 8) & _MASK32
-        h ^= _sext8(data[length - 1]) & _MASK32
-        h = (h * _M_INT) & _MASK32
-    h ^= h >> 13
-    h = (h * _M_INT) & _MASK32
-    h ^= h >> 15
-    return h - (1 << 32) if h >= (1 << 31) else h
-
-
-def _positions_scalar(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
-    if not data:
-        raise HoodieKeyError("A bloom filter key must not be empty (Hudi rejects zero-length keys).")
-    out = []
-    h = 0
-    for _ in range(nb_hash):
-        h = murmur_hash(data, h)
-        out.append(abs(h) % vector_size)
-    return out
-
-
-def _as_string_array(keys: KeysLike) -> pa.Array:
-    """Normalize keys to one contiguous arrow (large_)string/binary array."""
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
-    elif not isinstance(keys, pa.Array):
-        if isinstance(keys, np.ndarray):
-            keys = keys.tolist()
-        keys = pa.array(keys, type=pa.string())
-    t = keys.type
-    if pa.types.is_dictionary(t):
-        keys = keys.dictionary_decode()
-        t = keys.type
-    if getattr(pa.types, "is_string_view", lambda _t: False)(t):
-        keys = keys.cast(pa.large_string())
-        t = keys.type
-    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
-        raise HoodieKeyError(f"Bloom filter keys must be strings, got arrow type {t}.")
-    if keys.null_count:
-        raise HoodieKeyError(
-            f"{keys.null_count} record key(s) are null; every record needs a non-null record key "
-            "before it can go into a bloom filter."
-        )
-    return keys
-
-
-def _buffers(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(data bytes as uint8, offsets as int64 of length n+1) without copying the data."""
-    bufs = keys.buffers()
-    large = pa.types.is_large_string(keys.type) or pa.types.is_large_binary(keys.type)
-    off_dtype = np.int64 if large else np.int32
-    n = len(keys)
-    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=keys.offset + n + 1)[keys.offset :].astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
-    return data, offsets
-
-
-def _hash_group(
-    data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nblocks: int, nb_hash: int, vector_size: int
-) -> np.ndarray:
-    """Positions (n x nb_hash, uint32) for keys that all have ``nblocks`` whole 4-byte blocks."""
-    n = len(starts)
-    m = _M
-    with np.errstate(over="ignore"):
-        if nblocks:
-            idx = starts[:, None] + np.arange(4 * nblocks, dtype=np.int64)[None, :]
-            words = np.ascontiguousarray(data[idx]).view("<u4").reshape(n, nblocks)
-            k = words * m
-            k ^= k >> np.uint32(24)
-            k *= m
-            kt = np.ascontiguousarray(k.T)  # (nblocks, n): one contiguous row per block
-        else:
-            kt = np.empty((0, n), dtype=np.uint32)
-        # Tail: Hadoop mixes data[len-3] << 16 ^ data[len-2] << 8 ^ data[len-1], sign-extended.
-        left = lengths & 3
-        ends = starts + lengths
-        sdata = data.view(np.int8)
-        tail = np.zeros(n, dtype=np.int32)
-        for back, shift in ((3, 16), (2, 8), (1, 0)):
-            sel = left >= back
-            if sel.any():
-                pos = np.where(sel, ends - back, 0)
-                vals = sdata[pos].astype(np.int32) << np.int32(shift)
-                tail ^= np.where(sel, vals, np.int32(0))
-        tail_u = tail.view(np.uint32)
-        has_tail = left != 0
-        all_tail = bool(has_tail.all())
-        any_tail = bool(has_tail.any())
-        len_u = lengths.astype(np.uint32)
-
-        out = np.empty((nb_hash, n), dtype=np.uint32)  # one contiguous row per hash, transposed at the end
-        vs = np.uint32(vector_size)
-        h = np.zeros(n, dtype=np.uint32)
-        for i in range(nb_hash):
-            h ^= len_u  # the previous hash is the next seed
-            for j in range(nblocks):
-                h *= m
-                h ^= kt[j]
-            if any_tail:
-                h ^= tail_u
-                if all_tail:
-                    h *= m
-                else:
-                    h = np.where(has_tail, h * m, h)
-            h ^= h >> np.uint32(13)
-            h *= m
-            h ^= h >> np.uint32(15)
-            # Java: Math.abs(h % size) == |h| mod size. np.abs wraps MIN_VALUE to itself, which
-            # read as uint32 is exactly 2^31, so the uint32 view is the true magnitude.
-            np.remainder(np.abs(h.view(np.int32)).view(np.uint32), vs, out=out[i])
-    return out.T
-
-
-def hash_positions(keys: KeysLike, nb_hash: int, vector_size: int) -> np.ndarray:
-    """Bit positions (``len(keys) x nb_hash``, uint32) Hudi's HashFunction gives each key.
-
-    Row ``r`` holds the positions for ``keys[r]`` (input order is preserved).
-    """
-    arr = _as_string_array(keys)
-    n = len(arr)
-    out = np.empty((n, nb_hash), dtype=np.uint32)
-    if n == 0:
-        return out
-    data, offsets = _buffers(arr)
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
-    if (lengths == 0).any():
-        raise HoodieKeyError(
-            f"{int((lengths == 0).sum())} record key(s) are empty; Hudi cannot put a zero-length key "
-            "into a bloom filter. Fix the record key field(s) so every record has a value."
-        )
-    nblocks = lengths >> 2
-    order = np.argsort(nblocks, kind="stable")
-    sorted_blocks = nblocks[order]
-    bounds = np.flatnonzero(np.diff(sorted_blocks)) + 1
-    group_starts = np.concatenate(([0], bounds))
-    group_ends = np.concatenate((bounds, [n]))
-    for gs, ge in zip(group_starts.tolist(), group_ends.tolist()):
-        nb = int(sorted_blocks[gs])
-        for cs in range(gs, ge, _CHUNK):
-            sel = order[cs : min(ge, cs + _CHUNK)]
-            out[sel] = _hash_group(data, starts[sel], lengths[sel], nb, nb_hash, vector_size)
-    return out
-
-
 # --------------------------------------------------------------------------------------
 # Filters
 # --------------------------------------------------------------------------------------
-
-
-def _key_bytes(key: str | bytes) -> bytes:
-    if key is None:
-        raise HoodieKeyError("A record key is null; every record needs a non-null record key.")
-    return key.encode("utf-8") if isinstance(key, str) else bytes(key)
 
 
 class _BitRow:
@@ -434,14 +184,14 @@ class SimpleBloomFilter(BloomFilter):
         return self._row.vector_size
 
     def add(self, key: str | bytes) -> None:
-        self._row.bits[_positions_scalar(_key_bytes(key), self.nb_hash, self.vector_size)] = True
+        self._row.bits[positions_scalar(key_bytes(key), self.nb_hash, self.vector_size)] = True
 
     def add_many(self, keys: KeysLike) -> None:
         pos = hash_positions(keys, self.nb_hash, self.vector_size)
         self._row.bits[pos.ravel()] = True
 
     def might_contain(self, key: str | bytes) -> bool:
-        return bool(self._row.bits[_positions_scalar(_key_bytes(key), self.nb_hash, self.vector_size)].all())
+        return bool(self._row.bits[positions_scalar(key_bytes(key), self.nb_hash, self.vector_size)].all())
 
     def might_contain_many(self, keys: KeysLike) -> np.ndarray:
         return self._row.contains_positions(hash_positions(keys, self.nb_hash, self.vector_size))
@@ -531,7 +281,7 @@ class DynamicBloomFilter(BloomFilter):
         return out
 
     def add(self, key: str | bytes) -> None:
-        pos = _positions_scalar(_key_bytes(key), self._nb_hash, self.vector_size)
+        pos = positions_scalar(key_bytes(key), self._nb_hash, self.vector_size)
         for row, _ in self._assign_rows(1):
             self.rows[row].bits[pos] = True
 
@@ -541,7 +291,7 @@ class DynamicBloomFilter(BloomFilter):
             self.rows[row].bits[pos[part].ravel()] = True
 
     def might_contain(self, key: str | bytes) -> bool:
-        pos = _positions_scalar(_key_bytes(key), self._nb_hash, self.vector_size)
+        pos = positions_scalar(key_bytes(key), self._nb_hash, self.vector_size)
         return any(bool(row.bits[pos].all()) for row in self.rows)
 
     def might_contain_many(self, keys: KeysLike) -> np.ndarray:
@@ -601,17 +351,6 @@ def create_bloom_filter(
     )
 
 
-def bloom_filter_from_config(props: Mapping[str, str] | HoodieConfig | None = None) -> BloomFilter:
-    """A fresh, empty filter as configured by the write config (Hudi's defaults otherwise)."""
-    cfg = props if isinstance(props, HoodieConfig) else HoodieConfig(props or {})
-    return create_bloom_filter(
-        cfg.get_int(NUM_ENTRIES.key),
-        cfg.get_float(FPP.key),
-        cfg.get(FILTER_TYPE.key) or DYNAMIC_V0,
-        cfg.get_int(DYNAMIC_MAX_ENTRIES.key),
-    )
-
-
 def load_bloom_filter(serialized: str | bytes, type_code: str | bytes | None = SIMPLE) -> BloomFilter:
     """``BloomFilterFactory.fromString``: decode a footer value (Base64) of the given type."""
     if isinstance(type_code, bytes):
@@ -631,70 +370,3 @@ def load_bloom_filter(serialized: str | bytes, type_code: str | bytes | None = S
     raise HoodieNotSupportedError(f"Bloom filter type code {type_code!r} is not recognized (SIMPLE or DYNAMIC_V0).")
 
 
-def _get_meta(meta: Mapping[Any, Any], key: str) -> str | None:
-    val = meta.get(key)
-    if val is None:
-        val = meta.get(key.encode("utf-8"))
-    if isinstance(val, bytes):
-        val = val.decode("utf-8")
-    return val
-
-
-def bloom_filter_from_footer(metadata: Mapping[Any, Any] | None) -> BloomFilter | None:
-    """The filter stored in a parquet footer's key-value metadata (str or bytes keys), or None.
-
-    Reads the current key and falls back to the pre-Apache ``com.uber.hoodie.bloomfilter``;
-    a missing type code means SIMPLE, as in Hudi.
-    """
-    if not metadata:
-        return None
-    value = _get_meta(metadata, BLOOM_FILTER_KEY) or _get_meta(metadata, OLD_BLOOM_FILTER_KEY)
-    if value is None:
-        return None
-    return load_bloom_filter(value, _get_meta(metadata, BLOOM_FILTER_TYPE_KEY) or SIMPLE)
-
-
-def footer_metadata(bloom: BloomFilter | None, min_key: str | None, max_key: str | None) -> dict[str, str]:
-    """Footer entries Hudi's write support adds: filter, type code (dynamic only), min/max key."""
-    meta: dict[str, str] = {}
-    if bloom is not None:
-        meta[BLOOM_FILTER_KEY] = bloom.serialize()
-        if "DYNAMIC" in bloom.type_code:
-            meta[BLOOM_FILTER_TYPE_KEY] = bloom.type_code
-    if min_key is not None and max_key is not None:
-        meta[MIN_KEY] = min_key
-        meta[MAX_KEY] = max_key
-    return meta
-
-
-def build_footer(keys: KeysLike, props: Mapping[str, str] | HoodieConfig | None = None) -> dict[str, str]:
-    """Everything Hudi's writer puts in a base file footer for these record keys, in write order.
-
-    Filter built from the config (``hoodie.bloom.index.filter.type`` etc.), type code only for
-    dynamic filters, min/max key in Java string order. Empty ``keys`` -> filter only, as Hudi.
-    """
-    bloom = bloom_filter_from_config(props)
-    bloom.add_many(keys)
-    lo, hi = min_max_record_keys(keys)
-    return footer_metadata(bloom, lo, hi)
-
-
-def min_max_record_keys(keys: KeysLike) -> tuple[str | None, str | None]:
-    """Min and max record key in Java ``String.compareTo`` order (what Hudi's Avro writer uses).
-
-    That order is UTF-16 code-unit order; it equals byte order of the UTF-8 bytes unless keys
-    mix supplementary characters with U+E000..U+FFFF, in which case we sort by UTF-16.
-    """
-    arr = _as_string_array(keys)
-    if len(arr) == 0:
-        return None, None
-    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.large_string())
-    data, offsets = _buffers(arr)
-    used = data[offsets[0] : offsets[-1]]
-    if used.size and (used >= 0xEE).any() and (used >= 0xF0).any():
-        values = arr.to_pylist()
-        java_order = lambda v: v.encode("utf-16-be")  # noqa: E731
-        return min(values, key=java_order), max(values, key=java_order)
-    mm = pc.min_max(arr)
-    return mm["min"].as_py(), mm["max"].as_py()

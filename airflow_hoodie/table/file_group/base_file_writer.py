@@ -96,14 +96,19 @@ ROW_GROUP_ROWS = 1 << 20
 
 
 def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig) -> dict[bytes, bytes]:
-    from airflow_hoodie.table.bloom import bloom_filter as bf_mod
+    from airflow_hoodie.table.bloom.bloom_footer import (
+        BLOOM_FILTER_KEY,
+        BLOOM_FILTER_TYPE_KEY,
+        FILTER_TYPE,
+        bloom_filter_from_config,
+    )
 
-    bf = bf_mod.bloom_filter_from_config(config)
+    bf = bloom_filter_from_config(config)
     bf.add_many(keys.combine_chunks())
-    type_code = getattr(bf, "type_code", None) or config.get(bf_mod.FILTER_TYPE.key)
+    type_code = getattr(bf, "type_code", None) or config.get(FILTER_TYPE.key)
     return {
-        bf_mod.BLOOM_FILTER_KEY.encode(): bf.serialize().encode(),
-        bf_mod.BLOOM_FILTER_TYPE_KEY.encode(): str(type_code).encode(),
+        BLOOM_FILTER_KEY.encode(): bf.serialize().encode(),
+        BLOOM_FILTER_TYPE_KEY.encode(): str(type_code).encode(),
     }
 
 

@@ -13,8 +13,30 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieKeyError, HoodieNotSupportedError
+from airflow_hoodie.errors import (
+    HoodieCorruptedDataError,
+    HoodieKeyError,
+    HoodieNotSupportedError,
+)
 from airflow_hoodie.table.bloom import bloom_filter as bf
+from airflow_hoodie.table.bloom.bloom_footer import (
+    BLOOM_FILTER_KEY,
+    BLOOM_FILTER_TYPE_KEY,
+    MAX_KEY,
+    MIN_KEY,
+    bloom_filter_from_config,
+    bloom_filter_from_footer,
+    build_footer,
+    footer_metadata,
+    min_max_record_keys,
+)
+from airflow_hoodie.table.bloom.bloom_hash import (
+    hash_positions,
+    murmur_hash,
+    optimal_num_bits,
+    optimal_num_hashes,
+    positions_scalar,
+)
 
 
 def _base_files(conformance):
@@ -35,29 +57,29 @@ def _table_props(path):
 
 
 def test_sizing_matches_hudi_defaults():
-    bits = bf.optimal_num_bits(60000, 0.000000001)
+    bits = optimal_num_bits(60000, 0.000000001)
     assert bits == 2587966
-    assert bf.optimal_num_hashes(bits, 60000) == 30
+    assert optimal_num_hashes(bits, 60000) == 30
 
 
 def test_murmur_known_values_and_tail_order():
     # Hadoop's variant: tail bytes are mixed as data[len-3]<<16 ^ data[len-2]<<8 ^ data[len-1],
     # so "abc" and "cba" hash differently from standard MurmurHash2's layout.
-    assert bf.murmur_hash(b"abc") != bf.murmur_hash(b"cba")
+    assert murmur_hash(b"abc") != murmur_hash(b"cba")
     # non-ASCII tail bytes are sign-extended: vectorized and scalar paths must agree
     for key in ["é", "aé", "中", "x😀", "abcd", "abcde\u00ff"]:
         data = key.encode()
-        pos = bf.hash_positions([key], 30, 2587966)[0].tolist()
-        assert pos == bf._positions_scalar(data, 30, 2587966)
+        pos = hash_positions([key], 30, 2587966)[0].tolist()
+        assert pos == positions_scalar(data, 30, 2587966)
 
 
 def test_vectorized_hashing_equals_scalar_for_mixed_lengths():
     rng = random.Random(7)
     alphabet = "abcXYZ019-_:,/é中😀\u00ff\uffee"
     keys = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 41))) for _ in range(2000)]
-    matrix = bf.hash_positions(pa.array(keys), 30, 2587966)
+    matrix = hash_positions(pa.array(keys), 30, 2587966)
     for i, key in enumerate(keys):
-        assert matrix[i].tolist() == bf._positions_scalar(key.encode(), 30, 2587966), key
+        assert matrix[i].tolist() == positions_scalar(key.encode(), 30, 2587966), key
 
 
 @pytest.mark.parametrize("type_code", [bf.SIMPLE, bf.DYNAMIC_V0])
@@ -97,27 +119,27 @@ def test_conformance_footers_rebuild_byte_for_byte(conformance):
         keys = pf.read(columns=["_hoodie_record_key"]).column(0)
         props = HoodieConfig(_table_props(path))
 
-        rebuilt = bf.bloom_filter_from_config(props)
+        rebuilt = bloom_filter_from_config(props)
         assert rebuilt.type_code.encode() == meta.get(b"hoodie_bloom_filter_type_code", b"SIMPLE")
         rebuilt.add_many(keys)
-        footer = meta[bf.BLOOM_FILTER_KEY.encode()].decode()
+        footer = meta[BLOOM_FILTER_KEY.encode()].decode()
         assert rebuilt.serialize() == footer, path
 
-        lo, hi = bf.min_max_record_keys(keys)
-        assert lo.encode() == meta[bf.MIN_KEY.encode()], path
-        assert hi.encode() == meta[bf.MAX_KEY.encode()], path
-        assert bf.footer_metadata(rebuilt, lo, hi) == {
-            k.decode(): v.decode() for k, v in meta.items() if k.decode() in (bf.BLOOM_FILTER_KEY, bf.BLOOM_FILTER_TYPE_KEY, bf.MIN_KEY, bf.MAX_KEY)
+        lo, hi = min_max_record_keys(keys)
+        assert lo.encode() == meta[MIN_KEY.encode()], path
+        assert hi.encode() == meta[MAX_KEY.encode()], path
+        assert footer_metadata(rebuilt, lo, hi) == {
+            k.decode(): v.decode() for k, v in meta.items() if k.decode() in (BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY, MIN_KEY, MAX_KEY)
         }
 
-        built = bf.build_footer(keys, props)
+        built = build_footer(keys, props)
         assert {k.encode(): v.encode() for k, v in built.items()} == {
-            k: v for k, v in meta.items() if k.decode() in built or k.decode() == bf.BLOOM_FILTER_TYPE_KEY
+            k: v for k, v in meta.items() if k.decode() in built or k.decode() == BLOOM_FILTER_TYPE_KEY
         }
 
-        loaded = bf.bloom_filter_from_footer(meta)
+        loaded = bloom_filter_from_footer(meta)
         assert loaded is not None and loaded.serialize() == footer
-        assert loaded == bf.load_bloom_filter(footer, meta[bf.BLOOM_FILTER_TYPE_KEY.encode()])
+        assert loaded == bf.load_bloom_filter(footer, meta[BLOOM_FILTER_TYPE_KEY.encode()])
         assert loaded.might_contain_many(keys).all()
         assert all(loaded.might_contain(k) for k in keys.to_pylist())
         others = [f"not-a-key-{rng.random()}" for _ in range(2000)]
@@ -127,9 +149,9 @@ def test_conformance_footers_rebuild_byte_for_byte(conformance):
 def test_simple_filter_roundtrip_and_footer_has_no_type_code():
     f = bf.create_bloom_filter(100, 0.001, "simple")
     f.add_many(["a", "b", "c"])
-    meta = bf.footer_metadata(f, "a", "c")
-    assert bf.BLOOM_FILTER_TYPE_KEY not in meta
-    back = bf.bloom_filter_from_footer(meta)
+    meta = footer_metadata(f, "a", "c")
+    assert BLOOM_FILTER_TYPE_KEY not in meta
+    back = bloom_filter_from_footer(meta)
     assert isinstance(back, bf.SimpleBloomFilter)
     assert back.serialize() == f.serialize()
     assert back.might_contain("b") and not back.might_contain_many(["zzz-not-there"])[0]
@@ -141,8 +163,8 @@ def test_simple_filter_roundtrip_and_footer_has_no_type_code():
 def test_old_footer_key_is_read():
     f = bf.create_bloom_filter(10, 0.01, bf.SIMPLE)
     f.add("x")
-    assert bf.bloom_filter_from_footer({b"com.uber.hoodie.bloomfilter": f.serialize().encode()}) == f
-    assert bf.bloom_filter_from_footer({}) is None
+    assert bloom_filter_from_footer({b"com.uber.hoodie.bloomfilter": f.serialize().encode()}) == f
+    assert bloom_filter_from_footer({}) is None
 
 
 def test_loaded_dynamic_filter_keeps_accepting_keys():
@@ -154,14 +176,14 @@ def test_loaded_dynamic_filter_keeps_accepting_keys():
 
 
 def test_config_defaults_and_overrides():
-    f = bf.bloom_filter_from_config({})
+    f = bloom_filter_from_config({})
     assert isinstance(f, bf.DynamicBloomFilter)
     assert (f.nr, f.max_entries, f.nb_hash, f.vector_size) == (60000, 100000, 30, 2587966)
-    g = bf.bloom_filter_from_config({"hoodie.bloom.index.filter.type": "SIMPLE", "hoodie.index.bloom.num_entries": "1000", "hoodie.index.bloom.fpp": "0.01"})
+    g = bloom_filter_from_config({"hoodie.bloom.index.filter.type": "SIMPLE", "hoodie.index.bloom.num_entries": "1000", "hoodie.index.bloom.fpp": "0.01"})
     assert isinstance(g, bf.SimpleBloomFilter)
-    assert g.vector_size == bf.optimal_num_bits(1000, 0.01)
+    assert g.vector_size == optimal_num_bits(1000, 0.01)
     with pytest.raises(HoodieNotSupportedError):
-        bf.bloom_filter_from_config({"hoodie.bloom.index.filter.type": "CUCKOO"})
+        bloom_filter_from_config({"hoodie.bloom.index.filter.type": "CUCKOO"})
 
 
 def test_bad_keys_and_corrupt_footers_raise_clear_errors():
@@ -180,17 +202,17 @@ def test_bad_keys_and_corrupt_footers_raise_clear_errors():
 
 
 def test_min_max_uses_java_string_order():
-    assert bf.min_max_record_keys(["b", "a", "c"]) == ("a", "c")
+    assert min_max_record_keys(["b", "a", "c"]) == ("a", "c")
     # U+FF21 sorts after U+1F600 by code point but before it in UTF-16 (surrogates < 0xFF21)
-    assert bf.min_max_record_keys(["\uff21", "\U0001f600"]) == ("\U0001f600", "\uff21")
-    assert bf.min_max_record_keys([]) == (None, None)
+    assert min_max_record_keys(["\uff21", "\U0001f600"]) == ("\U0001f600", "\uff21")
+    assert min_max_record_keys([]) == (None, None)
 
 
 def test_million_keys_build_fast():
     import time
 
     keys = pa.array([f"{uuid.UUID(int=i)}" for i in range(1_000_000)])
-    f = bf.bloom_filter_from_config({})
+    f = bloom_filter_from_config({})
     start = time.perf_counter()
     f.add_many(keys)
     elapsed = time.perf_counter() - start
@@ -199,7 +221,7 @@ def test_million_keys_build_fast():
 
 
 def test_false_positive_rate_at_capacity():
-    f = bf.bloom_filter_from_config({})
+    f = bloom_filter_from_config({})
     f.add_many([f"{uuid.UUID(int=i)}" for i in range(60000)])
     probes = np.asarray(f.might_contain_many([f"absent-{i}" for i in range(100000)]))
     assert probes.sum() <= 2  # configured fpp is 1e-9

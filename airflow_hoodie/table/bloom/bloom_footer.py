@@ -1,0 +1,148 @@
+"""Bloom filters in parquet footers: the keys Hudi writes them under, and the write config.
+
+Hudi stores a base file's bloom filter, its type and its min/max record keys as footer
+key-values; the BLOOM index prunes files by them without reading any data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.table.bloom.bloom_filter import (
+    DYNAMIC_V0,
+    SIMPLE,
+    BloomFilter,
+    create_bloom_filter,
+    load_bloom_filter,
+)
+from airflow_hoodie.table.bloom.bloom_hash import KeysLike, utf8_buffers, as_string_array
+
+# Parquet footer keys (HoodieAvroWriteSupport / HoodieBloomFilterWriteSupport).
+BLOOM_FILTER_KEY = "org.apache.hudi.bloomfilter"
+
+
+OLD_BLOOM_FILTER_KEY = "com.uber.hoodie.bloomfilter"
+
+
+BLOOM_FILTER_TYPE_KEY = "hoodie_bloom_filter_type_code"
+
+
+MIN_KEY = "hoodie_min_record_key"
+
+
+MAX_KEY = "hoodie_max_record_key"
+
+
+NUM_ENTRIES = ConfigKey(
+    "hoodie.index.bloom.num_entries",
+    "60000",
+    "Expected number of record keys per base file; sizes the bloom filter (and, for DYNAMIC_V0, one row).",
+)
+
+
+FPP = ConfigKey(
+    "hoodie.index.bloom.fpp",
+    "0.000000001",
+    "Target false-positive probability of the bloom filter at num_entries keys.",
+)
+
+
+FILTER_TYPE = ConfigKey(
+    "hoodie.bloom.index.filter.type",
+    DYNAMIC_V0,
+    "Bloom filter type written into base files: SIMPLE or DYNAMIC_V0.",
+)
+
+
+DYNAMIC_MAX_ENTRIES = ConfigKey(
+    "hoodie.bloom.index.filter.dynamic.max.entries",
+    "100000",
+    "Upper bound of keys a DYNAMIC_V0 filter grows to; past it rows are reused round-robin.",
+)
+
+
+register(NUM_ENTRIES, FPP, FILTER_TYPE, DYNAMIC_MAX_ENTRIES)
+
+
+def bloom_filter_from_config(props: Mapping[str, str] | HoodieConfig | None = None) -> BloomFilter:
+    """A fresh, empty filter as configured by the write config (Hudi's defaults otherwise)."""
+    cfg = props if isinstance(props, HoodieConfig) else HoodieConfig(props or {})
+    return create_bloom_filter(
+        cfg.get_int(NUM_ENTRIES.key),
+        cfg.get_float(FPP.key),
+        cfg.get(FILTER_TYPE.key) or DYNAMIC_V0,
+        cfg.get_int(DYNAMIC_MAX_ENTRIES.key),
+    )
+
+
+def _get_meta(meta: Mapping[Any, Any], key: str) -> str | None:
+    val = meta.get(key)
+    if val is None:
+        val = meta.get(key.encode("utf-8"))
+    if isinstance(val, bytes):
+        val = val.decode("utf-8")
+    return val
+
+
+def bloom_filter_from_footer(metadata: Mapping[Any, Any] | None) -> BloomFilter | None:
+    """The filter stored in a parquet footer's key-value metadata (str or bytes keys), or None.
+
+    Reads the current key and falls back to the pre-Apache ``com.uber.hoodie.bloomfilter``;
+    a missing type code means SIMPLE, as in Hudi.
+    """
+    if not metadata:
+        return None
+    value = _get_meta(metadata, BLOOM_FILTER_KEY) or _get_meta(metadata, OLD_BLOOM_FILTER_KEY)
+    if value is None:
+        return None
+    return load_bloom_filter(value, _get_meta(metadata, BLOOM_FILTER_TYPE_KEY) or SIMPLE)
+
+
+def footer_metadata(bloom: BloomFilter | None, min_key: str | None, max_key: str | None) -> dict[str, str]:
+    """Footer entries Hudi's write support adds: filter, type code (dynamic only), min/max key."""
+    meta: dict[str, str] = {}
+    if bloom is not None:
+        meta[BLOOM_FILTER_KEY] = bloom.serialize()
+        if "DYNAMIC" in bloom.type_code:
+            meta[BLOOM_FILTER_TYPE_KEY] = bloom.type_code
+    if min_key is not None and max_key is not None:
+        meta[MIN_KEY] = min_key
+        meta[MAX_KEY] = max_key
+    return meta
+
+
+def build_footer(keys: KeysLike, props: Mapping[str, str] | HoodieConfig | None = None) -> dict[str, str]:
+    """Everything Hudi's writer puts in a base file footer for these record keys, in write order.
+
+    Filter built from the config (``hoodie.bloom.index.filter.type`` etc.), type code only for
+    dynamic filters, min/max key in Java string order. Empty ``keys`` -> filter only, as Hudi.
+    """
+    bloom = bloom_filter_from_config(props)
+    bloom.add_many(keys)
+    lo, hi = min_max_record_keys(keys)
+    return footer_metadata(bloom, lo, hi)
+
+
+def min_max_record_keys(keys: KeysLike) -> tuple[str | None, str | None]:
+    """Min and max record key in Java ``String.compareTo`` order (what Hudi's Avro writer uses).
+
+    That order is UTF-16 code-unit order; it equals byte order of the UTF-8 bytes unless keys
+    mix supplementary characters with U+E000..U+FFFF, in which case we sort by UTF-16.
+    """
+    arr = as_string_array(keys)
+    if len(arr) == 0:
+        return None, None
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.large_string())
+    data, offsets = utf8_buffers(arr)
+    used = data[offsets[0] : offsets[-1]]
+    if used.size and (used >= 0xEE).any() and (used >= 0xF0).any():
+        values = arr.to_pylist()
+        java_order = lambda v: v.encode("utf-16-be")  # noqa: E731
+        return min(values, key=java_order), max(values, key=java_order)
+    mm = pc.min_max(arr)
+    return mm["min"].as_py(), mm["max"].as_py()
