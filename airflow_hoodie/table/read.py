@@ -19,7 +19,6 @@ strings (hudi-rs style); they are converted to the column's type.
 
 from __future__ import annotations
 
-import json
 import os
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -30,9 +29,16 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from airflow_hoodie.errors import HoodieConfigError, HoodieError
-from airflow_hoodie.table.file_group.file_slice_reader import META_COLUMNS, SliceReadOptions, read_file_slice
+from airflow_hoodie.table.file_group.file_slice_reader import (
+    META_COLUMNS,
+    SliceReadOptions,
+    read_file_slice,
+)
 from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
+from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
+from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.timeline.instant import Instant
+from airflow_hoodie.table.timeline.timeline import Timeline
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 COMMIT_TIME_COLUMN = "_hoodie_commit_time"
@@ -223,24 +229,9 @@ def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
 
     Used for typing filter values and for the (empty) result of a query that sees no data.
     """
-    avro_schema = None
-    if timeline is not None:
-        for instant in reversed(list(timeline)):
-            try:
-                meta = json.loads(timeline.read_details(instant) or b"{}")
-            except (ValueError, HoodieError):
-                continue
-            avro_schema = (meta.get("extraMetadata") or {}).get("schema")
-            if avro_schema:
-                break
-    if not avro_schema:
-        avro_schema = table.config.get("hoodie.table.create.schema")
-    if not avro_schema:
-        return None
+    avro_schema = latest_avro_schema(timeline, table.config.get(CREATE_SCHEMA))
     try:
-        from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
-
-        schema = avro_to_arrow_schema(json.loads(avro_schema) if isinstance(avro_schema, str) else avro_schema)
+        schema = avro_to_arrow_schema(avro_schema)
     except Exception:  # noqa: BLE001 - schema is a convenience here; the data decides
         return None
     fields = [f for f in schema if f.name not in META_COLUMNS]
@@ -293,14 +284,12 @@ def _touched_file_groups(timeline: Any, instants: Iterable[Any]) -> set[tuple[st
     touched: set[tuple[str, str]] = set()
     for instant in instants:
         try:
-            meta = json.loads(timeline.read_details(instant) or b"{}")
-        except (ValueError, HoodieError):
+            meta = timeline.commit_metadata(instant)
+        except HoodieError:
             return None
-        for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
-            for stat in stats or []:
-                file_id = stat.get("fileId")
-                if file_id:
-                    touched.add((stat.get("partitionPath", partition) or "", file_id))
+        for partition, stat in meta.iter_write_stats():
+            if stat.file_id:
+                touched.add((stat.partition_path or partition or "", stat.file_id))
     return touched
 
 
@@ -414,13 +403,7 @@ def read_table(
     ``hoodie.metadata.enable``): list files through the table's metadata table when it has
     a ``files`` partition, instead of listing storage.
     """
-    query_type = (query_type or "snapshot").strip().lower().replace("-", "_")
-    if query_type not in QUERY_TYPES:
-        raise HoodieConfigError(f"query_type {query_type!r} is not one of {', '.join(QUERY_TYPES)}")
-    if query_type == "incremental" and as_of is not None:
-        raise HoodieConfigError("as_of applies to snapshot and read_optimized queries; use end= for incremental")
-    if query_type != "incremental" and (start is not None or end is not None):
-        raise HoodieConfigError("start/end apply to incremental queries; pass query_type='incremental'")
+    query_type = _check_query(query_type, as_of, start, end)
     as_of, start, end = _normalize_ts(as_of), _normalize_ts(start), _normalize_ts(end)
     flt = _normalize_filters(filters)
     columns = list(columns) if columns is not None else None
@@ -429,14 +412,7 @@ def read_table(
     table.use_metadata_table = metadata_enable
     timeline = table.timeline
     commits = _completed_write_instants(timeline)
-    cut = as_of if query_type != "incremental" else end
-    by_completion = query_type == "incremental" and timeline.tracks_completion_time
-    if by_completion:
-        # Hudi 1.x: an incremental window is a range of completion times
-        done = timeline.completion_times()
-        visible = commits._derive(i for i in commits if not end or done.get(i.timestamp, i.timestamp) <= end)
-    else:
-        visible = commits.as_of(cut) if cut else commits
+    visible = _visible_commits(timeline, commits, query_type, as_of, end)
     schema = table_schema(table, visible if len(visible) else commits)
     if columns is not None and schema is not None:
         missing = [c for c in columns if c not in schema.names]
@@ -447,73 +423,25 @@ def read_table(
     if not len(visible):
         return _empty(schema, columns)
     latest = visible.last().timestamp
-
     spec = PartitionSpec.from_config(table.config)
-    partition_values = None
-    row_filters = flt
-    if spec.value_mappable and _truthy(table.config.get("hoodie.datasource.write.drop.partition.columns")):
-        # the files lack the partition columns: filter on them after adding them back from the path
-        part_filters = [f for f in flt if f[0] in spec.fields]
-        row_filters = [f for f in flt if f[0] not in spec.fields]
-        partition_values = _PartitionValues(
-            spec, schema, filters_to_expression(part_filters, schema) if part_filters else None, columns
-        )
-    filter_expr = filters_to_expression(row_filters, schema) if row_filters else None
-    filter_columns = sorted({f[0] for f in row_filters})
-
+    partition_values, filter_expr, filter_columns = _row_filters(table, spec, flt, schema, columns)
     window = None
-    archived_in_window: list[Instant] = []
     if query_type == "incremental":
-        if by_completion:
-            in_window = visible._derive(i for i in visible if not start or done.get(i.timestamp, i.timestamp) > start)
-            archived_in_window = _archived_commits_completed_in(table, commits, done, start, end)
-            if archived_in_window:
-                in_window = visible._derive(sorted([*archived_in_window, *in_window], key=lambda i: i.sort_key))
-        else:
-            in_window = visible.between(start, None) if start else visible
-        if not len(in_window):
+        window = _IncrementalWindow.of(table, commits, visible, start, end)
+        if window is None:
             return _empty(schema, columns)
-        window = (start, latest)
-        if by_completion:
-            commit_expr = ds.field(COMMIT_TIME_COLUMN).isin([i.timestamp for i in in_window])
-        else:
-            commit_expr = ds.field(COMMIT_TIME_COLUMN) <= latest
-            if start:
-                commit_expr = commit_expr & (ds.field(COMMIT_TIME_COLUMN) > start)
-        filter_expr = commit_expr if filter_expr is None else (filter_expr & commit_expr)
+        filter_expr = window.expression if filter_expr is None else (filter_expr & window.expression)
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME_COLUMN})
-
-
-    view = table.file_system_view(timeline)
-    if not as_of:
-        # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
-        view.check_latest_files_present()
-    all_partitions = list(view.partitions())
-    partitions = set(prune_partitions(all_partitions, spec, flt, schema))
-    if query_type == "read_optimized":
-        slices = [
-            _BaseOnlySlice(b.partition_path, b.file_id, b)
-            for b in view.latest_base_files(None, as_of=latest)
-            if b.partition_path in partitions
-        ]
-    else:
-        slices = [s for s in view.latest_merged_file_slices(None, as_of=latest) if s.partition_path in partitions]
-    if window is not None and start and not archived_in_window and not timeline.is_before_timeline_starts(start):
-        # Only the file groups the window's commits wrote can hold its rows. When the window
-        # starts before the active timeline (archived commits), Hudi falls back to a full scan
-        # filtered by commit time, and so do we.
-        touched = _touched_file_groups(timeline, in_window)
-        if touched is not None:
-            slices = [s for s in slices if (s.partition_path, s.file_id) in touched]
-
-    valid = frozenset(i.timestamp for i in visible)
+    view = _view(table, as_of)
+    partitions = set(prune_partitions(list(view.partitions()), spec, flt, schema))
+    slices = _slices_to_read(table, view, query_type, latest, partitions, window)
     opts = SliceReadOptions(
         merge_config=MergeConfig.from_properties(table.config),
         columns=columns if partition_values is None else None,
         filter=filter_expr,
         filter_columns=filter_columns,
         as_of=latest,
-        valid_instants=valid,
+        valid_instants=frozenset(i.timestamp for i in visible),
         timeline_start=timeline.first_non_savepoint_commit(),
         inflight_instants=frozenset(i.timestamp for i in timeline.pending()),
         base_only=query_type == "read_optimized" or not table.is_mor,
@@ -522,7 +450,110 @@ def read_table(
     parts = [t for t in _read_slices(table.storage, slices, opts, partition_values) if t.num_columns]
     if not parts:
         return _empty(schema, columns)
-    result = _with_missing_columns(unify_tables(parts), schema, columns)
+    return _as_returned(unify_tables(parts), table, schema, columns)
+
+
+def _check_query(query_type: str | None, as_of: str | None, start: str | None, end: str | None) -> str:
+    query_type = (query_type or "snapshot").strip().lower().replace("-", "_")
+    if query_type not in QUERY_TYPES:
+        raise HoodieConfigError(f"query_type {query_type!r} is not one of {', '.join(QUERY_TYPES)}")
+    if query_type == "incremental" and as_of is not None:
+        raise HoodieConfigError("as_of applies to snapshot and read_optimized queries; use end= for incremental")
+    if query_type != "incremental" and (start is not None or end is not None):
+        raise HoodieConfigError("start/end apply to incremental queries; pass query_type='incremental'")
+    return query_type
+
+
+def _visible_commits(timeline: Timeline, commits: Timeline, query_type: str, as_of: str | None,
+                     end: str | None) -> Timeline:
+    """The completed writes a query sees: up to ``as_of`` (time travel) or ``end`` (incremental;
+    on Hudi 1.x tables by completion time, as Hudi's incremental reads go)."""
+    if query_type == "incremental" and timeline.tracks_completion_time:
+        done = timeline.completion_times()
+        return commits._derive(i for i in commits if not end or done.get(i.timestamp, i.timestamp) <= end)
+    cut = as_of if query_type != "incremental" else end
+    return commits.as_of(cut) if cut else commits
+
+
+def _row_filters(table: Any, spec: PartitionSpec, flt: list, schema: pa.Schema | None, columns: list[str] | None
+                 ) -> tuple[_PartitionValues | None, ds.Expression | None, list[str]]:
+    """(partition values to add back, row filter, columns it reads). Tables that drop the
+    partition columns from their files filter on them after adding them back from the path."""
+    partition_values = None
+    row_filters = flt
+    if spec.value_mappable and _truthy(table.config.get("hoodie.datasource.write.drop.partition.columns")):
+        part_filters = [f for f in flt if f[0] in spec.fields]
+        row_filters = [f for f in flt if f[0] not in spec.fields]
+        partition_values = _PartitionValues(
+            spec, schema, filters_to_expression(part_filters, schema) if part_filters else None, columns
+        )
+    filter_expr = filters_to_expression(row_filters, schema) if row_filters else None
+    return partition_values, filter_expr, sorted({f[0] for f in row_filters})
+
+
+@dataclass(frozen=True)
+class _IncrementalWindow:
+    """The commits of an incremental window ``(start, latest]`` and the row filter on commit time."""
+
+    start: str | None
+    in_window: Timeline
+    archived: bool
+    expression: ds.Expression
+
+    @classmethod
+    def of(cls, table: Any, commits: Timeline, visible: Timeline, start: str | None, end: str | None
+           ) -> "_IncrementalWindow | None":
+        latest = visible.last().timestamp
+        archived: list[Instant] = []
+        if table.timeline.tracks_completion_time:
+            done = table.timeline.completion_times()
+            in_window = visible._derive(i for i in visible if not start or done.get(i.timestamp, i.timestamp) > start)
+            archived = _archived_commits_completed_in(table, commits, done, start, end)
+            if archived:
+                in_window = visible._derive(sorted([*archived, *in_window], key=lambda i: i.sort_key))
+            expression = ds.field(COMMIT_TIME_COLUMN).isin([i.timestamp for i in in_window])
+        else:
+            in_window = visible.between(start, None) if start else visible
+            expression = ds.field(COMMIT_TIME_COLUMN) <= latest
+            if start:
+                expression = expression & (ds.field(COMMIT_TIME_COLUMN) > start)
+        if not len(in_window):
+            return None
+        return cls(start, in_window, bool(archived), expression)
+
+
+def _view(table: Any, as_of: str | None) -> Any:
+    view = table.file_system_view(table.timeline)
+    if not as_of:
+        # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
+        view.check_latest_files_present()
+    return view
+
+
+def _slices_to_read(table: Any, view: Any, query_type: str, latest: str, partitions: set[str],
+                    window: _IncrementalWindow | None) -> list[Any]:
+    if query_type == "read_optimized":
+        slices = [
+            _BaseOnlySlice(b.partition_path, b.file_id, b)
+            for b in view.latest_base_files(None, as_of=latest)
+            if b.partition_path in partitions
+        ]
+    else:
+        slices = [s for s in view.latest_merged_file_slices(None, as_of=latest) if s.partition_path in partitions]
+    if window is not None and window.start and not window.archived \
+            and not table.timeline.is_before_timeline_starts(window.start):
+        # Only the file groups the window's commits wrote can hold its rows. When the window
+        # starts before the active timeline (archived commits), Hudi falls back to a full scan
+        # filtered by commit time, and so do we.
+        touched = _touched_file_groups(table.timeline, window.in_window)
+        if touched is not None:
+            slices = [s for s in slices if (s.partition_path, s.file_id) in touched]
+    return slices
+
+
+def _as_returned(result: pa.Table, table: Any, schema: pa.Schema | None, columns: list[str] | None) -> pa.Table:
+    """The read's columns in the table's order (or as asked), without file-level metadata."""
+    result = _with_missing_columns(result, schema, columns)
     if not table.config.populate_meta_fields:
         # files of such tables carry all-null meta columns; Hudi's readers leave them out
         result = result.drop_columns([c for c in META_COLUMNS if c in result.column_names and c not in (columns or ())])

@@ -18,11 +18,11 @@ from airflow_hoodie.table.timeline.timeline import Timeline
 CREATE_SCHEMA = "hoodie.table.create.schema"
 
 
-def latest_avro_schema(timeline: Timeline, create_schema: str | None) -> dict[str, Any] | None:
+def latest_avro_schema(timeline: Timeline | None, create_schema: str | None) -> dict[str, Any] | None:
     """The Avro schema (a dict) of the newest completed write on ``timeline``, else the
     create schema; None when neither exists. Unreadable metadata is passed over: an older
     commit still knows the schema."""
-    for inst in reversed(timeline.completed_commits().instants):
+    for inst in reversed(timeline.completed_commits().instants if timeline is not None else []):
         try:
             schema = timeline.commit_metadata(inst).schema
         except (HoodieError, ValueError):
