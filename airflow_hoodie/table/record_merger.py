@@ -372,106 +372,106 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
         )
     has_ordering = config.ordering_field is not None and config.ordering_field in data.column_names
     use_ordering = config.uses_ordering and has_ordering
-    two_step = (
-        config.mode is MergeMode.COMMIT_TIME_ORDERING
-        and config.log_precombine
-        and has_ordering
-    )
-    with_order = use_ordering or two_step
-    order_type = _ordering_type(data_tables, config.ordering_field) if with_order else None
-
-    # candidates: one row per data row and per delete, with a global position
-    key_parts: list[pa.Array] = []
-    order_parts: list[pa.Array] = []
-    del_parts: list[pa.Array] = []
-    natural_parts: list[pa.Array] = []
-    src_parts: list[pa.Array] = []
-    seq_parts: list[pa.Array] = []
-    position = 0
-    data_offset = 0
-    for piece in pieces:
-        if isinstance(piece, pa.Table):
-            n = piece.num_rows
-            if n == 0:
-                continue
-            if RECORD_KEY_COLUMN not in piece.column_names:
-                raise HoodieCorruptedDataError(
-                    f"a log data block of this file slice has no {RECORD_KEY_COLUMN} column while the others do: "
-                    "its SCHEMA header is corrupt. Put the log file back from a backup, or restore the table to "
-                    "a savepoint before the instant that wrote it.")
-            key_parts.append(pc.cast(piece.column(RECORD_KEY_COLUMN), pa.string()).combine_chunks())
-            del_parts.append(_is_delete_mask(piece, config))
-            natural_parts.append(_const(False, n))
-            src_parts.append(_arange(data_offset, data_offset + n))
-            if with_order:
-                if config.ordering_field in piece.column_names:
-                    order_parts.append(_cast_ordering(piece.column(config.ordering_field), order_type))
-                else:
-                    order_parts.append(pa.nulls(n, order_type))
-            data_offset += n
-        else:
-            n = len(piece)
-            if n == 0:
-                continue
-            key_parts.append(pc.cast(piece.keys, pa.string()))
-            del_parts.append(_const(True, n))
-            src_parts.append(pa.nulls(n, pa.int64()))
-            values = piece.ordering_values
-            if values is None:
-                values = pa.nulls(n)
-            if with_order:
-                mask = _natural_mask(values)
-                natural_parts.append(mask)
-                # a natural-order delete has no place in event time: rank it below everything
-                ordering = _cast_ordering(values, order_type)
-                order_parts.append(pc.if_else(mask, pa.scalar(None, order_type), ordering))
-            else:
-                natural_parts.append(_const(True, n))
-        seq_parts.append(_arange(position, position + n))
-        position += n
-    if not key_parts:
+    # Hudi 0.x commit-time ordering with an ordering field: logs pre-combined by ordering
+    # value, the result replaces the base row
+    two_step = config.mode is MergeMode.COMMIT_TIME_ORDERING and config.log_precombine and has_ordering
+    order_type = _ordering_type(data_tables, config.ordering_field) if (use_ordering or two_step) else None
+    cand, natural = _candidates(pieces, config, order_type)
+    if cand is None:
         return data.slice(0, 0)
-
-    columns = {
-        _KEY: pa.concat_arrays(key_parts),
-        _SEQ: pa.concat_arrays(seq_parts),
-        _DEL: pa.concat_arrays(del_parts),
-        _SRC: pa.concat_arrays(src_parts),
-    }
-    natural = pa.concat_arrays(natural_parts)
-    if with_order:
-        columns[_ORDER] = pa.concat_arrays(order_parts)
-    cand = pa.table(columns)
-
     base_rows = pieces[0].num_rows if has_base and isinstance(pieces[0], pa.Table) else 0
     if base_rows:
-        # Base file keys are unique, and usually few of them are touched by the logs: only
-        # those (and the log records) need ranking; every other base row wins as it is.
-        in_log = pc.greater_equal(cand.column(_SEQ), base_rows)
-        log_cand = cand.filter(in_log)
-        log_natural = natural.filter(in_log.combine_chunks() if isinstance(in_log, pa.ChunkedArray) else in_log)
-        if isinstance(log_natural, pa.ChunkedArray):
-            log_natural = log_natural.combine_chunks()
-        base = cand.filter(pc.invert(in_log))
-        touched = pc.is_in(base.column(_KEY), value_set=pc.unique(log_cand.column(_KEY)))
-        untouched = base.filter(pc.invert(touched))
-        if two_step:
-            # Hudi 0.x: logs pre-combined by ordering value, the result replaces the base row
-            contested = _rank(log_cand, log_natural, use_ordering=True)
-        else:
-            contested_base = base.filter(touched)
-            contested = _rank(
-                pa.concat_tables([contested_base, log_cand]),
-                pa.concat_arrays([_const(False, contested_base.num_rows), log_natural]),
-                use_ordering,
-            )
-        winners = pa.concat_tables([untouched, contested])
+        winners = _winners_over_base(cand, natural, base_rows, use_ordering, two_step)
     else:
         winners = _rank(cand, natural, use_ordering or two_step)
     winners = winners.filter(pc.invert(winners.column(_DEL)))
     src = pc.sort_indices(winners, sort_keys=[(_SEQ, "ascending")])
     src = winners.column(_SRC).take(src)
     return data.take(src)
+
+
+def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_type: pa.DataType | None
+                ) -> tuple[pa.Table | None, pa.Array | None]:
+    """One candidate row per data row and per delete, in write order: its key, global
+    position, whether it deletes, its row in the concatenated data, its ordering value; and
+    whether each candidate is in natural (commit-time) order. (None, None) when empty."""
+    parts: dict[str, list[pa.Array]] = {_KEY: [], _SEQ: [], _DEL: [], _SRC: [], _ORDER: []}
+    natural_parts: list[pa.Array] = []
+    position = data_offset = 0
+    for piece in pieces:
+        n = piece.num_rows if isinstance(piece, pa.Table) else len(piece)
+        if n == 0:
+            continue
+        if isinstance(piece, pa.Table):
+            _data_candidates(piece, config, order_type, data_offset, parts, natural_parts)
+            data_offset += n
+        else:
+            _delete_candidates(piece, order_type, parts, natural_parts)
+        parts[_SEQ].append(_arange(position, position + n))
+        position += n
+    if not parts[_KEY]:
+        return None, None
+    columns = {name: pa.concat_arrays(arrays) for name, arrays in parts.items() if arrays}
+    return pa.table(columns), pa.concat_arrays(natural_parts)
+
+
+def _data_candidates(piece: pa.Table, config: MergeConfig, order_type: pa.DataType | None, data_offset: int,
+                     parts: dict[str, list[pa.Array]], natural_parts: list[pa.Array]) -> None:
+    n = piece.num_rows
+    if RECORD_KEY_COLUMN not in piece.column_names:
+        raise HoodieCorruptedDataError(
+            f"a log data block of this file slice has no {RECORD_KEY_COLUMN} column while the others do: "
+            "its SCHEMA header is corrupt. Put the log file back from a backup, or restore the table to "
+            "a savepoint before the instant that wrote it.")
+    parts[_KEY].append(pc.cast(piece.column(RECORD_KEY_COLUMN), pa.string()).combine_chunks())
+    parts[_DEL].append(_is_delete_mask(piece, config))
+    natural_parts.append(_const(False, n))
+    parts[_SRC].append(_arange(data_offset, data_offset + n))
+    if order_type is not None:
+        if config.ordering_field in piece.column_names:
+            parts[_ORDER].append(_cast_ordering(piece.column(config.ordering_field), order_type))
+        else:
+            parts[_ORDER].append(pa.nulls(n, order_type))
+
+
+def _delete_candidates(piece: DeleteSet, order_type: pa.DataType | None,
+                       parts: dict[str, list[pa.Array]], natural_parts: list[pa.Array]) -> None:
+    n = len(piece)
+    parts[_KEY].append(pc.cast(piece.keys, pa.string()))
+    parts[_DEL].append(_const(True, n))
+    parts[_SRC].append(pa.nulls(n, pa.int64()))
+    values = piece.ordering_values if piece.ordering_values is not None else pa.nulls(n)
+    if order_type is None:
+        natural_parts.append(_const(True, n))
+        return
+    mask = _natural_mask(values)
+    natural_parts.append(mask)
+    # a natural-order delete has no place in event time: rank it below everything
+    parts[_ORDER].append(pc.if_else(mask, pa.scalar(None, order_type), _cast_ordering(values, order_type)))
+
+
+def _winners_over_base(cand: pa.Table, natural: pa.Array, base_rows: int, use_ordering: bool,
+                       two_step: bool) -> pa.Table:
+    """Base file keys are unique, and usually few of them are touched by the logs: only
+    those (and the log records) need ranking; every other base row wins as it is."""
+    in_log = pc.greater_equal(cand.column(_SEQ), base_rows)
+    log_cand = cand.filter(in_log)
+    log_natural = natural.filter(in_log.combine_chunks() if isinstance(in_log, pa.ChunkedArray) else in_log)
+    if isinstance(log_natural, pa.ChunkedArray):
+        log_natural = log_natural.combine_chunks()
+    base = cand.filter(pc.invert(in_log))
+    touched = pc.is_in(base.column(_KEY), value_set=pc.unique(log_cand.column(_KEY)))
+    untouched = base.filter(pc.invert(touched))
+    if two_step:
+        contested = _rank(log_cand, log_natural, use_ordering=True)
+    else:
+        contested_base = base.filter(touched)
+        contested = _rank(
+            pa.concat_tables([contested_base, log_cand]),
+            pa.concat_arrays([_const(False, contested_base.num_rows), log_natural]),
+            use_ordering,
+        )
+    return pa.concat_tables([untouched, contested])
 
 
 def merge_config_from_table(table_config: Mapping[str, str]) -> MergeConfig:
