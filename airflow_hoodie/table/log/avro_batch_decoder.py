@@ -21,24 +21,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from airflow_hoodie.table.metadata.avro_codec import avro_bytes, zigzag_long
+
 _LEN_FIELD = "_hoodie_avro_record_length"
 _PRIMITIVES = {"boolean", "int", "long", "float", "double", "bytes", "string"}
 _LOGICAL = {"date", "timestamp-millis", "timestamp-micros", "decimal", "uuid"}
 _SYNC = b"hoodie-avro-sync"  # any 16 bytes: the container is never written anywhere
-
-
-def _zigzag(value: int) -> bytes:
-    value = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _avro_bytes(data: bytes) -> bytes:
-    return _zigzag(len(data)) + data
 
 
 def _decodable(schema: Any) -> bool:
@@ -122,13 +110,13 @@ def decode(schema_json: str, content: bytes) -> pa.Table:
     body = memoryview(content)[8:]
     header = b"".join([
         b"Obj\x01",
-        _zigzag(2),
-        _avro_bytes(b"avro.schema"), _avro_bytes(json.dumps(framed).encode()),
-        _avro_bytes(b"avro.codec"), _avro_bytes(b"null"),
-        _zigzag(0),
+        zigzag_long(2),
+        avro_bytes(b"avro.schema"), avro_bytes(json.dumps(framed).encode()),
+        avro_bytes(b"avro.codec"), avro_bytes(b"null"),
+        zigzag_long(0),
         _SYNC,
-        _zigzag(count),
-        _zigzag(len(body)),
+        zigzag_long(count),
+        zigzag_long(len(body)),
     ])
     container = io.BytesIO()
     container.write(header)

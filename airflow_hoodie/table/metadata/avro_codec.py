@@ -231,7 +231,8 @@ def get_schema(name: str) -> dict:
 
 
 # ---------------------------------------------------------------------------- containers
-def _zigzag(value: int) -> bytes:
+def zigzag_long(value: int) -> bytes:
+    """Avro's variable-length zig-zag encoding of a long."""
     n = (value << 1) ^ (value >> 63)
     out = bytearray()
     while n & ~0x7F:
@@ -241,8 +242,9 @@ def _zigzag(value: int) -> bytes:
     return bytes(out)
 
 
-def _avro_bytes(data: bytes) -> bytes:
-    return _zigzag(len(data)) + data
+def avro_bytes(data: bytes) -> bytes:
+    """Avro ``bytes``/``string``: the length, then the data."""
+    return zigzag_long(len(data)) + data
 
 
 def encode_datum(schema_name: str, record: dict) -> bytes:
@@ -284,13 +286,13 @@ def serialize(schema_name: str, record: dict, sync_marker: bytes | None = None) 
         raise ValueError("an Avro sync marker is 16 bytes")
     header = (
         MAGIC
-        + _zigzag(1)
-        + _avro_bytes(b"avro.schema")
-        + _avro_bytes(schema_json(schema_name).encode("utf-8"))
-        + _zigzag(0)
+        + zigzag_long(1)
+        + avro_bytes(b"avro.schema")
+        + avro_bytes(schema_json(schema_name).encode("utf-8"))
+        + zigzag_long(0)
         + sync
     )
-    return header + _zigzag(1) + _zigzag(len(body)) + body + sync
+    return header + zigzag_long(1) + zigzag_long(len(body)) + body + sync
 
 
 def _record_full_name(schema: Any) -> str | None:
