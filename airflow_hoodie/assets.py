@@ -23,6 +23,8 @@ import posixpath
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk import Asset
+
 if TYPE_CHECKING:
     from airflow.sdk import Asset
 
@@ -111,7 +113,6 @@ def sanitize_uri(parts: urllib.parse.SplitResult) -> urllib.parse.SplitResult:
 
 def hoodie_table_asset(base_path: str, *, name: str | None = None, extra: dict | None = None) -> "Asset":
     """The Airflow Asset of a Hudi table, for ``outlets=`` and ``schedule=``."""
-    from airflow.sdk import Asset
 
     uri = table_asset_uri(base_path)
     kwargs: dict[str, Any] = {"uri": uri}

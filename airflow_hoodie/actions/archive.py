@@ -17,21 +17,55 @@ pending.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from airflow_hoodie.actions.service_common import flag, is_completed, is_pending
+from airflow_hoodie.actions.clean import (
+    COMMITS_RETAINED,
+    HOURS_RETAINED,
+    earliest_commit_to_retain,
+    policy_of,
+)
+from airflow_hoodie.actions.compaction import MAX_DELTA_COMMITS, TRIGGER_STRATEGY
+from airflow_hoodie.actions.service_common import (
+    crash_point,
+    deserialize_plan,
+    flag,
+    is_completed,
+    is_pending,
+    serialize_plan,
+)
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError, HoodieTimelineError
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.file_naming import (
+    log_file_name,
+    parse_log_file_name,
+)
+from airflow_hoodie.table.log.data_block import encode_avro_records
+from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
+from airflow_hoodie.table.log.log_writer import LogWriter
+from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+)
+from airflow_hoodie.table.metadata_table.removal import (
+    METADATA_FOLDER,
+    METADATA_PARTITIONS,
+)
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
     State,
     parse_instant_time,
 )
+from airflow_hoodie.table.timeline.timeline import Timeline
 
 MIN_COMMITS = "hoodie.keep.min.commits"
 MAX_COMMITS = "hoodie.keep.max.commits"
@@ -71,15 +105,6 @@ class ArchiveSettings:
 
     @classmethod
     def from_config(cls, config: HoodieConfig) -> "ArchiveSettings":
-        from airflow_hoodie.actions.clean import (
-            COMMITS_RETAINED,
-            HOURS_RETAINED,
-            policy_of,
-        )
-        from airflow_hoodie.actions.compaction import (
-            MAX_DELTA_COMMITS,
-            TRIGGER_STRATEGY,
-        )
 
         validate_archive_config(config)
         return cls(config.get_int(MIN_COMMITS), config.get_int(MAX_COMMITS), config.get_int(BATCH),
@@ -90,7 +115,6 @@ class ArchiveSettings:
 
 def validate_archive_config(config: HoodieConfig) -> None:
     """Hudi's write-config checks: max > min > cleaner.commits.retained."""
-    from airflow_hoodie.actions.clean import COMMITS_RETAINED
 
     min_c, max_c = config.get_int(MIN_COMMITS), config.get_int(MAX_COMMITS)
     retained = config.get_int(COMMITS_RETAINED)
@@ -138,7 +162,6 @@ def min_and_max_to_keep(instants: Sequence[Instant], s: ArchiveSettings) -> tupl
     commits than ``hoodie.keep.min.commits`` (its earliest commit to retain lies further
     back, e.g. behind a pending write or by hours), both bounds move up by the difference,
     so archival never removes a commit whose files the cleaner still keeps."""
-    from airflow_hoodie.actions.clean import earliest_commit_to_retain
 
     ordered = _sorted(instants)
     commits_timeline = [i for i in ordered if i.action in Action.COMMITS]
@@ -316,11 +339,6 @@ _ENTRY_FIELDS = {
 
 def archive_entry(instant_file: Instant, data: bytes, plan_for_compaction_inflight: bytes | None = None) -> dict[str, Any]:
     """One ``HoodieArchivedMetaEntry`` for one instant file (as Hudi's MetadataConversionUtils)."""
-    from airflow_hoodie.actions.service_common import deserialize_plan
-    from airflow_hoodie.table.metadata.commit_metadata import (
-        CommitMetadata,
-        ReplaceCommitMetadata,
-    )
 
     rec: dict[str, Any] = {"commitTime": instant_file.timestamp, "actionType": instant_file.action,
                            "actionState": instant_file.state.name, "version": 1}
@@ -343,13 +361,6 @@ def _archive_dir(table: Any) -> str:
 
 
 def _archive_context(table: Any, tl: Any) -> ArchiveContext:
-    from airflow_hoodie.actions.service_common import deserialize_plan
-    from airflow_hoodie.table.metadata_table.removal import (
-        METADATA_FOLDER,
-        METADATA_PARTITIONS,
-    )
-    from airflow_hoodie.table.storage.storage import Storage
-    from airflow_hoodie.table.timeline.timeline import Timeline
 
     cleans = [i for i in tl.instants if i.action == Action.CLEAN and is_completed(i)]
     latest_clean = cleans[-1].timestamp if cleans else None
@@ -370,10 +381,6 @@ def _archive_context(table: Any, tl: Any) -> ArchiveContext:
 
 def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: int) -> str:
     """Append entries (``batch`` records per Avro data block) to the archive log."""
-    from airflow_hoodie.table.log.data_block import encode_avro_records
-    from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
-    from airflow_hoodie.table.log.log_writer import LogWriter
-    from airflow_hoodie.table.metadata import avro_codec
 
     schema = avro_codec.schema_json("HoodieArchivedMetaEntry")
     folder = _archive_dir(table)
@@ -402,9 +409,7 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
 
 
 def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
-    import time
 
-    from airflow_hoodie.table.file_group import markers as mk
 
     started = time.time()
     settings = ArchiveSettings.from_config(config)
@@ -427,7 +432,6 @@ def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
             req = table.storage.join(meta_dir, Instant(f.timestamp, Action.COMPACTION, State.REQUESTED).file_name)
             plan = table.storage.read_bytes(req) if table.storage.exists(req) else None
         entries.append(archive_entry(f, data, plan))
-    from airflow_hoodie.actions.service_common import crash_point
 
     crash_point("archive.before_write")
     archive_file = write_archive_entries(table, entries, settings.batch)
@@ -453,7 +457,6 @@ def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- archive file merging
 def _archive_files(table: Any) -> list[Any]:
-    from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
 
     folder = _archive_dir(table)
     if not table.storage.exists(folder):
@@ -472,7 +475,6 @@ def recover_merge(table: Any) -> int:
     If every candidate still exists the merged file may be partial: delete it and the plan.
     If some candidates are gone the merged file was complete: delete the rest and the plan.
     """
-    from airflow_hoodie.actions.service_common import deserialize_plan
 
     folder = _archive_dir(table)
     plan_path = table.storage.join(folder, MERGE_PLAN_FILE)
@@ -495,8 +497,6 @@ def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
 
     Returns how many files were merged (0 when disabled, storage cannot append, or too few).
     """
-    from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.file_group.file_naming import log_file_name
 
     if not config.get_bool(MERGE_ENABLE) or not flag(table.storage, "supports_append"):
         return 0
@@ -512,7 +512,6 @@ def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
     if len(candidates) < batch:
         return 0
     folder = _archive_dir(table)
-    from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
 
     next_version = max(parse_log_file_name(st.name).version for st in files) + 1
     merged_name = log_file_name(ARCHIVE_FILE_ID, "", next_version, ARCHIVE_WRITE_TOKEN, ARCHIVE_EXT)

@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.service_common import (
     action_instant,
     completed_commits,
+    crash_point,
+    deserialize_plan,
     instant_minus_hours,
     is_completed,
     is_pending,
+    serialize_plan,
 )
 from airflow_hoodie.actions.transaction.failed_writes import rollback_failed_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
@@ -31,7 +35,9 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.actions.transaction.transaction_manager import LAZY
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 POLICY = "hoodie.cleaner.policy"
 COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
@@ -229,8 +235,6 @@ def _latest_completed_commit(instants: Sequence[Instant]) -> str | None:
 
 def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
     """Compute the cleaner plan and write ``T.clean.requested``; (None, None, reason) if nothing to do."""
-    from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     policy = policy_of(config)
     tl = table.reload_timeline()
@@ -265,8 +269,6 @@ def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None
 
 def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[str, str]) -> tuple[str, str, bool]:
     """One delete (executor task): (partition, path, ok); a missing file counts as deleted."""
-    from airflow_hoodie.actions.service_common import crash_point
-    from airflow_hoodie.table.storage.storage import Storage
 
     crash_point("clean.task")
     partition, uri = item
@@ -281,10 +283,7 @@ def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[
 def execute_clean(table: Any, instant: Instant, executor: Any,
                   storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """requested -> inflight -> delete (executor tasks) -> ``T.clean`` (idempotent)."""
-    from functools import partial
 
-    from airflow_hoodie.actions.service_common import deserialize_plan, serialize_plan
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     tl = table.reload_timeline()
@@ -294,7 +293,6 @@ def execute_clean(table: Any, instant: Instant, executor: Any,
     data = tl.read_plan(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED))
     plan = deserialize_plan("HoodieCleanerPlan", data)
     writer = TimelineWriter(table.storage, table.base_path)
-    from airflow_hoodie.actions.service_common import crash_point
 
     crash_point("clean.before_inflight")
     if current is None or current.state == State.REQUESTED:

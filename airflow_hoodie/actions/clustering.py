@@ -192,11 +192,42 @@ def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 # ======================================================================== table level
+import json
+import time
 from dataclasses import dataclass  # noqa: E402
+from functools import partial
 from typing import Mapping  # noqa: E402
 
+import pyarrow as pa
+
+from airflow_hoodie.actions import service_common as sc
+from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
+from airflow_hoodie.actions.service_common import crash_point, serialize_plan
+from airflow_hoodie.actions.write_client import commit_metadata_json
+from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.errors import HoodieConfigError  # noqa: E402
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.base_file_writer import (
+    FILE_NAME,
+    with_meta_fields,
+    write_base_file,
+)
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
+from airflow_hoodie.table.file_group.file_naming import (
+    base_file_name,
+    make_write_token,
+    new_file_id,
+)
+from airflow_hoodie.table.file_group.file_slice_reader import (
+    SliceReadOptions,
+    read_file_slice,
+)
+from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.record_merger import merge_config_from_table
+from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State  # noqa: E402
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
 def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
@@ -209,8 +240,6 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
 
 
 def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:
-    from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.reload_timeline()
     pending_writes = [i for i in tl.instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
@@ -257,7 +286,6 @@ class ClusteringTaskContext:
 
 
 def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
-    from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 
     out = []
     for info in group["slices"]:
@@ -284,30 +312,7 @@ def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> lis
 
 def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One executor task: read a group's slices, sort, write ``numOutputFileGroups`` new files."""
-    import pyarrow as pa
 
-    from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
-    from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.file_group.base_file_writer import (
-        FILE_NAME,
-        with_meta_fields,
-        write_base_file,
-    )
-    from airflow_hoodie.table.file_group.file_naming import (
-        base_file_name,
-        make_write_token,
-        new_file_id,
-    )
-    from airflow_hoodie.table.file_group.file_slice_reader import (
-        SliceReadOptions,
-        read_file_slice,
-    )
-    from airflow_hoodie.table.record_merger import merge_config_from_table
-    from airflow_hoodie.table.schema.avro_convert import (
-        avro_to_arrow_schema,
-        conform_table,
-    )
-    from airflow_hoodie.table.storage.storage import Storage
 
     index, group = indexed
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
@@ -338,7 +343,6 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
         chunk = chunk.set_column(chunk.schema.get_field_index(FILE_NAME), FILE_NAME,
                                  pa.array([name] * chunk.num_rows, pa.string()))
         mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
-        from airflow_hoodie.actions.service_common import crash_point
 
         crash_point("clustering.task")
         st = write_base_file(storage, ctx.base_path, part, name, chunk, ctx.avro_schema, ctx.props)
@@ -352,9 +356,7 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
                        storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run the pending clustering ``instant_time`` (idempotent; an inflight attempt is undone
     first; one executing task at a time)."""
-    import time
 
-    from airflow_hoodie.actions import service_common as sc
 
     started = time.time()
     tl = table.reload_timeline()
@@ -371,18 +373,7 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
 
 def _execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
-    import json
-    import time
-    from functools import partial
 
-    from airflow_hoodie.actions import service_common as sc
-    from airflow_hoodie.actions.write_client import commit_metadata_json
-    from airflow_hoodie.actions.write_identity import commit_extra_metadata
-    from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.file_group.partition_metadata import (
-        write_partition_metadata,
-    )
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.reload_timeline()
     inst = sc.find_instant(tl, instant_time, [Action.REPLACE_COMMIT])

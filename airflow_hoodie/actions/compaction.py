@@ -12,20 +12,54 @@ is rolled back and re-executed from the same plan.
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
-from airflow_hoodie.actions.service_common import MB, is_completed, seconds_between
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_hoodie.actions import service_common as sc
+from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
+from airflow_hoodie.actions.service_common import (
+    MB,
+    crash_point,
+    find_instant,
+    is_completed,
+    seconds_between,
+    serialize_plan,
+)
 from airflow_hoodie.actions.transaction.service_transaction import (
     complete_once,
     executing,
     execution_stage,
     transaction_manager_for,
 )
+from airflow_hoodie.actions.write_client import commit_metadata_json
 from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
-from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.base_file_writer import (
+    FILE_NAME,
+    RECORD_KEY,
+    with_meta_fields,
+    write_base_file,
+)
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
+from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
+from airflow_hoodie.table.file_group.file_slice_reader import (
+    SliceReadOptions,
+    read_base_file,
+    read_file_slice,
+)
+from airflow_hoodie.table.record_merger import merge_config_from_table
+from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
 MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
@@ -215,8 +249,6 @@ def schedule_compaction(
 def _schedule_compaction(
     table: Any, config: HoodieConfig, instant_time: str | None, force: bool
 ) -> CompactionSchedule:
-    from airflow_hoodie.actions.service_common import serialize_plan
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     if not table.is_mor:
         return CompactionSchedule(None, None, "table is COPY_ON_WRITE; compaction applies to MERGE_ON_READ")
@@ -235,7 +267,6 @@ def _schedule_compaction(
     # with optimistic concurrency a pending writer whose file groups this plan takes
     # fails its own conflict check at commit, as in Hudi; a single writer must finish first
     if inflight_writes and not transaction_manager_for(table, config).is_occ:
-        from airflow_hoodie.errors import HoodieWriteConflictError
 
         raise HoodieWriteConflictError(
             f"Earliest write inflight instant time must be later than compaction time: write "
@@ -287,7 +318,6 @@ def _file_name(value: str | None) -> str | None:
 
 
 def _op_slice(storage: Any, base_path: str, op: Mapping[str, Any]) -> Any:
-    from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 
     part = op.get("partitionPath") or ""
     pdir = storage.join(base_path, part) if part else base_path
@@ -316,31 +346,7 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     Records keep their ``_hoodie_commit_time``/``_hoodie_commit_seqno`` (as Hudi's
     compaction does); ``_hoodie_file_name`` names the new file. Returns the write stat.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
-    from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.file_group.base_file_writer import (
-        FILE_NAME,
-        RECORD_KEY,
-        with_meta_fields,
-        write_base_file,
-    )
-    from airflow_hoodie.table.file_group.file_naming import (
-        base_file_name,
-        make_write_token,
-    )
-    from airflow_hoodie.table.file_group.file_slice_reader import (
-        SliceReadOptions,
-        read_file_slice,
-    )
-    from airflow_hoodie.table.record_merger import merge_config_from_table
-    from airflow_hoodie.table.schema.avro_convert import (
-        avro_to_arrow_schema,
-        conform_table,
-    )
-    from airflow_hoodie.table.storage.storage import Storage
 
     index, op = indexed_op
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
@@ -358,7 +364,6 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     base_rows = 0
     updated = merged.num_rows
     if slice_.base_file is not None:
-        from airflow_hoodie.table.file_group.file_slice_reader import read_base_file
 
         base_keys = read_base_file(storage, slice_.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
         base_rows = len(base_keys)
@@ -367,7 +372,6 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     inserts = merged.num_rows - updated
     mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name,
                      mk.IO_MERGE if slice_.base_file is not None else mk.IO_CREATE)
-    from airflow_hoodie.actions.service_common import crash_point
 
     crash_point("compaction.task")
     stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.props)
@@ -391,9 +395,7 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
     Completed already: reported, nothing done. Inflight (a crashed attempt): its files
     are deleted and it goes back to requested, then runs again from the plan.
     """
-    import time
 
-    from airflow_hoodie.actions.service_common import find_instant
 
     started = time.time()
     timeline = table.reload_timeline()
@@ -412,13 +414,7 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
 
 def _execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
-    import json
-    import time
 
-    from airflow_hoodie.actions import service_common as sc
-    from airflow_hoodie.actions.write_client import commit_metadata_json
-    from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     timeline = table.reload_timeline()
     inst = sc.find_instant(timeline, instant_time, [Action.COMPACTION])
@@ -441,7 +437,6 @@ def _execute_compaction(table: Any, instant_time: str, executor: Any, config: Ho
     ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
                                 schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
                                 execution_stage(), timeline.first_non_savepoint_commit())
-    from functools import partial
 
     stats = executor.map(partial(compact_operation, ctx), list(enumerate(ops)))
     sc.crash_point("compaction.before_commit")

@@ -17,7 +17,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.bloom import bloom_filter as bfm
+from airflow_hoodie.table.bloom.bloom_footer import (
+    BLOOM_FILTER_KEY,
+    BLOOM_FILTER_TYPE_KEY,
+    MAX_KEY,
+    MIN_KEY,
+)
 from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
+from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.storage.storage import Storage
 
 KEYS_SCHEMA = pa.schema([
@@ -66,7 +74,6 @@ def file_keys(ref: FileRef) -> pa.Table:
         t = pq.read_table(storage.open_input(storage.join(base_path, ref.base_file)), columns=[RECORD_KEY])
         pieces.append(t.column(RECORD_KEY).combine_chunks())
     if ref.log_files:
-        from airflow_hoodie.table.log.log_reader import scan_log_files
         paths = [storage.join(base_path, p) for p in ref.log_files]
         res = scan_log_files(storage, paths, ref.latest_instant, set(ref.valid_instants),
                              timeline_start=ref.timeline_start)
@@ -89,12 +96,6 @@ def file_keys(ref: FileRef) -> pa.Table:
 
 def file_footer(ref: FileRef) -> dict[str, Any]:
     """min/max record key and serialized bloom filter of a slice's base file (BLOOM index)."""
-    from airflow_hoodie.table.bloom.bloom_footer import (
-        BLOOM_FILTER_KEY,
-        BLOOM_FILTER_TYPE_KEY,
-        MAX_KEY,
-        MIN_KEY,
-    )
     out: dict[str, Any] = {"partition": ref.partition_path, "file_id": ref.file_id,
                            "min": None, "max": None, "bloom": None, "bloom_type": None}
     if not ref.base_file or ref.log_files:
@@ -109,7 +110,6 @@ def file_footer(ref: FileRef) -> dict[str, Any]:
 
 def bloom_candidates(keys: pa.Array, footer: dict[str, Any], prune_by_ranges: bool = True) -> pa.Array:
     """Boolean mask: may each key be in this file? (range check, then bloom filter)."""
-    from airflow_hoodie.table.bloom import bloom_filter as bfm
     n = len(keys)
     mask = pa.array([True] * n, pa.bool_())
     if prune_by_ranges and footer.get("min") is not None and footer.get("max") is not None:

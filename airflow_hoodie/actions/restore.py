@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from airflow_hoodie.actions.rollback import rollback_instant
 from airflow_hoodie.actions.service_common import (
     deserialize_plan,
     find_instant,
@@ -25,6 +26,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
 
@@ -59,8 +61,6 @@ def _refuse_beside_running_tasks(table: Any, tm: Any, instant_time: str) -> None
 
 
 def _restore(table: Any, instant_time: str, config: HoodieConfig | None) -> dict[str, Any]:
-    from airflow_hoodie.actions.rollback import rollback_instant
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     started = time.time()
     tl = table.reload_timeline()

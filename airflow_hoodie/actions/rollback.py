@@ -14,6 +14,10 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
+from airflow_hoodie.actions.transaction.failed_writes import live_writes
+from airflow_hoodie.actions.transaction.service_transaction import (
+    transaction_manager_for,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
@@ -21,6 +25,18 @@ from airflow_hoodie.errors import (
     HoodieTimelineError,
 )
 from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.file_naming import (
+    log_file_name,
+    make_write_token,
+    parse_log_file_name,
+)
+from airflow_hoodie.table.log import log_block as lb
+from airflow_hoodie.table.log.log_block import serialize_block
+from airflow_hoodie.table.log.log_writer import latest_log_file
+from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.timeline.instant import Instant, State
+from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction")
 
@@ -34,7 +50,6 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
     if instant.action in ("commit", "deltacommit"):
         return True
     if instant.action == "replacecommit":
-        from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 
         try:
             data = table.timeline.read_details(instant.requested())
@@ -95,7 +110,6 @@ def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, 
 
 
 def _encode(name: str, record: Mapping[str, Any]) -> bytes:
-    from airflow_hoodie.table.metadata import avro_codec
     return avro_codec.serialize(name, dict(record))
 
 
@@ -107,9 +121,6 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
     ``pending_only`` (failed writes): a target found completed is refused with
     :class:`HoodieTimelineError`, however it was judged before: its writer finished after all.
     """
-    from airflow_hoodie.table.metadata import avro_codec
-    from airflow_hoodie.table.timeline.instant import Instant, State
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
     tl = table.timeline.reload() if hasattr(table.timeline, "reload") else table.timeline
     inst = tl.get(target)
@@ -179,14 +190,6 @@ def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: 
     """A rollback command block in a new log file (the next version) of each file slice the
     failed write appended to, as Hudi 0.14 does: an existing log file is never rewritten,
     since a reader may be reading it (and object stores cannot append)."""
-    from airflow_hoodie.table.file_group.file_naming import (
-        log_file_name,
-        make_write_token,
-        parse_log_file_name,
-    )
-    from airflow_hoodie.table.log import log_block as lb
-    from airflow_hoodie.table.log.log_block import serialize_block
-    from airflow_hoodie.table.log.log_writer import latest_log_file
 
     storage = table.storage
     pm["rollbackLogFiles"] = pm["rollbackLogFiles"] or {}
@@ -214,9 +217,6 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
     """Entry for the rollback job: the given instant, or the latest write instant. Decided
     and done under the table lock; a pending write whose heartbeat is live is refused (it
     belongs to a running task)."""
-    from airflow_hoodie.actions.transaction.service_transaction import (
-        transaction_manager_for,
-    )
 
     table.prepare_for_change()
     tm = transaction_manager_for(table, config)
@@ -241,7 +241,6 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
 
 def _rollback_that_removed(table: Any, target: str) -> str | None:
     """The completed rollback instant whose metadata names ``target``."""
-    from airflow_hoodie.table.metadata import avro_codec
 
     tl = table.reload_timeline()
     for r in reversed(tl.filter(actions="rollback").instants):
@@ -284,7 +283,6 @@ def discard_after_rollback(table: Any, target: str) -> list[str]:
 def _refuse_beside_writers_built_on(table: Any, tm: Any, target: Any) -> None:
     """A completed write is not rolled back while a later write is running: that writer
     planned on top of it and would bring its records back (or lose its own) at commit."""
-    from airflow_hoodie.actions.transaction.failed_writes import live_writes
 
     later = [i for i in live_writes(table, tm) if i.timestamp > target.timestamp]
     if later:

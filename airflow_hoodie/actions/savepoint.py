@@ -11,13 +11,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_hoodie.actions.service_common import serialize_plan
+from airflow_hoodie.actions.service_common import (
+    deserialize_plan,
+    find_instant,
+    serialize_plan,
+)
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 SAVEPOINT_METADATA = "HoodieSavepointMetadata"
 
@@ -38,11 +43,9 @@ def create_savepoint(table: Any, instant_time: str, user: str = "", comments: st
 
 
 def _create_savepoint(table: Any, instant_time: str, user: str, comments: str) -> dict[str, Any]:
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
     tl = table.reload_timeline()
-    from airflow_hoodie.actions.service_common import find_instant
 
     existing = find_instant(tl, instant_time, [Action.SAVEPOINT])
     if existing is not None and existing.state == State.COMPLETED:
@@ -56,7 +59,6 @@ def _create_savepoint(table: Any, instant_time: str, user: str, comments: str) -
         )
     cleans = [i for i in tl.instants if i.action == Action.CLEAN and i.state == State.COMPLETED]
     if cleans:
-        from airflow_hoodie.actions.service_common import deserialize_plan
 
         meta = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1]))
         earliest = meta.get("earliestCommitToRetain") or ""
@@ -89,7 +91,6 @@ def delete_savepoint(table: Any, instant_time: str, config: HoodieConfig | None 
 
 
 def _delete_savepoint(table: Any, instant_time: str) -> dict[str, Any]:
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
     deleted = TimelineWriter(table.storage, table.base_path).delete_instant_files(

@@ -9,8 +9,18 @@ arithmetic, and writing an Avro plan into a ``.requested`` file.
 from __future__ import annotations
 
 import datetime as _dt
+import json
+import os
+import signal
 from typing import Any, Iterable
 
+from airflow_hoodie.errors import HoodieSchemaError
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.file_naming import (
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
@@ -61,13 +71,11 @@ def action_instant(instant: Instant) -> dict[str, str]:
 
 def serialize_plan(schema_name: str, record: dict[str, Any]) -> bytes:
     """Avro container bytes for a plan/metadata record, via the shared Avro codec."""
-    from airflow_hoodie.table.metadata import avro_codec  # the avro helper's module
 
     return avro_codec.serialize(schema_name, record)
 
 
 def deserialize_plan(schema_name: str | None, data: bytes) -> dict[str, Any]:
-    from airflow_hoodie.table.metadata import avro_codec
 
     return avro_codec.deserialize(data, schema_name)
 
@@ -76,9 +84,7 @@ def deserialize_plan(schema_name: str | None, data: bytes) -> dict[str, Any]:
 def table_avro_schema(table: Any) -> dict[str, Any]:
     """The table's data schema: latest completed write's ``extraMetadata.schema``, else
     ``hoodie.table.create.schema``."""
-    import json
 
-    from airflow_hoodie.errors import HoodieSchemaError
 
     tl = table.timeline
     for inst in reversed(tl.completed_commits().instants):
@@ -110,11 +116,6 @@ def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable
     then the marker directory goes and the instant is back to requested. Returns the
     relative paths deleted.
     """
-    from airflow_hoodie.table.file_group import markers as mk
-    from airflow_hoodie.table.file_group.file_naming import (
-        parse_base_file_name,
-        parse_log_file_name,
-    )
 
     storage, base = table.storage, table.base_path
     deleted: list[str] = []
@@ -139,7 +140,6 @@ def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable
 
 def reconcile_with_markers(table: Any, instant_time: str, written: set[str]) -> list[str]:
     """Delete files a retried/speculative task left behind (marked but not in the stats)."""
-    from airflow_hoodie.table.file_group import markers as mk
 
     gone = []
     for m in mk.list_markers(table.storage, table.base_path, instant_time):
@@ -170,7 +170,6 @@ def crash_point(name: str) -> None:
     crash tests can kill a job between any two timeline transitions or mid-write, exactly
     like an Airflow worker losing its task. Costs one dict lookup when unset.
     """
-    import os
 
     wanted = os.environ.get(_CRASH_ENV)
     if not wanted:
@@ -180,6 +179,5 @@ def crash_point(name: str) -> None:
         return
     _crash_hits[name] = _crash_hits.get(name, 0) + 1
     if _crash_hits[name] >= int(nth or 1):
-        import signal
 
         os.kill(os.getpid(), signal.SIGKILL)

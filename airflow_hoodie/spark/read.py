@@ -11,12 +11,13 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from airflow_hoodie.table.read import read_table
+
 
 def read(spark: Any, base_path: str, query_type: str = "snapshot", as_of: str | None = None,
          start: str | None = None, end: str | None = None, columns: Sequence[str] | None = None,
          filters: Any = None, storage_options: dict | None = None) -> Any:
     """The table as a DataFrame with the same rows as :func:`airflow_hoodie.table.read_table`."""
-    from airflow_hoodie.table.read import read_table
     table = read_table(base_path, query_type=query_type, as_of=as_of, start=start, end=end,
                        columns=list(columns) if columns else None, filters=filters,
                        storage_options=storage_options)

@@ -17,6 +17,7 @@ from typing import Iterator, Mapping
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieCorruptedDataError,
+    HoodieTableExistsError,
     HoodieTableNotFoundError,
 )
 from airflow_hoodie.table.storage.storage import Storage
@@ -446,7 +447,6 @@ class TableConfig(Mapping[str, str]):
         data = self.to_text(comment, when).encode("latin-1")
         if create:
             if not storage.create_if_absent(path, data):
-                from airflow_hoodie.errors import HoodieTableExistsError
 
                 raise HoodieTableExistsError(
                     f"A Hudi table already exists at {storage.uri(base_path)}; load it instead of creating it."

@@ -34,6 +34,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceReadOptions,
     read_file_slice,
 )
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
@@ -243,7 +244,6 @@ def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
 
 # ------------------------------------------------------------------------------ reading
 def _load_table(base_path: str, storage_options: Mapping[str, str] | None) -> Any:
-    from airflow_hoodie.table.hoodie_table import HoodieTable
 
     table = HoodieTable.load(base_path, storage_options=storage_options)
     table.check_supported()

@@ -23,6 +23,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieIOError
+from airflow_hoodie.table.log import log_reader
 from airflow_hoodie.table.record_merger import (
     IS_DELETED_COLUMN,
     RECORD_KEY_COLUMN,
@@ -34,7 +35,6 @@ from airflow_hoodie.table.record_merger import (
 )
 from airflow_hoodie.table.schema.avro_convert import META_COLUMNS
 from airflow_hoodie.table.storage.storage import Storage
-
 
 
 @dataclass
@@ -128,7 +128,6 @@ def scan_log_pieces(
     """
     if not log_paths:
         return []
-    from airflow_hoodie.table.log import log_reader
 
     result = log_reader.scan_log_files(
         storage,

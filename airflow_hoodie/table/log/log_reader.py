@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieNotSupportedError
 from airflow_hoodie.table.log.data_block import decode_data_block
@@ -358,7 +359,6 @@ def block_record_count(block: LogBlock) -> int | None:
     if t == BlockType.PARQUET_DATA:
         if not block.content:
             return 0
-        import pyarrow.parquet as pq
 
         return pq.ParquetFile(pa.BufferReader(block.content)).metadata.num_rows
     if t == BlockType.DELETE:

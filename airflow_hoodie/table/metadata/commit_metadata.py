@@ -14,6 +14,7 @@ their iteration order for metadata we create, so our new commit files look like 
 
 from __future__ import annotations
 
+import decimal
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator, Mapping
@@ -151,7 +152,6 @@ def _emit(value: Any, level: int, out: list[str]) -> None:
 
 def _java_double(value: float) -> str:
     """Jackson writes doubles with ``Double.toString``: ``1.0``, ``0.001``, ``1.0E-4``, ``1.0E7``."""
-    import decimal
 
     if value != value or value in (float("inf"), float("-inf")):
         return json.dumps(value)  # Jackson would fail too; keep something parseable

@@ -30,6 +30,10 @@ from typing import Any, ClassVar, Mapping, TypeVar
 
 from airflow_hoodie.errors import HoodieNotSupportedError, HoodieTimelineError
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+)
 
 T = TypeVar("T", bound="AvroView")
 
@@ -484,7 +488,6 @@ def archived_meta_entry(
     ``state_transition_time`` is the instant file's modification time formatted as an
     instant time (Hudi 0.14's HoodieInstant.getStateTransitionTime), when known.
     """
-    from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 
     state_name = _STATE_NAMES.get(str(getattr(state, "value", state)).lower(), str(getattr(state, "name", state)).upper())
     entry = {f["name"]: None for f in avro_codec.schema_dict("HoodieArchivedMetaEntry")["fields"]}

@@ -33,6 +33,7 @@ from airflow_hoodie.table.metadata_table.removal import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
 )
+from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import Timeline
@@ -142,8 +143,8 @@ def valid_data_instants(data_timeline: Timeline, metadata_timeline: Timeline) ->
 
 def load_files_listing(storage: Storage, base_path: str, data_timeline: Timeline) -> FilesListing:
     """The merged ``files`` partition of the table at ``base_path``."""
-    from airflow_hoodie.table.file_group.file_system_view import FileSystemView
-    from airflow_hoodie.table.properties import TableConfig
+    # the metadata table's own view: the data table's view lists through this module
+    from airflow_hoodie.table.file_group.file_system_view import FileSystemView  # noqa: PLC0415
 
     mdt_base = metadata_table_path(base_path)
     mdt_timeline = Timeline.load(storage, mdt_base)

@@ -10,11 +10,16 @@ old ranges, the cleaner's view of history and the CLI.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
 from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
+from airflow_hoodie.table.log.data_block import decode_avro_records
+from airflow_hoodie.table.log.log_block import BlockType
+from airflow_hoodie.table.log.log_reader import read_log_blocks
+from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import (
     Action,
@@ -22,7 +27,13 @@ from airflow_hoodie.table.timeline.instant import (
     State,
     normalize_instant_time,
 )
-from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline, collapse_states
+from airflow_hoodie.table.timeline.lsm_timeline import read_records
+from airflow_hoodie.table.timeline.timeline import (
+    METAFOLDER,
+    Timeline,
+    as_json_metadata,
+    collapse_states,
+)
 
 ARCHIVE_FILE_PREFIX = "commits"
 
@@ -68,9 +79,6 @@ class ArchivedTimeline:
         Corrupt blocks (a crash during archival) are skipped like Hudi skips them;
         ``strict=True`` raises instead.
         """
-        from airflow_hoodie.table.log.data_block import decode_avro_records
-        from airflow_hoodie.table.log.log_block import BlockType
-        from airflow_hoodie.table.log.log_reader import read_log_blocks
 
         folder = Storage.join(base_path, METAFOLDER, archive_folder)
         files = []
@@ -113,7 +121,6 @@ class ArchivedTimeline:
     @classmethod
     def load_lsm(cls, storage: Storage, folder: str) -> "ArchivedTimeline":
         """Read a version 8+ table's LSM history (completed instants with completion times)."""
-        from airflow_hoodie.table.timeline.lsm_timeline import read_records
 
         out = cls(files=[folder])
         for rec in read_records(storage, folder):
@@ -199,10 +206,7 @@ def _entry_instant(rec: dict[str, Any]) -> Instant | None:
 
 def _decode_lsm_metadata(inst: Instant, data: bytes | None) -> dict[str, Any] | None:
     """An archived instant's metadata as a dict: Avro (Hudi 1.x) or JSON (older writers)."""
-    import json
 
-    from airflow_hoodie.table.metadata import avro_codec
-    from airflow_hoodie.table.timeline.timeline import as_json_metadata
 
     if not data:
         return None
