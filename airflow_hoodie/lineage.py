@@ -22,7 +22,9 @@ from airflow.providers.common.compat.openlineage.facet import (
     SchemaDatasetFacetFields,
 )
 from airflow.providers.openlineage.extractors import OperatorLineage
-from openlineage.client.generated.dataset_version_dataset import DatasetVersionDatasetFacet
+from openlineage.client.generated.dataset_version_dataset import (
+    DatasetVersionDatasetFacet,
+)
 
 from airflow_hoodie.actions.service_common import table_avro_schema
 from airflow_hoodie.assets import table_uri_from_asset

@@ -208,7 +208,6 @@ from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.errors import HoodieConfigError  # noqa: E402
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
-    FILE_NAME,
     with_meta_fields,
     write_base_file,
 )
@@ -225,6 +224,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
+from airflow_hoodie.table.schema.meta_fields import FILE_NAME
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State  # noqa: E402
 from airflow_hoodie.table.timeline.timeline import TimelineWriter

@@ -43,8 +43,6 @@ from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
-    FILE_NAME,
-    RECORD_KEY,
     with_meta_fields,
     write_base_file,
 )
@@ -57,6 +55,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
+from airflow_hoodie.table.schema.meta_fields import FILE_NAME, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter

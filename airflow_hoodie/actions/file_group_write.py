@@ -26,9 +26,6 @@ from airflow_hoodie.actions.write_records import (
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
-    FILE_NAME,
-    META_COLUMNS,
-    RECORD_KEY,
     stamp_meta_columns,
     with_meta_fields,
     write_base_file,
@@ -48,6 +45,7 @@ from airflow_hoodie.table.log.log_writer import (
 )
 from airflow_hoodie.table.metadata.commit_metadata import WriteStat
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
+from airflow_hoodie.table.schema.meta_fields import FILE_NAME, META_COLUMNS, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
 

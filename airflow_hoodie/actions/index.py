@@ -24,8 +24,8 @@ from airflow_hoodie.table.bloom.bloom_footer import (
     MAX_KEY,
     MIN_KEY,
 )
-from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
 from airflow_hoodie.table.log.log_reader import scan_log_files
+from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
 KEYS_SCHEMA = pa.schema([

@@ -14,15 +14,15 @@ from airflow_hoodie.actions.write_records import INTERNAL_COLS
 from airflow_hoodie.errors import (
     HoodieSchemaError,
 )
-from airflow_hoodie.table.file_group.base_file_writer import (
-    META_COLUMNS,
-    PARTITION_PATH,
-    RECORD_KEY,
-)
 from airflow_hoodie.table.schema.avro_convert import (
     arrow_schema_to_avro,
     avro_to_arrow_schema,
     table_record_name,
+)
+from airflow_hoodie.table.schema.meta_fields import (
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
 )
 
 

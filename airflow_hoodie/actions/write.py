@@ -66,12 +66,12 @@ from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
 )
-from airflow_hoodie.table.file_group.base_file_writer import (
+from airflow_hoodie.table.file_group.file_system_view import ExistingFile
+from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
 )
-from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 
 
 @dataclass

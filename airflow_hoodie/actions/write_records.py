@@ -16,15 +16,15 @@ from airflow_hoodie.actions.index import LOC_FILE, LOC_PART, is_global, lookup
 from airflow_hoodie.errors import (
     HoodieKeyError,
 )
-from airflow_hoodie.table.file_group.base_file_writer import (
+from airflow_hoodie.table.file_group.base_file_writer import seqno_array
+from airflow_hoodie.table.keygen.key_generator import KeyGenerator
+from airflow_hoodie.table.keygen.partition_path_check import check_partition_paths
+from airflow_hoodie.table.schema.meta_fields import (
     IS_DELETED,
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
-    seqno_array,
 )
-from airflow_hoodie.table.keygen.key_generator import KeyGenerator
-from airflow_hoodie.table.keygen.partition_path_check import check_partition_paths
 
 OP_COL = "_hoodie_op"          # 'I' insert, 'U' update, 'D' delete
 BUCKET_COL = "_hoodie_bucket"  # target bucket id

@@ -31,8 +31,8 @@ from airflow_hoodie.actions.write_config import dedupe_enabled, key_generator_pr
 from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
 from airflow_hoodie.table.file_group.file_naming import new_file_id
+from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 
 SORT_MODE = "hoodie.bulkinsert.sort.mode"
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"

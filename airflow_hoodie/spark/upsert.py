@@ -65,12 +65,12 @@ from airflow_hoodie.errors import (
 from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.executor import SparkExecutor
 from airflow_hoodie.spark.progress import Phase, progress
-from airflow_hoodie.table.file_group.base_file_writer import (
+from airflow_hoodie.table.file_group.file_system_view import ExistingFile
+from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
 )
-from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.storage.storage import Storage
 
 SOURCE_FORMATS = ("parquet", "json", "csv", "orc")

@@ -37,13 +37,14 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
+from airflow_hoodie.table.schema.meta_fields import (
+    COMMIT_TIME,
+)
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.timeline.instant import Instant
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
-COMMIT_TIME_COLUMN = "_hoodie_commit_time"
-PARTITION_PATH_COLUMN = "_hoodie_partition_path"
 
 Filter = tuple[str, str, Any]
 
@@ -431,7 +432,7 @@ def read_table(
         if window is None:
             return _empty(schema, columns)
         filter_expr = window.expression if filter_expr is None else (filter_expr & window.expression)
-        filter_columns = sorted(set(filter_columns) | {COMMIT_TIME_COLUMN})
+        filter_columns = sorted(set(filter_columns) | {COMMIT_TIME})
     view = _view(table, as_of)
     partitions = set(prune_partitions(list(view.partitions()), spec, flt, schema))
     slices = _slices_to_read(table, view, query_type, latest, partitions, window)
@@ -511,12 +512,12 @@ class _IncrementalWindow:
             archived = _archived_commits_completed_in(table, commits, done, start, end)
             if archived:
                 in_window = visible._derive(sorted([*archived, *in_window], key=lambda i: i.sort_key))
-            expression = ds.field(COMMIT_TIME_COLUMN).isin([i.timestamp for i in in_window])
+            expression = ds.field(COMMIT_TIME).isin([i.timestamp for i in in_window])
         else:
             in_window = visible.between(start, None) if start else visible
-            expression = ds.field(COMMIT_TIME_COLUMN) <= latest
+            expression = ds.field(COMMIT_TIME) <= latest
             if start:
-                expression = expression & (ds.field(COMMIT_TIME_COLUMN) > start)
+                expression = expression & (ds.field(COMMIT_TIME) > start)
         if not len(in_window):
             return None
         return cls(start, in_window, bool(archived), expression)

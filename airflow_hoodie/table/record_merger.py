@@ -38,10 +38,10 @@ import pyarrow.compute as pc
 
 from airflow_hoodie.config import ConfigKey, register
 from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError
-
-RECORD_KEY_COLUMN = "_hoodie_record_key"
-COMMIT_TIME_COLUMN = "_hoodie_commit_time"
-IS_DELETED_COLUMN = "_hoodie_is_deleted"
+from airflow_hoodie.table.schema.meta_fields import (
+    IS_DELETED,
+    RECORD_KEY,
+)
 
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 PAYLOAD_CLASS = "hoodie.compaction.payload.class"
@@ -215,8 +215,8 @@ def _is_delete_mask(table: pa.Table, config: MergeConfig) -> pa.Array:
     """Which data rows are deletes: ``_hoodie_is_deleted`` or the configured delete marker."""
     mask = _const(False, table.num_rows)
     names = set(table.column_names)
-    if IS_DELETED_COLUMN in names:
-        col = table.column(IS_DELETED_COLUMN)
+    if IS_DELETED in names:
+        col = table.column(IS_DELETED)
         if not pa.types.is_boolean(col.type):
             col = pc.equal(pc.utf8_lower(pc.cast(col, pa.string())), "true")
         mask = pc.or_(mask, pc.fill_null(col, False))
@@ -337,10 +337,10 @@ def _with_virtual_keys(pieces: Sequence[Piece], props: Mapping[str, str]) -> lis
     for piece in pieces:
         if isinstance(piece, pa.Table) and piece.num_rows:
             keys = kg.record_keys(piece)
-            if RECORD_KEY_COLUMN in piece.column_names:
-                piece = piece.set_column(piece.schema.get_field_index(RECORD_KEY_COLUMN), RECORD_KEY_COLUMN, keys)
+            if RECORD_KEY in piece.column_names:
+                piece = piece.set_column(piece.schema.get_field_index(RECORD_KEY), RECORD_KEY, keys)
             else:
-                piece = piece.append_column(RECORD_KEY_COLUMN, keys)
+                piece = piece.append_column(RECORD_KEY, keys)
         out.append(piece)
     return out
 
@@ -365,7 +365,7 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
     if not data_tables:
         return pa.table({})
     data = unify_tables(data_tables)
-    if RECORD_KEY_COLUMN not in data.column_names:
+    if RECORD_KEY not in data.column_names:
         raise HoodieConfigError(
             "cannot merge records without the _hoodie_record_key meta column and without the table's "
             "key generator settings (hoodie.populate.meta.fields=false needs hoodie.table.recordkey.fields)"
@@ -418,12 +418,12 @@ def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_type: pa.Dat
 def _data_candidates(piece: pa.Table, config: MergeConfig, order_type: pa.DataType | None, data_offset: int,
                      parts: dict[str, list[pa.Array]], natural_parts: list[pa.Array]) -> None:
     n = piece.num_rows
-    if RECORD_KEY_COLUMN not in piece.column_names:
+    if RECORD_KEY not in piece.column_names:
         raise HoodieCorruptedDataError(
-            f"a log data block of this file slice has no {RECORD_KEY_COLUMN} column while the others do: "
+            f"a log data block of this file slice has no {RECORD_KEY} column while the others do: "
             "its SCHEMA header is corrupt. Put the log file back from a backup, or restore the table to "
             "a savepoint before the instant that wrote it.")
-    parts[_KEY].append(pc.cast(piece.column(RECORD_KEY_COLUMN), pa.string()).combine_chunks())
+    parts[_KEY].append(pc.cast(piece.column(RECORD_KEY), pa.string()).combine_chunks())
     parts[_DEL].append(_is_delete_mask(piece, config))
     natural_parts.append(_const(False, n))
     parts[_SRC].append(_arange(data_offset, data_offset + n))

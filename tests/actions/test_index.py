@@ -16,7 +16,7 @@ from airflow_hoodie.actions.index import (
 )
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.bloom.bloom_footer import bloom_filter_from_config
-from airflow_hoodie.table.file_group.base_file_writer import PARTITION_PATH, RECORD_KEY
+from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 
 
 def test_index_types_are_hudis_and_globality_follows_them():

@@ -19,16 +19,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.table.schema.avro_convert import META_COLUMNS
+from airflow_hoodie.table.schema.meta_fields import (
+    META_COLUMNS,
+    RECORD_KEY,
+)
 from airflow_hoodie.table.storage.storage import Storage
-
-COMMIT_TIME = "_hoodie_commit_time"
-COMMIT_SEQNO = "_hoodie_commit_seqno"
-RECORD_KEY = "_hoodie_record_key"
-PARTITION_PATH = "_hoodie_partition_path"
-FILE_NAME = "_hoodie_file_name"
-#: An input column that turns a record into a delete (Hudi's soft-delete marker).
-IS_DELETED = "_hoodie_is_deleted"
 
 AVRO_SCHEMA_KEY = "parquet.avro.schema"
 WRITER_MODEL_KEY = "writer.model.name"

@@ -25,15 +25,13 @@ import pyarrow.parquet as pq
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieIOError
 from airflow_hoodie.table.log import log_reader
 from airflow_hoodie.table.record_merger import (
-    IS_DELETED_COLUMN,
-    RECORD_KEY_COLUMN,
     DeleteSet,
     MergeConfig,
     Piece,
     merge_records,
     unify_tables,
 )
-from airflow_hoodie.table.schema.avro_convert import META_COLUMNS
+from airflow_hoodie.table.schema.meta_fields import IS_DELETED, META_COLUMNS, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
 
@@ -210,7 +208,7 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
 
     wanted = None
     if opts.columns is not None:
-        extra = [RECORD_KEY_COLUMN, IS_DELETED_COLUMN]
+        extra = [RECORD_KEY, IS_DELETED]
         if cfg.ordering_field:
             extra.append(cfg.ordering_field)
         if cfg.delete_field:
@@ -229,7 +227,7 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
         opts.valid_instants,
         opts.timeline_start,
         opts.inflight_instants,
-        keyed=base_schema is not None and RECORD_KEY_COLUMN in base_schema.names,
+        keyed=base_schema is not None and RECORD_KEY in base_schema.names,
     )
     for piece in log_pieces:
         if isinstance(piece, pa.Table):

@@ -38,9 +38,7 @@ from airflow_hoodie.errors import (
     HoodieCorruptedDataError,
     HoodieNotSupportedError,
 )
-from airflow_hoodie.table.schema.avro_convert import (
-    parse_avro_schema,
-)
+from airflow_hoodie.table.schema.avro_convert import parse_avro_schema
 
 MAGIC = b"#HUDI#"
 #: Log format version written by Hudi 0.x (``HoodieLogFormat.CURRENT_VERSION``).

@@ -24,16 +24,8 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from airflow_hoodie.errors import HoodieSchemaError, HoodieNotSupportedError
-
-#: Hudi's meta columns, in the order Hudi puts them in front of the data columns.
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
+from airflow_hoodie.errors import HoodieNotSupportedError, HoodieSchemaError
+from airflow_hoodie.table.schema.meta_fields import META_COLUMNS
 
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 

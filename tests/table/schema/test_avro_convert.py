@@ -138,7 +138,9 @@ def test_record_round_trip_all_types():
     recs = arrow_to_avro_records(table, avro)
     assert recs[0]["m"] == {"x": 1, "y": 2}  # Avro maps are dicts
     assert isinstance(recs[0]["ts"], int)  # logical types travel as ints
-    import fastavro, io
+    import io
+
+    import fastavro
 
     parsed = fastavro.parse_schema(strip_logical_types(avro))
     decoded = []
@@ -181,7 +183,9 @@ def test_records_with_logical_objects_convert_too():
     t = avro_records_to_arrow(rows, avro)
     assert t.to_pylist() == rows
     # and the ints we produce encode under the unstripped schema as well
-    import fastavro, io
+    import io
+
+    import fastavro
 
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, fastavro.parse_schema(avro), arrow_to_avro_records(t, avro)[0])
