@@ -25,6 +25,7 @@ from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
     State,
+    format_instant_time,
     parse_instant_time,
 )
 
@@ -53,7 +54,7 @@ def seconds_between(earlier: str, later: str) -> float:
 def instant_minus_hours(ts: str, hours: int) -> str:
     """The instant time ``hours`` before ``ts`` (Hudi's KEEP_LATEST_BY_HOURS bound)."""
     when = parse_instant_time(ts) - _dt.timedelta(hours=hours)
-    return when.strftime("%Y%m%d%H%M%S") + f"{when.microsecond // 1000:03d}"
+    return format_instant_time(when)
 
 
 def completed_commits(instants: Iterable[Instant]) -> list[Instant]:
