@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieTimelineError
-from airflow_hoodie.table.metadata import avro_codec, plans
+from airflow_hoodie.table.metadata import avro_codec, plan_files, plans
 from airflow_hoodie.table.metadata.plans import (
     ActionInstant,
     CleanerPlan,
@@ -132,10 +132,10 @@ def test_conformance_rollback_files(conformance) -> None:
 
 def test_conformance_insert_overwrite_requested(conformance) -> None:
     data = (conformance / REPLACE_DIR / "20240707001303088.replacecommit.requested").read_bytes()
-    meta = plans.requested_replace_from_bytes(data)
+    meta = plan_files.requested_replace_from_bytes(data)
     assert meta is not None and meta.operation_type is None and meta.clustering_plan is None
     assert not meta.is_clustering
-    assert plans.requested_replace_from_bytes(b"") is None
+    assert plan_files.requested_replace_from_bytes(b"") is None
 
 
 def test_instant_file_helpers(tmp_path) -> None:
@@ -143,35 +143,35 @@ def test_instant_file_helpers(tmp_path) -> None:
     meta_path = str(tmp_path / ".hoodie")
     storage.mkdirs(meta_path)
     plan = _samples()[0]
-    path = plans.write_view(storage, meta_path, "001.compaction.requested", plan)
+    path = plan_files.write_view(storage, meta_path, "001.compaction.requested", plan)
     assert path.endswith("/.hoodie/001.compaction.requested")
-    assert plans.read_compaction_plan(storage, meta_path, "001.compaction.requested") == plan
+    assert plan_files.read_compaction_plan(storage, meta_path, "001.compaction.requested") == plan
     with pytest.raises(HoodieTimelineError, match="already exists"):
-        plans.write_view(storage, meta_path, "001.compaction.requested", plan)
-    plans.write_view(storage, meta_path, "001.compaction.requested", plan, overwrite=True)
+        plan_files.write_view(storage, meta_path, "001.compaction.requested", plan)
+    plan_files.write_view(storage, meta_path, "001.compaction.requested", plan, overwrite=True)
 
     class FakeInstant:
         file_name = "001.compaction.requested"
 
-    assert plans.read_avro_instant(storage, meta_path, FakeInstant())["version"] == 2
+    assert plan_files.read_avro_instant(storage, meta_path, FakeInstant())["version"] == 2
     clustering = _samples()[3]
-    plans.write_view(storage, meta_path, "002.replacecommit.requested", clustering)
-    cplan = plans.read_clustering_plan(storage, meta_path, "002.replacecommit.requested")
+    plan_files.write_view(storage, meta_path, "002.replacecommit.requested", clustering)
+    cplan = plan_files.read_clustering_plan(storage, meta_path, "002.replacecommit.requested")
     assert cplan is not None and cplan.file_group_ids() == {("p", "f1-0")}
     with pytest.raises(HoodieTimelineError, match="does not exist"):
-        plans.read_cleaner_plan(storage, meta_path, "009.clean.requested")
+        plan_files.read_cleaner_plan(storage, meta_path, "009.clean.requested")
     storage.write_bytes(f"{meta_path}/010.clean.requested", b"garbage")
     with pytest.raises(HoodieCorruptedDataError):
-        plans.read_cleaner_plan(storage, meta_path, "010.clean.requested")
+        plan_files.read_cleaner_plan(storage, meta_path, "010.clean.requested")
 
 
 def test_schema_for_file_name() -> None:
-    assert plans.schema_for_file_name("1.clean.requested") == "HoodieCleanerPlan"
-    assert plans.schema_for_file_name("1.clean") == "HoodieCleanMetadata"
-    assert plans.schema_for_file_name("1.compaction.inflight") == "HoodieCompactionPlan"
-    assert plans.schema_for_file_name("1.rollback") == "HoodieRollbackMetadata"
-    assert plans.schema_for_file_name("1.commit") is None
-    assert plans.schema_for_file_name("1.inflight") is None
+    assert plan_files.schema_for_file_name("1.clean.requested") == "HoodieCleanerPlan"
+    assert plan_files.schema_for_file_name("1.clean") == "HoodieCleanMetadata"
+    assert plan_files.schema_for_file_name("1.compaction.inflight") == "HoodieCompactionPlan"
+    assert plan_files.schema_for_file_name("1.rollback") == "HoodieRollbackMetadata"
+    assert plan_files.schema_for_file_name("1.commit") is None
+    assert plan_files.schema_for_file_name("1.inflight") is None
 
 
 def test_views_are_plain_data() -> None:
@@ -206,12 +206,12 @@ def test_archived_meta_entries(conformance) -> None:
          conformance / REPLACE_DIR / "20240707001303088.replacecommit.requested", "hoodieRequestedReplaceMetadata"),
     ]
     for ts, action, state, path, field_name in cases:
-        entry = plans.archived_meta_entry(ts, action, state, path.read_bytes())
+        entry = plan_files.archived_meta_entry(ts, action, state, path.read_bytes())
         assert entry["commitTime"] == ts and entry["actionType"] == action and entry["actionState"] == state
         set_fields = {k for k, v in entry.items() if v is not None} - {"commitTime", "actionType", "actionState"}
         assert set_fields == ({field_name} if field_name else set())
         assert avro_codec.deserialize(avro_codec.serialize("HoodieArchivedMetaEntry", entry)) == entry
-    plan_entry = plans.archived_meta_entry("001", "compaction", "requested", _samples()[0].to_bytes())
+    plan_entry = plan_files.archived_meta_entry("001", "compaction", "requested", _samples()[0].to_bytes())
     assert plan_entry["hoodieCompactionPlan"]["version"] == 2 and plan_entry["actionState"] == "REQUESTED"
     with pytest.raises(HoodieNotSupportedError):
-        plans.archived_meta_entry("001", "restore", "COMPLETED", b"")
+        plan_files.archived_meta_entry("001", "restore", "COMPLETED", b"")
