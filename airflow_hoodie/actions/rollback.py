@@ -74,18 +74,15 @@ def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, 
     if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
         # completed instants (markers gone): the commit metadata names the files
         try:
-            import json
-            md = json.loads(table.timeline.read_details(instant_time) or b"{}")
-            for part, stats in (md.get("partitionToWriteStats") or {}).items():
-                for st in stats:
-                    p = st.get("path")
-                    if p:
-                        name = p.rsplit("/", 1)[-1]
-                        io = mk.IO_APPEND if ".log." in name else mk.IO_CREATE
-                        if (part, name, io) not in entries:
-                            entries.append((part, name, io))
-        except Exception:  # noqa: BLE001
-            pass
+            written = list(table.timeline.commit_metadata(instant_time).iter_write_stats())
+        except HoodieError:  # gone or unreadable: the listing above is what there is
+            written = []
+        for part, st in written:
+            if st.path:
+                name = st.file_name
+                io = mk.IO_APPEND if ".log." in name else mk.IO_CREATE
+                if (part, name, io) not in entries:
+                    entries.append((part, name, io))
     requests: dict[tuple[str, str], dict[str, Any]] = {}
     for part, name, io in entries:
         full = storage.join(base_path, part, name) if part else storage.join(base_path, name)

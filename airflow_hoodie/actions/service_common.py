@@ -9,7 +9,6 @@ arithmetic, and writing an Avro plan into a ``.requested`` file.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import signal
 from typing import Any, Iterable
@@ -20,7 +19,9 @@ from airflow_hoodie.table.file_group.file_naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
@@ -82,27 +83,15 @@ def deserialize_plan(schema_name: str | None, data: bytes) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ execution helpers
-def table_avro_schema(table: Any) -> dict[str, Any]:
-    """The table's data schema: latest completed write's ``extraMetadata.schema``, else
-    ``hoodie.table.create.schema``."""
-
-
-    tl = table.timeline
-    for inst in reversed(tl.completed_commits().instants):
-        try:
-            meta = json.loads(tl.read_details(inst) or b"{}")
-        except ValueError:
-            continue
-        raw = (meta.get("extraMetadata") or {}).get("schema")
-        if raw:
-            return json.loads(raw)
-    raw = table.config.get("hoodie.table.create.schema")
-    if raw:
-        return json.loads(raw)
-    raise HoodieSchemaError(
-        f"Cannot find the schema of {table.base_uri}: no completed commit carries one and "
-        "hoodie.table.create.schema is unset. Write data to the table first."
-    )
+def table_avro_schema(table: HoodieTable) -> dict[str, Any]:
+    """The schema a service writes its new files with: the table's current schema."""
+    schema = latest_avro_schema(table.timeline, table.config.get(CREATE_SCHEMA))
+    if schema is None:
+        raise HoodieSchemaError(
+            f"Cannot find the schema of {table.base_uri}: no completed commit carries one and "
+            "hoodie.table.create.schema is unset. Write data to the table first."
+        )
+    return schema
 
 
 def table_props(table: Any) -> dict[str, str]:
