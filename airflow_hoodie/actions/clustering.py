@@ -19,9 +19,14 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Sequence
 
+from airflow_hoodie.actions.planned_service import (
+    DONE,
+    PlannedService,
+    execute_planned,
+    valid_instants_before,
+)
 from airflow_hoodie.actions.service_common import MB
 from airflow_hoodie.actions.transaction.service_transaction import (
-    complete_once,
     executing,
     execution_stage,
     transaction_manager_for,
@@ -371,63 +376,55 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
         return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 
 
-def _execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
-                        storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
-
-
-    tl = table.reload_timeline()
-    inst = sc.find_instant(tl, instant_time, [Action.REPLACE_COMMIT])
-    if inst is None or inst.state == State.COMPLETED:
-        return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
-                "reason": "already completed"}
-    plan = table.file_system_view(tl).clustering_plan(inst.timestamp)
+def _clustering_plan(table: Any, timeline: Any, inst: Instant) -> dict[str, Any]:
+    plan = table.file_system_view(timeline).clustering_plan(inst.timestamp)
     if plan is None:
-        raise HoodieConfigError(f"Replacecommit {instant_time} is not a clustering (no clustering plan).")
-    groups = list(plan.get("inputGroups") or [])
-    partitions = [s.get("partitionPath") or "" for g in groups for s in g["slices"]]
-    writer = TimelineWriter(table.storage, table.base_path)
-    rolled = []
-    if inst.state == State.INFLIGHT:
-        rolled = sc.rollback_pending_service(table, instant_time, partitions)
-        writer.revert_to_requested(inst)
-    sc.crash_point("clustering.before_inflight")
-    writer.transition_to_inflight(Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED))
-    sc.crash_point("clustering.after_inflight")
-    schema = sc.table_avro_schema(table)
-    sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
-        or (config.get(SORT_COLUMNS) if config else None) or ""
-    valid = frozenset(i.timestamp for i in tl.instants if i.state == State.COMPLETED and i.timestamp < instant_time)
-    ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
-                                {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
-                                tuple(c.strip() for c in sort_cols.split(",") if c.strip()), execution_stage(),
-                                tl.first_non_savepoint_commit())
-    stats = [s for group in executor.map(partial(cluster_group, ctx), list(enumerate(groups))) for s in group]
+        raise HoodieConfigError(f"Replacecommit {inst.timestamp} is not a clustering (no clustering plan).")
+    return plan
+
+
+def _replaced_groups(plan: dict[str, Any]) -> dict[str, list[str]]:
     replaced: dict[str, list[str]] = {}
-    for g in groups:
+    for g in plan.get("inputGroups") or []:
         for s in g["slices"]:
             replaced.setdefault(s.get("partitionPath") or "", []).append(s["fileId"])
-    for part in sorted(replaced):
-        write_partition_metadata(table.storage, table.base_path, part, instant_time)
-    sc.crash_point("clustering.before_commit")
-    # the task's write identity (and any other commit-metadata option) goes into extraMetadata
-    body = commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")), replaced,
-                                commit_extra_metadata(config) if config is not None else None)
+    return replaced
 
-    def finish() -> None:  # under the lock, only while the plan is still ours
-        sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
-        writer.complete(Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT), body)
 
-    done = complete_once(transaction_manager_for(table, config), table, instant_time, Action.REPLACE_COMMIT,
-                         [s["path"] for s in stats], finish, token)
-    mk.delete_marker_dir(table.storage, table.base_path, instant_time)
-    if not done:
-        return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
-                "reason": "completed by another task"}
-    table.reload_timeline()
+def _execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
+                        storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
+    def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
+        sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
+            or (config.get(SORT_COLUMNS) if config else None) or ""
+        ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
+                                    {**sc.table_props(table), **(config.as_dict() if config else {})},
+                                    valid_instants_before(timeline, instant_time),
+                                    tuple(c.strip() for c in sort_cols.split(",") if c.strip()), execution_stage(),
+                                    timeline.first_non_savepoint_commit())
+        groups = list(enumerate(plan.get("inputGroups") or []))
+        stats = [s for group in executor.map(partial(cluster_group, ctx), groups) for s in group]
+        for part in sorted(_replaced_groups(plan)):
+            write_partition_metadata(table.storage, table.base_path, part, instant_time)
+        return stats
+
+    def commit_body(plan: dict[str, Any], stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
+        # the task's write identity (and any other commit-metadata option) goes into extraMetadata
+        return commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")),
+                                    _replaced_groups(plan), commit_extra_metadata(config) if config is not None else None)
+
+    service = PlannedService(
+        Action.REPLACE_COMMIT, "clustering", load_plan=partial(_clustering_plan, table),
+        partitions=lambda plan: [s.get("partitionPath") or "" for g in plan.get("inputGroups") or [] for s in g["slices"]],
+        run=run, commit_body=commit_body)
+    done = execute_planned(service, table, instant_time, config, token)
+    if done.outcome != DONE:
+        return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed", "reason": done.outcome}
+    stats = done.stats
     return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
-            "groups": len(groups), "replaced_file_groups": sum(len(v) for v in replaced.values()),
+            "groups": len(done.plan.get("inputGroups") or []),
+            "replaced_file_groups": sum(len(v) for v in _replaced_groups(done.plan).values()),
             "files_written": len(stats), "records_written": sum(s["numWrites"] for s in stats),
-            "bytes_written": sum(s["totalWriteBytes"] for s in stats), "rolled_back_files": len(rolled),
+            "bytes_written": sum(s["totalWriteBytes"] for s in stats), "rolled_back_files": len(done.rolled_back),
             "seconds": round(time.time() - started, 3)}
 
 

@@ -23,6 +23,12 @@ import pyarrow.compute as pc
 
 from airflow_hoodie.actions import service_common as sc
 from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
+from airflow_hoodie.actions.planned_service import (
+    DONE,
+    PlannedService,
+    execute_planned,
+    valid_instants_before,
+)
 from airflow_hoodie.actions.service_common import (
     MB,
     crash_point,
@@ -32,7 +38,6 @@ from airflow_hoodie.actions.service_common import (
     serialize_plan,
 )
 from airflow_hoodie.actions.transaction.service_transaction import (
-    complete_once,
     executing,
     execution_stage,
     transaction_manager_for,
@@ -413,54 +418,35 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
 
 def _execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
+    def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
+        ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
+                                    schema, {**sc.table_props(table), **(config.as_dict() if config else {})},
+                                    valid_instants_before(timeline, instant_time), execution_stage(),
+                                    timeline.first_non_savepoint_commit())
+        return executor.map(partial(compact_operation, ctx), list(enumerate(plan.get("operations") or [])))
 
+    def commit_body(plan: dict[str, Any], stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
+        # the write identity (and any other commit-metadata option) of the task goes in too
+        return commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":")),
+                                    extra=commit_extra_metadata(config) if config is not None else None,
+                                    compacted=True)
 
-    timeline = table.reload_timeline()
-    inst = sc.find_instant(timeline, instant_time, [Action.COMPACTION])
-    if inst is None or inst.state == State.COMPLETED:
+    service = PlannedService(
+        Action.COMPACTION, "compaction",
+        load_plan=lambda timeline, inst: sc.deserialize_plan("HoodieCompactionPlan", timeline.read_plan(inst)),
+        partitions=lambda plan: [o.get("partitionPath") or "" for o in plan.get("operations") or []],
+        run=run, commit_body=commit_body)
+    done = execute_planned(service, table, instant_time, config, token)
+    if done.outcome != DONE:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
-                "reason": "already completed", "operations": 0}
-    plan = sc.deserialize_plan("HoodieCompactionPlan", timeline.read_plan(inst))
-    ops = list(plan.get("operations") or [])
-    writer = TimelineWriter(table.storage, table.base_path)
-    rolled_back: list[str] = []
-    if inst.state == State.INFLIGHT:
-        rolled_back = sc.rollback_pending_service(table, instant_time, [o.get("partitionPath") or "" for o in ops])
-        writer.revert_to_requested(inst)
-    sc.crash_point("compaction.before_inflight")
-    writer.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
-    sc.crash_point("compaction.after_inflight")
-    schema = sc.table_avro_schema(table)
-    valid = frozenset(i.timestamp for i in timeline.instants if i.state == State.COMPLETED
-                      and i.timestamp < instant_time)
-    ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
-                                schema, {**sc.table_props(table), **(config.as_dict() if config else {})}, valid,
-                                execution_stage(), timeline.first_non_savepoint_commit())
-
-    stats = executor.map(partial(compact_operation, ctx), list(enumerate(ops)))
-    sc.crash_point("compaction.before_commit")
-    body = json.loads(commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":"))))
-    body["compacted"] = True
-    if config is not None:  # the write identity (and any other commit-metadata option) of the task
-        body["extraMetadata"] = {**(body.get("extraMetadata") or {}), **commit_extra_metadata(config)}
-
-    def finish() -> None:  # under the lock, only while the plan is still ours
-        sc.reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
-        writer.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), json.dumps(body, indent=2).encode())
-
-    done = complete_once(transaction_manager_for(table, config), table, instant_time, Action.COMPACTION,
-                         [s["path"] for s in stats], finish, token)
-    mk.delete_marker_dir(table.storage, table.base_path, instant_time)
-    if not done:
-        return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
-                "reason": "completed by another task", "operations": 0}
-    table.reload_timeline()
+                "reason": done.outcome, "operations": 0}
+    stats = done.stats
     return {
         "instant": instant_time, "action": Action.COMPACTION, "state": "completed",
-        "operations": len(ops), "records_written": sum(s["numWrites"] for s in stats),
+        "operations": len(done.plan.get("operations") or []), "records_written": sum(s["numWrites"] for s in stats),
         "bytes_written": sum(s["totalWriteBytes"] for s in stats),
         "log_files_compacted": sum(s["totalLogFilesCompacted"] for s in stats),
-        "rolled_back_files": len(rolled_back), "seconds": round(time.time() - started, 3),
+        "rolled_back_files": len(done.rolled_back), "seconds": round(time.time() - started, 3),
     }
 
 

@@ -1,0 +1,98 @@
+"""The one execution skeleton of a planned table service (compaction, clustering).
+
+The plan is on the timeline as ``T.<action>.requested``. Running it, whoever runs it and
+however often: reload the timeline, find the plan, roll back a dead earlier attempt (an
+inflight left by a killed task), move the plan inflight, map its operations over executor
+tasks, then reconcile markers and complete the instant under the table lock, once, even
+when two tasks race for the same plan. Each service supplies only what differs: how its
+plan reads, which partitions it touches, the work of its tasks and its commit metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from airflow_hoodie.actions.service_common import (
+    crash_point,
+    find_instant,
+    reconcile_with_markers,
+    rollback_pending_service,
+    table_avro_schema,
+)
+from airflow_hoodie.actions.transaction.service_transaction import (
+    complete_once,
+    transaction_manager_for,
+)
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.timeline.instant import Instant, State
+from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+
+Stats = list[dict[str, Any]]
+#: outcomes of one run
+DONE, ALREADY_COMPLETED, COMPLETED_BY_ANOTHER = "done", "already completed", "completed by another task"
+
+
+@dataclass(frozen=True)
+class PlannedService:
+    """What one kind of planned service contributes to the skeleton."""
+
+    action: str  #: the pending instant's action (``compaction``, ``replacecommit``)
+    name: str  #: crash-point prefix in tests (``compaction``, ``clustering``)
+    load_plan: Callable[[Timeline, Instant], Any]
+    partitions: Callable[[Any], list[str]]
+    #: (plan, timeline, table schema) -> write stats, the executor tasks' work
+    run: Callable[[Any, Timeline, dict[str, Any]], Stats]
+    #: (plan, stats, table schema) -> the completed instant's content
+    commit_body: Callable[[Any, Stats, dict[str, Any]], bytes]
+
+
+@dataclass
+class ServiceRun:
+    """What one execution of a plan did."""
+
+    outcome: str
+    plan: Any = None
+    stats: Stats = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+
+
+def valid_instants_before(timeline: Timeline, instant_time: str) -> frozenset[str]:
+    """Completed instants older than the plan: the file slices its tasks may read."""
+    return frozenset(i.timestamp for i in timeline.instants if i.state == State.COMPLETED and i.timestamp < instant_time)
+
+
+def execute_planned(service: PlannedService, table: HoodieTable, instant_time: str, config: HoodieConfig | None,
+                    token: str | None) -> ServiceRun:
+    """Run the plan at ``instant_time`` to completion (idempotent; see the module doc)."""
+    timeline = table.reload_timeline()
+    inst = find_instant(timeline, instant_time, [service.action])
+    if inst is None or inst.state == State.COMPLETED:
+        return ServiceRun(ALREADY_COMPLETED)
+    plan = service.load_plan(timeline, inst)
+    writer = TimelineWriter(table.storage, table.base_path)
+    rolled: list[str] = []
+    if inst.state == State.INFLIGHT:
+        rolled = rollback_pending_service(table, instant_time, service.partitions(plan))
+        writer.revert_to_requested(inst)
+    crash_point(f"{service.name}.before_inflight")
+    writer.transition_to_inflight(Instant(instant_time, service.action, State.REQUESTED))
+    crash_point(f"{service.name}.after_inflight")
+    schema = table_avro_schema(table)
+    stats = service.run(plan, timeline, schema)
+    crash_point(f"{service.name}.before_commit")
+    body = service.commit_body(plan, stats, schema)
+
+    def finish() -> None:  # under the lock, only while the plan is still ours
+        reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
+        writer.complete(Instant(instant_time, service.action, State.INFLIGHT), body)
+
+    done = complete_once(transaction_manager_for(table, config), table, instant_time, service.action,
+                         [s["path"] for s in stats], finish, token)
+    mk.delete_marker_dir(table.storage, table.base_path, instant_time)
+    if not done:
+        return ServiceRun(COMPLETED_BY_ANOTHER, plan, stats, rolled)
+    table.reload_timeline()
+    return ServiceRun(DONE, plan, stats, rolled)
