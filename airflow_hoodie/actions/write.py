@@ -1,11 +1,12 @@
-"""The Hudi write client, driver side: start commit, plan buckets, write file groups, commit.
+"""The write flow, one for both engines: validate and create the table, then tag, bucket and route.
 
 The flow is Hudi's (HoodieSparkSqlWriter -> SparkRDDWriteClient): roll back failed
 earlier writes, create ``<ts>.<action>.requested``, tag records with their current file
 group (index), assign buckets (updates to their group, inserts to small files then new
 groups), write one task per file group, then complete the instant with the commit
-metadata JSON. Nothing here imports Spark: the per-file-group work is the plain function
-:func:`write_file_group` over Arrow data, run by whatever executor the caller has.
+metadata. :func:`write_arrow` runs it over in-memory Arrow data; ``spark/upsert.py`` runs the
+same steps (:func:`begin_write`, :func:`index_scope`, :func:`replaced_file_groups`, the
+write client) with DataFrames for the data-parallel ones.
 """
 
 from __future__ import annotations
