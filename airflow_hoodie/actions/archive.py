@@ -46,6 +46,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
     parse_log_file_name,
 )
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log.data_block import encode_avro_records
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
@@ -356,11 +357,11 @@ def archive_entry(instant_file: Instant, data: bytes, plan_for_compaction_inflig
     return rec
 
 
-def _archive_dir(table: Any) -> str:
+def _archive_dir(table: HoodieTable) -> str:
     return table.archive_path
 
 
-def _archive_context(table: Any, tl: Any) -> ArchiveContext:
+def _archive_context(table: HoodieTable, tl: Any) -> ArchiveContext:
 
     cleans = [i for i in tl.instants if i.action == Action.CLEAN and is_completed(i)]
     latest_clean = cleans[-1].timestamp if cleans else None
@@ -379,7 +380,7 @@ def _archive_context(table: Any, tl: Any) -> ArchiveContext:
                           metadata_latest_compaction=mdt_compaction)
 
 
-def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: int) -> str:
+def write_archive_entries(table: HoodieTable, entries: Sequence[dict[str, Any]], batch: int) -> str:
     """Append entries (``batch`` records per Avro data block) to the archive log."""
 
     schema = avro_codec.schema_json("HoodieArchivedMetaEntry")
@@ -399,7 +400,7 @@ def write_archive_entries(table: Any, entries: Sequence[dict[str, Any]], batch: 
     return path
 
 
-def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
+def run_archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
     """Archive what the rules allow; then merge small archive files if enabled. Under
     the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
     timeline that archival deletes from."""
@@ -408,7 +409,7 @@ def run_archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
         return _archive(table, config)
 
 
-def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
+def _archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
 
 
     started = time.time()
@@ -456,7 +457,7 @@ def _archive(table: Any, config: HoodieConfig) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- archive file merging
-def _archive_files(table: Any) -> list[Any]:
+def _archive_files(table: HoodieTable) -> list[Any]:
 
     folder = _archive_dir(table)
     if not table.storage.exists(folder):
@@ -469,7 +470,7 @@ def _archive_files(table: Any) -> list[Any]:
     return [st for _, st in sorted(out, key=lambda x: x[0])]
 
 
-def recover_merge(table: Any) -> int:
+def recover_merge(table: HoodieTable) -> int:
     """Finish or undo an interrupted archive-file merge (Hudi's verifyLastMergeArchiveFilesIfNecessary).
 
     If every candidate still exists the merged file may be partial: delete it and the plan.
@@ -492,7 +493,7 @@ def recover_merge(table: Any) -> int:
     return 1
 
 
-def merge_archive_files_if_needed(table: Any, config: HoodieConfig) -> int:
+def merge_archive_files_if_needed(table: HoodieTable, config: HoodieConfig) -> int:
     """Merge the newest run of small archive files into one (hoodie.archive.merge.*).
 
     Returns how many files were merged (0 when disabled, storage cannot append, or too few).

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
+from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.service_common import (
     action_instant,
     completed_commits,
@@ -35,6 +36,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.actions.transaction.transaction_manager import LAZY
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -233,7 +235,7 @@ def _latest_completed_commit(instants: Sequence[Instant]) -> str | None:
     return done[-1].timestamp if done else None
 
 
-def plan_clean(table: Any, config: HoodieConfig, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
+def plan_clean(table: HoodieTable, config: HoodieConfig, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
     """Compute the cleaner plan and write ``T.clean.requested``; (None, None, reason) if nothing to do."""
 
     policy = policy_of(config)
@@ -280,7 +282,7 @@ def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[
         return partition, uri, False
 
 
-def execute_clean(table: Any, instant: Instant, executor: Any,
+def execute_clean(table: HoodieTable, instant: Instant, executor: Executor,
                   storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """requested -> inflight -> delete (executor tasks) -> ``T.clean`` (idempotent)."""
 
@@ -309,7 +311,7 @@ def execute_clean(table: Any, instant: Instant, executor: Any,
             "earliest_commit_to_retain": meta["earliestCommitToRetain"], "policy": plan["policy"]}
 
 
-def run_clean(table: Any, config: HoodieConfig, executor: Any,
+def run_clean(table: HoodieTable, config: HoodieConfig, executor: Executor,
               storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Finish any pending clean first (Hudi does), else plan a new one and execute it.
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Sequence
 
+from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.planned_service import (
     DONE,
     PlannedService,
@@ -33,6 +34,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 )
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.errors import HoodieWriteConflictError
+from airflow_hoodie.table.hoodie_table import HoodieTable
 
 SMALL_FILE_LIMIT = "hoodie.clustering.plan.strategy.small.file.limit"
 TARGET_FILE_MAX_BYTES = "hoodie.clustering.plan.strategy.target.file.max.bytes"
@@ -67,7 +69,7 @@ CLUSTERING_PLAN_VERSION = 1
 CLUSTER_OPERATION = "CLUSTER"
 
 
-def check_no_pending_clustering(table: Any, file_group_ids: Iterable[tuple[str, str]]) -> None:
+def check_no_pending_clustering(table: HoodieTable, file_group_ids: Iterable[tuple[str, str]]) -> None:
     """Refuse a write touching file groups that a pending clustering will replace.
 
     ``file_group_ids`` are (partition_path, file_id) pairs the write would update.
@@ -235,7 +237,7 @@ from airflow_hoodie.table.timeline.instant import Action, Instant, State  # noqa
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
-def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
+def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
     """Plan clustering and write ``T.replacecommit.requested`` under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
@@ -244,7 +246,7 @@ def schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | No
         return _schedule_clustering(table, config, instant_time)
 
 
-def _schedule_clustering(table: Any, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:
+def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:
 
     tl = table.reload_timeline()
     pending_writes = [i for i in tl.instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
@@ -357,7 +359,7 @@ def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, A
     return stats
 
 
-def execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None = None,
+def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None = None,
                        storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run the pending clustering ``instant_time`` (idempotent; an inflight attempt is undone
     first; one executing task at a time)."""
@@ -376,7 +378,7 @@ def execute_clustering(table: Any, instant_time: str, executor: Any, config: Hoo
         return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 
 
-def _clustering_plan(table: Any, timeline: Any, inst: Instant) -> dict[str, Any]:
+def _clustering_plan(table: HoodieTable, timeline: Any, inst: Instant) -> dict[str, Any]:
     plan = table.file_system_view(timeline).clustering_plan(inst.timestamp)
     if plan is None:
         raise HoodieConfigError(f"Replacecommit {inst.timestamp} is not a clustering (no clustering plan).")
@@ -391,7 +393,7 @@ def _replaced_groups(plan: dict[str, Any]) -> dict[str, list[str]]:
     return replaced
 
 
-def _execute_clustering(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
+def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
     def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
         sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
@@ -428,14 +430,14 @@ def _execute_clustering(table: Any, instant_time: str, executor: Any, config: Ho
             "seconds": round(time.time() - started, 3)}
 
 
-def pending_clustering_instants(table: Any) -> list[Instant]:
+def pending_clustering_instants(table: HoodieTable) -> list[Instant]:
     tl = table.reload_timeline()
     view = table.file_system_view(tl)
     return [i for i in tl.instants if i.action == Action.REPLACE_COMMIT and i.state != State.COMPLETED
             and view.clustering_plan(i.timestamp) is not None]
 
 
-def run_clustering(table: Any, config: HoodieConfig, executor: Any, mode: str = "scheduleAndExecute",
+def run_clustering(table: HoodieTable, config: HoodieConfig, executor: Executor, mode: str = "scheduleAndExecute",
                    instant_time: str | None = None, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``schedule`` | ``execute`` (given or every pending, oldest first) | ``scheduleAndExecute``."""
     modes = ("schedule", "execute", "scheduleAndExecute")

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.actions import service_common as sc
+from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
     DONE,
@@ -58,6 +59,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     read_base_file,
     read_file_slice,
 )
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
 from airflow_hoodie.table.schema.meta_fields import FILE_NAME, RECORD_KEY
@@ -236,7 +238,7 @@ def pending_excluded_groups(view: Any) -> set[tuple[str, str]]:
 
 
 def schedule_compaction(
-    table: Any, config: HoodieConfig, instant_time: str | None = None, force: bool = False
+    table: HoodieTable, config: HoodieConfig, instant_time: str | None = None, force: bool = False
 ) -> CompactionSchedule:
     """Plan a compaction on ``table`` and write ``T.compaction.requested``, under the
     table lock so no write commits between the plan's view and its publication.
@@ -251,7 +253,7 @@ def schedule_compaction(
 
 
 def _schedule_compaction(
-    table: Any, config: HoodieConfig, instant_time: str | None, force: bool
+    table: HoodieTable, config: HoodieConfig, instant_time: str | None, force: bool
 ) -> CompactionSchedule:
 
     if not table.is_mor:
@@ -388,11 +390,11 @@ def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping
     )
 
 
-def pending_compaction_instants(table: Any) -> list[Instant]:
+def pending_compaction_instants(table: HoodieTable) -> list[Instant]:
     return [i for i in table.timeline.instants if i.action == Action.COMPACTION and i.state != State.COMPLETED]
 
 
-def execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None = None,
+def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None = None,
                        storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run the pending compaction ``instant_time`` to completion (idempotent).
 
@@ -416,7 +418,7 @@ def execute_compaction(table: Any, instant_time: str, executor: Any, config: Hoo
         return _execute_compaction(table, instant_time, executor, config, storage_options, started, token)
 
 
-def _execute_compaction(table: Any, instant_time: str, executor: Any, config: HoodieConfig | None,
+def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
     def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
         ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
@@ -450,7 +452,7 @@ def _execute_compaction(table: Any, instant_time: str, executor: Any, config: Ho
     }
 
 
-def execute_pending_compactions(table: Any, executor: Any, config: HoodieConfig | None = None,
+def execute_pending_compactions(table: HoodieTable, executor: Executor, config: HoodieConfig | None = None,
                                 instant_time: str | None = None,
                                 storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Execute ``instant_time`` or every pending compaction, oldest first."""

@@ -25,6 +25,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 )
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
@@ -35,7 +36,7 @@ UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CO
 RESTORE_PLAN_VERSION = 2
 
 
-def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
+def restore_to(table: HoodieTable, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Decided and done under the table lock; refused while a task still runs on an
     instant it would undo (a live heartbeat): that task would go on writing into a table
     that no longer has its instant."""
@@ -46,7 +47,7 @@ def restore_to(table: Any, instant_time: str, config: HoodieConfig | None = None
         return _restore(table, instant_time, config)
 
 
-def _refuse_beside_running_tasks(table: Any, tm: Any, instant_time: str) -> None:
+def _refuse_beside_running_tasks(table: HoodieTable, tm: Any, instant_time: str) -> None:
     live_writers = {i.timestamp for i in live_writes(table, tm)}
     for inst in table.reload_timeline().instants:
         if inst.is_completed or inst.timestamp <= instant_time or inst.action not in UNDOABLE:
@@ -60,7 +61,7 @@ def _refuse_beside_running_tasks(table: Any, tm: Any, instant_time: str) -> None
                 "it), then run the restore again.")
 
 
-def _restore(table: Any, instant_time: str, config: HoodieConfig | None) -> dict[str, Any]:
+def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None) -> dict[str, Any]:
 
     started = time.time()
     tl = table.reload_timeline()

@@ -30,6 +30,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     make_write_token,
     parse_log_file_name,
 )
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.log_block import serialize_block
 from airflow_hoodie.table.log.log_writer import latest_log_file
@@ -41,7 +42,7 @@ from airflow_hoodie.table.timeline.timeline import TimelineWriter
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction")
 
 
-def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
+def is_rollbackable_pending_write(table: HoodieTable, instant: Any) -> bool:
     """Pending commit/deltacommit, or a replacecommit that is not a clustering plan.
 
     Pending compactions and clustering are plans that must be *re-executed*, never
@@ -59,13 +60,13 @@ def is_rollbackable_pending_write(table: Any, instant: Any) -> bool:
     return False
 
 
-def _files_from_listing(table: Any, instant_time: str) -> list[tuple[str, str, str]]:
+def _files_from_listing(table: HoodieTable, instant_time: str) -> list[tuple[str, str, str]]:
     """(partition, name, io_type) of base files carrying ``instant_time`` (no markers)."""
     return [(bf.partition_path, bf.file_name, mk.IO_CREATE)
             for bf in table.file_system_view().base_files_written_at(instant_time)]
 
 
-def make_rollback_plan(table: Any, instant_time: str, action: str) -> dict[str, Any]:
+def make_rollback_plan(table: HoodieTable, instant_time: str, action: str) -> dict[str, Any]:
     """HoodieRollbackPlan record for the instant (as a dict ready for the Avro codec)."""
     storage, base_path = table.storage, table.base_path
     markers = mk.list_markers(storage, base_path, instant_time)
@@ -110,7 +111,7 @@ def _encode(name: str, record: Mapping[str, Any]) -> bytes:
     return avro_codec.serialize(name, dict(record))
 
 
-def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None,
+def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | None = None,
                      rollback_time: str | None = None, pending_only: bool = False) -> str:
     """Roll back instant ``target`` (pending, or the latest completed write); returns the rollback instant.
 
@@ -182,7 +183,7 @@ def rollback_instant(table: Any, target: str, config: HoodieConfig | None = None
     return ts
 
 
-def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: str,
+def _append_rollback_block(table: HoodieTable, req: Mapping[str, Any], ts: str, target: str,
                            pm: dict[str, Any], logs: Mapping[str, int]) -> None:
     """A rollback command block in a new log file (the next version) of each file slice the
     failed write appended to, as Hudi 0.14 does: an existing log file is never rewritten,
@@ -210,7 +211,7 @@ def _append_rollback_block(table: Any, req: Mapping[str, Any], ts: str, target: 
         pm["rollbackLogFiles"][storage.uri(new_path)] = storage.size(new_path)
 
 
-def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfig | None = None) -> dict[str, Any]:
+def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Entry for the rollback job: the given instant, or the latest write instant. Decided
     and done under the table lock; a pending write whose heartbeat is live is refused (it
     belongs to a running task)."""
@@ -236,7 +237,7 @@ def rollback_latest_or(table: Any, instant_time: str | None, config: HoodieConfi
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
 
 
-def _rollback_that_removed(table: Any, target: str) -> str | None:
+def _rollback_that_removed(table: HoodieTable, target: str) -> str | None:
     """The completed rollback instant whose metadata names ``target``."""
 
     tl = table.reload_timeline()
@@ -252,7 +253,7 @@ def _rollback_that_removed(table: Any, target: str) -> str | None:
     return None
 
 
-def discard_after_rollback(table: Any, target: str) -> list[str]:
+def discard_after_rollback(table: HoodieTable, target: str) -> list[str]:
     """Undo what a write's tasks wrote *after* another task rolled its instant back (its
     heartbeat looked expired while it was alive). Those files carry an instant no longer
     on the timeline: hidden now, but taken for archived, committed data once archival
@@ -277,7 +278,7 @@ def discard_after_rollback(table: Any, target: str) -> list[str]:
     return removed
 
 
-def _refuse_beside_writers_built_on(table: Any, tm: Any, target: Any) -> None:
+def _refuse_beside_writers_built_on(table: HoodieTable, tm: Any, target: Any) -> None:
     """A completed write is not rolled back while a later write is running: that writer
     planned on top of it and would bring its records back (or lose its own) at commit."""
 

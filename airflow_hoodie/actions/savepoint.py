@@ -21,18 +21,19 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 )
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 SAVEPOINT_METADATA = "HoodieSavepointMetadata"
 
 
-def savepoint_files(table: Any, instant_time: str) -> dict[str, list[str]]:
+def savepoint_files(table: HoodieTable, instant_time: str) -> dict[str, list[str]]:
     """partition -> base file names a reader as of ``instant_time`` uses."""
     return table.file_system_view().savepoint_files(instant_time)
 
 
-def create_savepoint(table: Any, instant_time: str, user: str = "", comments: str = "",
+def create_savepoint(table: HoodieTable, instant_time: str, user: str = "", comments: str = "",
                      config: HoodieConfig | None = None) -> dict[str, Any]:
     """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is
     reported). Under the table lock, so a clean planned meanwhile either sees the
@@ -42,7 +43,7 @@ def create_savepoint(table: Any, instant_time: str, user: str = "", comments: st
         return _create_savepoint(table, instant_time, user, comments)
 
 
-def _create_savepoint(table: Any, instant_time: str, user: str, comments: str) -> dict[str, Any]:
+def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments: str) -> dict[str, Any]:
 
 
     tl = table.reload_timeline()
@@ -83,14 +84,14 @@ def _create_savepoint(table: Any, instant_time: str, user: str, comments: str) -
             "files": sum(len(v) for v in files.values()), "partitions": len(files)}
 
 
-def delete_savepoint(table: Any, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
+def delete_savepoint(table: HoodieTable, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Remove the savepoint at ``instant_time`` (idempotent), under the table lock."""
     table.prepare_for_change()
     with transaction_manager_for(table, config).transaction(f"delete savepoint {instant_time}"):
         return _delete_savepoint(table, instant_time)
 
 
-def _delete_savepoint(table: Any, instant_time: str) -> dict[str, Any]:
+def _delete_savepoint(table: HoodieTable, instant_time: str) -> dict[str, Any]:
 
 
     deleted = TimelineWriter(table.storage, table.base_path).delete_instant_files(

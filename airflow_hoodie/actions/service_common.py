@@ -94,11 +94,11 @@ def table_avro_schema(table: HoodieTable) -> dict[str, Any]:
     return schema
 
 
-def table_props(table: Any) -> dict[str, str]:
+def table_props(table: HoodieTable) -> dict[str, str]:
     return {str(k): str(v) for k, v in dict(table.config).items()}
 
 
-def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable[str]) -> list[str]:
+def rollback_pending_service(table: HoodieTable, instant_time: str, partitions: Iterable[str]) -> list[str]:
     """Undo a crashed compaction/clustering attempt so it can re-run from its plan.
 
     Only that action writes files named with its instant time, so every data file in the
@@ -128,7 +128,7 @@ def rollback_pending_service(table: Any, instant_time: str, partitions: Iterable
     return deleted
 
 
-def reconcile_with_markers(table: Any, instant_time: str, written: set[str]) -> list[str]:
+def reconcile_with_markers(table: HoodieTable, instant_time: str, written: set[str]) -> list[str]:
     """Delete files a retried/speculative task left behind (marked but not in the stats)."""
 
     gone = []

@@ -24,7 +24,7 @@ from airflow_hoodie.actions.bucketing import (
     existing_files,
 )
 from airflow_hoodie.actions.commit_callback import send_commit_callback
-from airflow_hoodie.actions.executor import LocalExecutor
+from airflow_hoodie.actions.executor import Executor, LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
     FileGroupTask,
     WriteContext,
@@ -93,7 +93,7 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
 
 
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
-                         executor: Any, prune_by_ranges: bool = True) -> pa.Table:
+                         executor: Executor, prune_by_ranges: bool = True) -> pa.Table:
     """Keys of the candidate files as (key, partition, file_id); BLOOM prunes files first."""
     refs = file_refs(client, files)
     if not refs:
@@ -144,7 +144,7 @@ def replaced_file_groups(client: WriteClient, operation: str, files: list[Existi
 
 
 def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: HoodieConfig,
-               executor: Any) -> WritePlan:
+               executor: Executor) -> WritePlan:
     """Tag, bucket and route one prepared batch (pure Arrow; the Spark path has its own)."""
 
     index_type = validate_index_type(config.get("hoodie.index.type") or "SIMPLE")
@@ -265,7 +265,7 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
 
 def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieConfig | Mapping[str, str],
                 table_name: str | None = None, storage_options: Mapping[str, str] | None = None,
-                executor: Any = None) -> WriteResult:
+                executor: Executor = None) -> WriteResult:
     """The whole write flow over an in-memory Arrow table (local tests, small batches)."""
     config = config if isinstance(config, HoodieConfig) else HoodieConfig(dict(config))
     executor = executor or LocalExecutor()

@@ -37,13 +37,16 @@ from typing import Any, Mapping, Sequence
 
 import psutil
 from airflow.sdk import BaseHook
-from airflow.sdk.log import mask_secret
 from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.sdk.log import mask_secret
 
 from airflow_hoodie.actions.write_identity import FoundWrite, find_write, result_of
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.spark.job import STORAGE_SECRETS_ENV, is_secret_option
-from airflow_hoodie.errors import HoodieConfigError, HoodieJobError, HoodieTableNotFoundError
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieJobError,
+    HoodieTableNotFoundError,
+)
 from airflow_hoodie.hooks.spark_submit import (
     DEFAULT_SPARK_LOG_LEVEL,
     LOCAL_FALLBACK_MASTER,
@@ -53,9 +56,15 @@ from airflow_hoodie.hooks.spark_submit import (
     is_local_master,  # noqa: F401 - part of this module's API since the first release
     make_submit_hook,
 )
+from airflow_hoodie.provider_info import (
+    CONNECTION_FIELDS,
+    DEFAULT_SPARK_CONN_ID,
+    UI_FIELD_BEHAVIOUR,
+)
+from airflow_hoodie.spark.job import STORAGE_SECRETS_ENV, is_secret_option
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.triggers.driver_tracking import NO_WAIT_CONF, submitted_driver
-from airflow_hoodie.provider_info import CONNECTION_FIELDS, DEFAULT_SPARK_CONN_ID, UI_FIELD_BEHAVIOUR
+
 
 def _parse_mapping(value: Any, what: str) -> dict[str, str]:
     """A JSON object, a dict, or ``key=value`` lines -> dict of strings."""
@@ -144,7 +153,9 @@ class HoodieHook(BaseHook):
     @classmethod
     def get_connection_form_widgets(cls) -> dict[str, Any]:
         """WTForms widgets for UIs that predate declarative ``conn-fields``."""
-        from flask_appbuilder.fieldwidgets import BS3TextFieldWidget  # only in the legacy UI
+        from flask_appbuilder.fieldwidgets import (
+            BS3TextFieldWidget,  # only in the legacy UI
+        )
         from flask_babel import lazy_gettext
         from wtforms import StringField
         from wtforms.validators import Optional

@@ -24,11 +24,10 @@ table's Asset to the alias at run time).
 from __future__ import annotations
 
 import time
-
 from typing import Any, ClassVar, Mapping, Sequence
 
-from airflow.providers.openlineage.extractors import OperatorLineage
 from airflow.providers.common.compat.sdk import ResumableJobMixin
+from airflow.providers.openlineage.extractors import OperatorLineage
 from airflow.sdk import Asset, AssetAlias, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowSkipException
 
@@ -36,13 +35,17 @@ from airflow_hoodie.actions.clustering import pending_clustering_instants
 from airflow_hoodie.actions.compaction import pending_compaction_instants
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
-from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
 from airflow_hoodie.errors import HoodieJobError, HoodieTableNotFoundError
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
 from airflow_hoodie.lineage import operator_lineage
 from airflow_hoodie.links import SPARK_UI_XCOM_KEY, SparkUILink
-from airflow_hoodie.triggers.write import ACTIVE_DRIVER_STATES, HoodieWriteTrigger, WriteWatch
+from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
+from airflow_hoodie.triggers.write import (
+    ACTIVE_DRIVER_STATES,
+    HoodieWriteTrigger,
+    WriteWatch,
+)
 
 NOTHING_TO_DO_SUCCESS = "success"
 NOTHING_TO_DO_SKIP = "skip"

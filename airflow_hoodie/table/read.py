@@ -226,7 +226,7 @@ def _meta_fields() -> list[pa.Field]:
     return [pa.field(c, pa.string()) for c in META_COLUMNS]
 
 
-def table_schema(table: Any, timeline: Any = None) -> pa.Schema | None:
+def table_schema(table: HoodieTable, timeline: Any = None) -> pa.Schema | None:
     """The table's Arrow schema with meta columns, from the latest commit or the create schema.
 
     Used for typing filter values and for the (empty) result of a query that sees no data.
@@ -365,7 +365,7 @@ def _with_missing_columns(result: pa.Table, schema: pa.Schema | None, columns: S
     return result
 
 
-def _archived_commits_completed_in(table: Any, active: Any, done: dict[str, str], start: str | None,
+def _archived_commits_completed_in(table: HoodieTable, active: Any, done: dict[str, str], start: str | None,
                                    end: str | None) -> list[Instant]:
     """Hudi 1.x incremental windows are completion-time ranges: when one starts before the
     first active commit completed, the archived history holds commits that completed
@@ -476,7 +476,7 @@ def _visible_commits(timeline: Timeline, commits: Timeline, query_type: str, as_
     return commits.as_of(cut) if cut else commits
 
 
-def _row_filters(table: Any, spec: PartitionSpec, flt: list, schema: pa.Schema | None, columns: list[str] | None
+def _row_filters(table: HoodieTable, spec: PartitionSpec, flt: list, schema: pa.Schema | None, columns: list[str] | None
                  ) -> tuple[_PartitionValues | None, ds.Expression | None, list[str]]:
     """(partition values to add back, row filter, columns it reads). Tables that drop the
     partition columns from their files filter on them after adding them back from the path."""
@@ -502,7 +502,7 @@ class _IncrementalWindow:
     expression: ds.Expression
 
     @classmethod
-    def of(cls, table: Any, commits: Timeline, visible: Timeline, start: str | None, end: str | None
+    def of(cls, table: HoodieTable, commits: Timeline, visible: Timeline, start: str | None, end: str | None
            ) -> "_IncrementalWindow | None":
         latest = visible.last().timestamp
         archived: list[Instant] = []
@@ -523,7 +523,7 @@ class _IncrementalWindow:
         return cls(start, in_window, bool(archived), expression)
 
 
-def _view(table: Any, as_of: str | None) -> Any:
+def _view(table: HoodieTable, as_of: str | None) -> Any:
     view = table.file_system_view(table.timeline)
     if not as_of:
         # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
@@ -531,7 +531,7 @@ def _view(table: Any, as_of: str | None) -> Any:
     return view
 
 
-def _slices_to_read(table: Any, view: Any, query_type: str, latest: str, partitions: set[str],
+def _slices_to_read(table: HoodieTable, view: Any, query_type: str, latest: str, partitions: set[str],
                     window: _IncrementalWindow | None) -> list[Any]:
     if query_type == "read_optimized":
         slices = [
@@ -552,7 +552,7 @@ def _slices_to_read(table: Any, view: Any, query_type: str, latest: str, partiti
     return slices
 
 
-def _as_returned(result: pa.Table, table: Any, schema: pa.Schema | None, columns: list[str] | None) -> pa.Table:
+def _as_returned(result: pa.Table, table: HoodieTable, schema: pa.Schema | None, columns: list[str] | None) -> pa.Table:
     """The read's columns in the table's order (or as asked), without file-level metadata."""
     result = _with_missing_columns(result, schema, columns)
     if not table.config.populate_meta_fields:

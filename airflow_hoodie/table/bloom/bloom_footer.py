@@ -19,7 +19,11 @@ from airflow_hoodie.table.bloom.bloom_filter import (
     create_bloom_filter,
     load_bloom_filter,
 )
-from airflow_hoodie.table.bloom.bloom_hash import KeysLike, utf8_buffers, as_string_array
+from airflow_hoodie.table.bloom.bloom_hash import (
+    KeysLike,
+    as_string_array,
+    utf8_buffers,
+)
 
 # Parquet footer keys (HoodieAvroWriteSupport / HoodieBloomFilterWriteSupport).
 BLOOM_FILTER_KEY = "org.apache.hudi.bloomfilter"

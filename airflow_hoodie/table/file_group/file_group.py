@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from airflow_hoodie.table.file_group.file_naming import parse_base_file_name, parse_log_file_name
+from airflow_hoodie.table.file_group.file_naming import (
+    parse_base_file_name,
+    parse_log_file_name,
+)
 from airflow_hoodie.table.timeline.instant import normalize_instant_time
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Mapping, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 import fastavro
 
