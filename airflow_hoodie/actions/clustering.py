@@ -23,13 +23,12 @@ from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.planned_service import (
     DONE,
     PlannedService,
+    ServiceTaskContext,
     execute_planned,
-    valid_instants_before,
 )
 from airflow_hoodie.actions.service_common import MB
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
-    execution_stage,
     transaction_manager_for,
 )
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
@@ -201,7 +200,6 @@ def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
 # ======================================================================== table level
 import json
 import time
-from dataclasses import dataclass  # noqa: E402
 from functools import partial
 from typing import Mapping  # noqa: E402
 
@@ -277,21 +275,6 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
             "input_file_groups": sum(len(g["slices"]) for g in plan["inputGroups"])}
 
 
-@dataclass(frozen=True)
-class ClusteringTaskContext:
-    base_uri: str
-    storage_options: dict[str, str]
-    base_path: str
-    instant_time: str
-    avro_schema: dict[str, Any]
-    props: dict[str, str]
-    valid_instants: frozenset[str]
-    sort_columns: tuple[str, ...]
-    stage_offset: int = 0  # execution_stage(): file names unique to this execution
-    #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
-    timeline_start: str | None = None
-
-
 def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
 
     out = []
@@ -317,7 +300,7 @@ def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> lis
     return out
 
 
-def cluster_group(ctx: ClusteringTaskContext, indexed: tuple[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One executor task: read a group's slices, sort, write ``numOutputFileGroups`` new files."""
 
 
@@ -398,11 +381,8 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
     def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
         sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
             or (config.get(SORT_COLUMNS) if config else None) or ""
-        ctx = ClusteringTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
-                                    {**sc.table_props(table), **(config.as_dict() if config else {})},
-                                    valid_instants_before(timeline, instant_time),
-                                    tuple(c.strip() for c in sort_cols.split(",") if c.strip()), execution_stage(),
-                                    timeline.first_non_savepoint_commit())
+        ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, config, storage_options,
+                                          tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
         groups = list(enumerate(plan.get("inputGroups") or []))
         stats = [s for group in executor.map(partial(cluster_group, ctx), groups) for s in group]
         for part in sorted(_replaced_groups(plan)):

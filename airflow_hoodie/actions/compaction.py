@@ -27,8 +27,8 @@ from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
     DONE,
     PlannedService,
+    ServiceTaskContext,
     execute_planned,
-    valid_instants_before,
 )
 from airflow_hoodie.actions.service_common import (
     MB,
@@ -40,7 +40,6 @@ from airflow_hoodie.actions.service_common import (
 )
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
-    execution_stage,
     transaction_manager_for,
 )
 from airflow_hoodie.actions.write_client import commit_metadata_json
@@ -300,22 +299,6 @@ def _schedule_compaction(
 
 
 # ======================================================================== execution
-@dataclass(frozen=True)
-class CompactionTaskContext:
-    """Everything one compaction task needs (picklable, shipped to executors)."""
-
-    base_uri: str
-    storage_options: dict[str, str]
-    base_path: str
-    instant_time: str
-    avro_schema: dict[str, Any]
-    props: dict[str, str]
-    valid_instants: frozenset[str]
-    stage_offset: int = 0  # execution_stage(): file names unique to this execution
-    #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
-    timeline_start: str | None = None
-
-
 def _file_name(value: str | None) -> str | None:
     """Plans written by older Hudi versions hold full paths; newer ones file names."""
     if not value:
@@ -346,7 +329,7 @@ def _op_slice(storage: Any, base_path: str, op: Mapping[str, Any]) -> Any:
     return FileSlice(part, op["fileId"], op["baseInstantTime"], base, logs)
 
 
-def compact_operation(ctx: CompactionTaskContext, indexed_op: tuple[int, Mapping[str, Any]]) -> dict[str, Any]:
+def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Mapping[str, Any]]) -> dict[str, Any]:
     """One executor task: merge base + logs of one file slice into a new base file.
 
     Records keep their ``_hoodie_commit_time``/``_hoodie_commit_seqno`` (as Hudi's
@@ -421,10 +404,7 @@ def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor
 def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
     def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
-        ctx = CompactionTaskContext(table.base_uri, dict(storage_options or {}), table.base_path, instant_time,
-                                    schema, {**sc.table_props(table), **(config.as_dict() if config else {})},
-                                    valid_instants_before(timeline, instant_time), execution_stage(),
-                                    timeline.first_non_savepoint_commit())
+        ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, config, storage_options)
         return executor.map(partial(compact_operation, ctx), list(enumerate(plan.get("operations") or [])))
 
     def commit_body(plan: dict[str, Any], stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:

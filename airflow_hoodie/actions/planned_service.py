@@ -11,7 +11,7 @@ plan reads, which partitions it touches, the work of its tasks and its commit me
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from airflow_hoodie.actions.service_common import (
     crash_point,
@@ -19,9 +19,11 @@ from airflow_hoodie.actions.service_common import (
     reconcile_with_markers,
     rollback_pending_service,
     table_avro_schema,
+    table_props,
 )
 from airflow_hoodie.actions.transaction.service_transaction import (
     complete_once,
+    execution_stage,
     transaction_manager_for,
 )
 from airflow_hoodie.config import HoodieConfig
@@ -57,6 +59,32 @@ class ServiceRun:
     plan: Any = None
     stats: Stats = field(default_factory=list)
     rolled_back: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ServiceTaskContext:
+    """Everything one task of a planned service needs (picklable, shipped to executors)."""
+
+    base_uri: str
+    storage_options: dict[str, str]
+    base_path: str
+    instant_time: str
+    avro_schema: dict[str, Any]
+    props: dict[str, str]
+    valid_instants: frozenset[str]
+    stage_offset: int = 0  # execution_stage(): file names unique to this execution
+    #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
+    timeline_start: str | None = None
+    sort_columns: tuple[str, ...] = ()  # clustering: the columns its output files are sorted by
+
+    @classmethod
+    def for_plan(cls, table: HoodieTable, instant_time: str, timeline: Timeline, schema: dict[str, Any],
+                 config: HoodieConfig | None, storage_options: Mapping[str, str] | None,
+                 sort_columns: tuple[str, ...] = ()) -> "ServiceTaskContext":
+        return cls(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
+                   {**table_props(table), **(config.as_dict() if config else {})},
+                   valid_instants_before(timeline, instant_time), execution_stage(),
+                   timeline.first_non_savepoint_commit(), sort_columns)
 
 
 def valid_instants_before(timeline: Timeline, instant_time: str) -> frozenset[str]:
