@@ -56,7 +56,7 @@ from airflow_hoodie.table.file_group.file_naming import base_file_name, make_wri
 from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceReadOptions,
     read_base_file,
-    read_file_slice,
+    read_file_slice_and_base_keys,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.record_merger import merge_config_from_table
@@ -342,7 +342,7 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Mapping[st
     slice_ = _op_slice(storage, ctx.base_path, op)
     opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
                             valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start)
-    merged = read_file_slice(storage, slice_, opts)
+    merged, base_keys = read_file_slice_and_base_keys(storage, slice_, opts)
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
     stage, attempt = _task_attempt()
@@ -353,8 +353,8 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Mapping[st
     base_rows = 0
     updated = merged.num_rows
     if slice_.base_file is not None:
-
-        base_keys = read_base_file(storage, slice_.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
+        if base_keys is None:  # the slice read did not need the base file's key column
+            base_keys = read_base_file(storage, slice_.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
         base_rows = len(base_keys)
         in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys.combine_chunks())
         updated = pc.sum(in_base).as_py() or 0

@@ -192,6 +192,13 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
     ``file_slice`` is a :class:`airflow_hoodie.table.file_group.file_group.FileSlice` (anything with
     ``base_file`` (``.path``) and ``log_files`` (each ``.path``), in log order).
     """
+    return read_file_slice_and_base_keys(storage, file_slice, opts)[0]
+
+
+def read_file_slice_and_base_keys(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None
+                                  ) -> tuple[pa.Table, pa.ChunkedArray | None]:
+    """:func:`read_file_slice`, plus the record keys of the base file (None without one):
+    a compaction counts its updates against them without reading the base file twice."""
     opts = opts or SliceReadOptions()
     base = getattr(file_slice, "base_file", None)
     logs = [] if opts.base_only else list(getattr(file_slice, "log_files", None) or [])
@@ -199,12 +206,13 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
 
     if not logs:
         if base is None:
-            return pa.table({})
+            return pa.table({}), None
         wanted = None
         if opts.columns is not None:
             wanted = list(opts.columns) + list(opts.filter_columns)
         table = read_base_file(storage, base.path, wanted, opts.filter, opts.filter_columns)
-        return _finish(table, opts, filtered=True)
+        keys = table.column(RECORD_KEY) if RECORD_KEY in table.column_names and opts.filter is None else None
+        return _finish(table, opts, filtered=True), keys
 
     wanted = None
     if opts.columns is not None:
@@ -216,9 +224,11 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
         wanted = list(opts.columns) + list(opts.filter_columns) + extra
     pieces: list[Piece] = []
     base_schema = opts.schema
+    base_keys = None
     if base is not None:
         base_table = read_base_file(storage, base.path, wanted)
         base_schema = base_table.schema
+        base_keys = base_table.column(RECORD_KEY) if RECORD_KEY in base_table.column_names else None
         pieces.append(base_table)
     log_pieces = scan_log_pieces(
         storage,
@@ -237,9 +247,9 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
         pieces.append(piece)
     data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_pieces:
-        return pa.table({})
+        return pa.table({}), base_keys
     merged = merge_records(pieces, cfg, has_base=base is not None)
-    return _finish(merged, opts, filtered=False)
+    return _finish(merged, opts, filtered=False), base_keys
 
 
-__all__ = ["META_COLUMNS", "SliceReadOptions", "read_base_file", "read_file_slice", "scan_log_pieces", "unify_tables"]
+__all__ = ["META_COLUMNS", "SliceReadOptions", "read_base_file", "read_file_slice", "read_file_slice_and_base_keys", "scan_log_pieces", "unify_tables"]
