@@ -77,8 +77,12 @@ def main() -> None:
         upsert_dataframe(spark, base_df, path, "bulk_insert", load_cfg, "bench")
         load = time.perf_counter() - t0
         t0 = time.perf_counter()
+        group = f"bench-upsert-{tt}"
+        spark.sparkContext.setJobGroup(group, "one upsert")
         r = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "bench")
         results[f"hudi_{tt}"] = time.perf_counter() - t0
+        results[f"hudi_{tt}_spark_jobs"] = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+        spark.sparkContext.setJobGroup("bench", "other")
         results[f"hudi_{tt}_initial_load"] = load
         assert r.updates == n_upd and r.inserts == args.batch - n_upd, r
         assert read_table(path, columns=["id"]).num_rows == args.rows + args.batch - n_upd

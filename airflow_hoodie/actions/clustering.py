@@ -206,7 +206,7 @@ from typing import Mapping  # noqa: E402
 import pyarrow as pa
 
 from airflow_hoodie.actions import service_common as sc
-from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
+from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
 from airflow_hoodie.actions.service_common import crash_point, serialize_plan
 from airflow_hoodie.actions.write_client import commit_metadata_json
 from airflow_hoodie.actions.write_identity import commit_extra_metadata
@@ -322,7 +322,7 @@ def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, Mapping[str, Any]
     n_out = max(1, int(group.get("numOutputFileGroups") or 1))
     n_out = min(n_out, max(data.num_rows, 1))
     per = -(-data.num_rows // n_out) if data.num_rows else 0
-    stage, attempt = _task_attempt()
+    stage, attempt = task_attempt()
     stats = []
     for k in range(n_out):
         chunk = data.slice(k * per, per) if data.num_rows else data

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from airflow_hoodie.actions import service_common as sc
 from airflow_hoodie.actions.executor import Executor
-from airflow_hoodie.actions.file_group_write import _task_attempt, write_stat
+from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
     DONE,
     PlannedService,
@@ -345,7 +345,7 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Mapping[st
     merged, base_keys = read_file_slice_and_base_keys(storage, slice_, opts)
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
-    stage, attempt = _task_attempt()
+    stage, attempt = task_attempt()
     name = base_file_name(op["fileId"], make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
     part = slice_.partition_path
     merged = merged.set_column(merged.schema.get_field_index(FILE_NAME), FILE_NAME,

@@ -34,6 +34,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     base_file_name,
     log_file_name,
     make_write_token,
+    parse_log_file_name,
 )
 from airflow_hoodie.table.log.data_block import avro_data_block
 from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
@@ -87,7 +88,7 @@ class WriteContext:
         return Storage.for_uri(self.base_uri, self.storage_options or None)
 
 
-def _task_attempt() -> tuple[int, int]:
+def task_attempt() -> tuple[int, int]:
     """(stage id, attempt number) of the Spark task we run in, (0, 0) elsewhere."""
     try:
         from pyspark import TaskContext  # noqa: WPS433 - optional
@@ -157,7 +158,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     """
     records = with_auto_record_keys(records, ctx.instant_time, task.bucket)
     storage, base_path = ctx.storage()
-    stage_id, attempt = _task_attempt()
+    stage_id, attempt = task_attempt()
     token = make_write_token(task.bucket, stage_id or ctx.stage_id, attempt)
     data_schema = _arrow_data_schema(ctx.avro_schema)
     started = time.time()
@@ -264,7 +265,6 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         rel = f"{task.partition_path}/{name}" if task.partition_path else name
         appended = sum(r.size for r in rs)
         try:
-            from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
             version = parse_log_file_name(name).version
         except Exception:  # noqa: BLE001
             version = 1
