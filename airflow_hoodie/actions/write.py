@@ -11,9 +11,9 @@ write client) with DataFrames for the data-parallel ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
 from functools import partial
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -73,13 +73,6 @@ from airflow_hoodie.table.schema.meta_fields import (
     PARTITION_PATH,
     RECORD_KEY,
 )
-
-
-@dataclass
-class WritePlan:
-    tasks: list[FileGroupTask]
-    routed: pa.Table                       # prepared records with BUCKET_COL
-    replaced: dict[str, list[str]] | None  # partition -> replaced file ids (replacecommit)
 
 
 def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
@@ -143,67 +136,6 @@ def replaced_file_groups(client: WriteClient, operation: str, files: list[Existi
     return replaced, []
 
 
-def plan_write(client: WriteClient, prepared: pa.Table, operation: str, config: HoodieConfig,
-               executor: Executor) -> WritePlan:
-    """Tag, bucket and route one prepared batch (pure Arrow; the Spark path has its own)."""
-
-    index_type = validate_index_type(config.get("hoodie.index.type") or "SIMPLE")
-    glob = is_global(index_type)
-    batch = prepared
-    if dedupe_enabled(config, operation):
-        batch = dedupe(batch, config.get(PRECOMBINE_FIELD), glob)
-    is_mor = client.is_mor
-    batch_parts = sorted(set(batch.column(PARTITION_PATH).to_pylist())) if batch.num_rows else []
-    files = index_scope(client, operation, glob, batch_parts)
-    if operation in ("upsert", "delete") and client.table is not None:
-        existing = lookup_existing_keys(client, batch, files, index_type, executor,
-                                        config.get_bool("hoodie.bloom.index.prune.by.ranges"))
-        batch = tag_records(batch, existing, index_type, update_partition_path(config, index_type))
-    else:
-        batch = batch.append_column(LOC_PART, pa.nulls(batch.num_rows, pa.string())) \
-                     .append_column(LOC_FILE, pa.nulls(batch.num_rows, pa.string()))
-    found = pc.is_valid(batch.column(LOC_FILE))
-    ops = batch.column(OP_COL)
-    # deletes of unknown keys and soft deletes of new keys write nothing
-    useless = pc.and_(pc.invert(found), pc.is_in(ops, value_set=DELETE_OPS))
-    batch = batch.filter(pc.invert(useless))
-    found = pc.is_valid(batch.column(LOC_FILE))
-    replaced, files = replaced_file_groups(client, operation, files)
-    upd = batch.filter(found)
-    ins = batch.filter(pc.invert(found))
-    update_counts: dict[tuple[str, str], int] = {}
-    if upd.num_rows:
-        g = upd.group_by([LOC_PART, LOC_FILE]).aggregate([(RECORD_KEY, "count")])
-        for p, f, n in zip(g.column(LOC_PART).to_pylist(), g.column(LOC_FILE).to_pylist(),
-                           g.column(RECORD_KEY + "_count").to_pylist()):
-            update_counts[(p, f)] = n
-    insert_counts: dict[str, int] = {}
-    if ins.num_rows:
-        g = ins.group_by([PARTITION_PATH]).aggregate([([], "count_all")])  # keys may be null (auto keys)
-        insert_counts = dict(zip(g.column(PARTITION_PATH).to_pylist(), g.column("count_all").to_pylist()))
-    avg = average_record_size(client.table, config) if client.table is not None else \
-        config.get_int("hoodie.copyonwrite.record.size.estimate")
-    tasks, insert_plan = assign_buckets(update_counts, insert_counts, files, config, avg, is_mor,
-                                        use_small_files=operation not in ("bulk_insert",))
-    bucket_of = {(t.partition_path, t.file_id): t.bucket for t in tasks if t.kind == "UPDATE"}
-    pieces = []
-    if upd.num_rows:
-        b = [bucket_of[(p, f)] for p, f in zip(upd.column(LOC_PART).to_pylist(), upd.column(LOC_FILE).to_pylist())]
-        pieces.append(upd.append_column(BUCKET_COL, pa.array(b, pa.int32())))
-    if ins.num_rows:
-        if operation == "bulk_insert":
-            ins = ins.sort_by([(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")])
-        for part, plan in insert_plan.items():
-            rows = ins.filter(pc.equal(ins.column(PARTITION_PATH), part))
-            start = 0
-            for bucket, count in plan:
-                chunk = rows.slice(start, count)
-                start += count
-                pieces.append(chunk.append_column(BUCKET_COL, pa.array([bucket] * chunk.num_rows, pa.int32())))
-    routed = pa.concat_tables(pieces) if pieces else batch.append_column(BUCKET_COL, pa.array([], pa.int32()))
-    return WritePlan(tasks, routed, replaced)
-
-
 def _run_bucket(ctx: WriteContext, item: tuple[FileGroupTask, pa.Table]) -> list[dict[str, Any]]:
     return write_file_group(ctx, item[0], item[1])
 
@@ -263,35 +195,152 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     return cfg, avro, rolled
 
 
-def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieConfig | Mapping[str, str],
-                table_name: str | None = None, storage_options: Mapping[str, str] | None = None,
-                executor: Executor = None) -> WriteResult:
-    """The whole write flow over an in-memory Arrow table (local tests, small batches)."""
-    config = config if isinstance(config, HoodieConfig) else HoodieConfig(dict(config))
-    executor = executor or LocalExecutor()
-    client = WriteClient(base_uri, config, storage_options, table_name)
-    data = data.drop_columns([c for c in META_COLUMNS if c in data.column_names])
-    cfg, avro, rolled = begin_write(client, data.schema, operation)
-    prepared = prepare_batch(data, key_generator_props(cfg), operation)
-    instant = client.new_instant_time()
+class WriteEngine(Protocol):
+    """The data-parallel steps of a write, over one engine's records (Arrow in-process, or a
+    Spark DataFrame). The flow around them (:func:`run_write`) is one: timeline, index
+    scope, bucketing and commit never depend on the engine."""
+
+    def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
+        """Add keys, partition paths and operations, dedupe; return the batch's partitions."""
+
+    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
+        """Locate each record's existing file group (upsert, delete)."""
+
+    def untag(self) -> None:
+        """Mark every record new (inserts, or nothing to look up)."""
+
+    def bucket_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+        """Updates per (partition, file group) and inserts per partition."""
+
+    def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
+              ctx: WriteContext) -> list[dict[str, Any]]:
+        """Route records to their buckets and write one file group per task; the write stats."""
+
+    def report(self, message: str) -> None:
+        """A progress line (jobs print them into the task log)."""
+
+    def release(self) -> None:
+        """Free what the engine kept for the write."""
+
+
+def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, operation: str) -> WriteResult:
+    """The write flow (Hudi's HoodieSparkSqlWriter -> SparkRDDWriteClient), for every engine."""
+    cfg, avro, rolled = begin_write(client, data_schema, operation)
+    index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
+    batch_parts = engine.prepare(cfg, operation, is_global(index_type))
+    started = time.monotonic()
     action = client.commit_action(operation)
-    instant = client.start(instant, action, operation)
+    instant = client.start(client.new_instant_time(), action, operation)
     with client.aborting_on_failure(instant):
-        plan = plan_write(client, prepared, operation, cfg, executor)
-        client.inflight(instant, action, plan.tasks, operation)
-        ctx = make_context(client, cfg, instant, operation, avro)
-        items = []
-        for t in plan.tasks:
-            rows = plan.routed.filter(pc.equal(plan.routed.column(BUCKET_COL), t.bucket))
-            items.append((t, rows))
-        stats = [s for group in executor.map(partial(_run_bucket, ctx), items) for s in group]
-        client.commit(instant, action, operation, stats, avro, plan.replaced)
+        files = index_scope(client, operation, is_global(index_type), batch_parts)
+        if operation in ("upsert", "delete") and files:
+            engine.tag(client, cfg, index_type, files)
+        else:
+            engine.untag()
+        replaced, files = replaced_file_groups(client, operation, files)
+        upd_counts, ins_counts = engine.bucket_counts()
+        n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
+        engine.report(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
+                      f"{n_upd:,} to existing file groups, {n_ins:,} new")
+        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, cfg, average_record_size(client.table, cfg),
+                                            client.is_mor, use_small_files=operation != "bulk_insert")
+        client.inflight(instant, action, tasks, operation)
+        engine.report(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
+                      f"for {action} {instant}")
+        stats = engine.write(tasks, insert_plan, make_context(client, cfg, instant, operation, avro))
+        client.commit(instant, action, operation, stats, avro, replaced)
+    engine.report(f"committed {action} {instant} in {time.monotonic() - started:.1f} s")
+    engine.release()
     result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
-                         unknown_keys=config.unknown_keys(),
-                         replaced_file_groups=sum(len(v) for v in (plan.replaced or {}).values()))
+                         unknown_keys=client.config.unknown_keys(),
+                         replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
     summarize(result, stats)
     _maybe_callback(client, cfg, result)
     return result
+
+
+class ArrowWriteEngine:
+    """The write's records as an in-memory Arrow table; file groups written through an
+    executor (in this process by default): local runs, tests, small batches."""
+
+    def __init__(self, data: pa.Table, executor: Executor) -> None:
+        self.batch = data
+        self.executor = executor
+
+    def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
+        batch = prepare_batch(self.batch, key_generator_props(cfg), operation)
+        if dedupe_enabled(cfg, operation):
+            batch = dedupe(batch, cfg.get(PRECOMBINE_FIELD), global_index)
+        self.batch = batch
+        return sorted(set(batch.column(PARTITION_PATH).to_pylist())) if batch.num_rows else []
+
+    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
+        existing = lookup_existing_keys(client, self.batch, files, index_type, self.executor,
+                                        cfg.get_bool("hoodie.bloom.index.prune.by.ranges"))
+        self._located(tag_records(self.batch, existing, index_type, update_partition_path(cfg, index_type)))
+
+    def untag(self) -> None:
+        none = pa.nulls(self.batch.num_rows, pa.string())
+        self._located(self.batch.append_column(LOC_PART, none).append_column(LOC_FILE, none))
+
+    def _located(self, batch: pa.Table) -> None:
+        # deletes of unknown keys and soft deletes of new keys write nothing
+        found = pc.is_valid(batch.column(LOC_FILE))
+        useless = pc.and_(pc.invert(found), pc.is_in(batch.column(OP_COL), value_set=DELETE_OPS))
+        self.batch = batch.filter(pc.invert(useless))
+
+    def bucket_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+        found = pc.is_valid(self.batch.column(LOC_FILE))
+        upd, ins = self.batch.filter(found), self.batch.filter(pc.invert(found))
+        update_counts: dict[tuple[str, str], int] = {}
+        if upd.num_rows:
+            g = upd.group_by([LOC_PART, LOC_FILE]).aggregate([(RECORD_KEY, "count")])
+            update_counts = {(p, f): n for p, f, n in zip(g.column(LOC_PART).to_pylist(), g.column(LOC_FILE).to_pylist(),
+                                                          g.column(RECORD_KEY + "_count").to_pylist())}
+        insert_counts: dict[str, int] = {}
+        if ins.num_rows:
+            g = ins.group_by([PARTITION_PATH]).aggregate([([], "count_all")])  # keys may be null (auto keys)
+            insert_counts = dict(zip(g.column(PARTITION_PATH).to_pylist(), g.column("count_all").to_pylist()))
+        return update_counts, insert_counts
+
+    def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
+              ctx: WriteContext) -> list[dict[str, Any]]:
+        found = pc.is_valid(self.batch.column(LOC_FILE))
+        upd, ins = self.batch.filter(found), self.batch.filter(pc.invert(found))
+        bucket_of = {(t.partition_path, t.file_id): t.bucket for t in tasks if t.kind == "UPDATE"}
+        pieces = []
+        if upd.num_rows:
+            b = [bucket_of[(p, f)] for p, f in zip(upd.column(LOC_PART).to_pylist(), upd.column(LOC_FILE).to_pylist())]
+            pieces.append(upd.append_column(BUCKET_COL, pa.array(b, pa.int32())))
+        if ins.num_rows:
+            if ctx.operation == "bulk_insert":
+                ins = ins.sort_by([(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")])
+            for part, plan in insert_plan.items():
+                rows = ins.filter(pc.equal(ins.column(PARTITION_PATH), part))
+                start = 0
+                for bucket, count in plan:
+                    chunk = rows.slice(start, count)
+                    start += count
+                    pieces.append(chunk.append_column(BUCKET_COL, pa.array([bucket] * chunk.num_rows, pa.int32())))
+        routed = pa.concat_tables(pieces) if pieces else self.batch.append_column(BUCKET_COL, pa.array([], pa.int32()))
+        items = [(t, routed.filter(pc.equal(routed.column(BUCKET_COL), t.bucket))) for t in tasks]
+        return [s for group in self.executor.map(partial(_run_bucket, ctx), items) for s in group]
+
+    def report(self, message: str) -> None:
+        """In-process callers read the result, not a log."""
+
+    def release(self) -> None:
+        self.batch = None
+
+
+def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieConfig | Mapping[str, str],
+                table_name: str | None = None, storage_options: Mapping[str, str] | None = None,
+                executor: Executor | None = None) -> WriteResult:
+    """The write flow over an in-memory Arrow table (local tests, small batches)."""
+    config = config if isinstance(config, HoodieConfig) else HoodieConfig(dict(config))
+    client = WriteClient(base_uri, config, storage_options, table_name)
+    data = data.drop_columns([c for c in META_COLUMNS if c in data.column_names])
+    return run_write(client, ArrowWriteEngine(data, executor or LocalExecutor()), data.schema, operation)
 
 
 def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation: str,

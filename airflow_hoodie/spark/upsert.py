@@ -19,10 +19,6 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from airflow_hoodie.actions.bucketing import (
-    assign_buckets,
-    average_record_size,
-)
 from airflow_hoodie.actions.file_group_write import (
     FileGroupTask,
     WriteContext,
@@ -36,16 +32,11 @@ from airflow_hoodie.actions.index import (
     file_footer,
     file_keys,
     is_global,
-    validate_index_type,
 )
 from airflow_hoodie.actions.write import (
-    _maybe_callback,
     begin_write,
     file_refs,
-    index_scope,
-    make_context,
-    replaced_file_groups,
-    summarize,
+    run_write,
     update_partition_path,
 )
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
@@ -64,7 +55,7 @@ from airflow_hoodie.errors import (
 )
 from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.executor import SparkExecutor
-from airflow_hoodie.spark.progress import Phase, progress
+from airflow_hoodie.spark.progress import progress
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
@@ -300,6 +291,51 @@ def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], d
     return [json.loads(r[0]) for r in rows]
 
 
+class SparkWriteEngine:
+    """The write's records as a DataFrame: the data-parallel steps run on the executors and
+    only counts come back to the driver."""
+
+    def __init__(self, spark: Any, df: Any, in_schema: pa.Schema) -> None:
+        self.spark, self.df, self.in_schema = spark, df, in_schema
+        self.prepared: Any = None
+        self.tagged: Any = None
+
+    def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
+        self.prepared, parts = _prepared(self.df, self.in_schema, cfg, operation, global_index)
+        return parts
+
+    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
+        self._located(_tagged(self.spark, self.prepared, client, cfg, index_type, files))
+
+    def untag(self) -> None:
+        from pyspark.sql import functions as F
+
+        none = F.lit(None).cast("string")
+        self._located(self.prepared.withColumn(LOC_PART, none).withColumn(LOC_FILE, none))
+
+    def _located(self, tagged: Any) -> None:
+        from pyspark.sql import functions as F
+
+        # deletes of unknown keys and soft deletes of new keys write nothing
+        self.tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(OP_COL).isin("D", "S"))).persist()
+
+    def bucket_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+        return _bucket_counts(self.tagged)
+
+    def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
+              ctx: WriteContext) -> list[dict[str, Any]]:
+        routed = _routed(self.spark, self.tagged, tasks, insert_plan)
+        return _write_buckets(routed, ctx, tasks, self.df.columns) if routed is not None else []
+
+    def report(self, message: str) -> None:
+        progress(message)
+
+    def release(self) -> None:
+        for frame in (self.prepared, self.tagged):
+            if frame is not None:
+                frame.unpersist()
+
+
 def upsert_dataframe(
     spark: Any,
     df: Any,
@@ -310,46 +346,10 @@ def upsert_dataframe(
     storage_options: Mapping[str, str] | None = None,
 ) -> WriteResult:
     """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals."""
-
     client = WriteClient(base_uri, config, storage_options, table_name)
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
     in_schema = _arrow_schema(df)
-    cfg, avro, rolled = begin_write(client, in_schema, operation)
-    if operation == "bulk_insert":
+    if operation == "bulk_insert":  # Hudi's row-writer path: no index, its own layout
+        cfg, avro, rolled = begin_write(client, in_schema, operation)
         return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
-    index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
-    prepared, batch_parts = _prepared(df, in_schema, cfg, operation, is_global(index_type))
-    phase = Phase()
-    action = client.commit_action(operation)
-    instant = client.start(client.new_instant_time(), action, operation)
-    with client.aborting_on_failure(instant):
-        files = index_scope(client, operation, is_global(index_type), batch_parts)
-        if operation in ("upsert", "delete") and files:
-            tagged = _tagged(spark, prepared, client, cfg, index_type, files)
-        else:
-            tagged = prepared.withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string"))
-        # deletes of unknown keys and soft deletes of new keys write nothing
-        tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(OP_COL).isin("D", "S"))).persist()
-        replaced, files = replaced_file_groups(client, operation, files)
-        upd_counts, ins_counts = _bucket_counts(tagged)
-        n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
-        progress(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
-                 f"{n_upd:,} to existing file groups, {n_ins:,} new")
-        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, cfg, average_record_size(client.table, cfg),
-                                            client.is_mor, use_small_files=True)
-        client.inflight(instant, action, tasks, operation)
-        progress(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
-                 f"for {action} {instant}")
-        routed = _routed(spark, tagged, tasks, insert_plan)
-        ctx = make_context(client, cfg, instant, operation, avro)
-        stats = _write_buckets(routed, ctx, tasks, df.columns) if routed is not None else []
-        client.commit(instant, action, operation, stats, avro, replaced)
-    phase.done(f"committed {action} {instant}")
-    prepared.unpersist()
-    tagged.unpersist()
-    result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
-                         unknown_keys=config.unknown_keys(),
-                         replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
-    summarize(result, stats)
-    _maybe_callback(client, cfg, result)
-    return result
+    return run_write(client, SparkWriteEngine(spark, df, in_schema), in_schema, operation)
