@@ -16,24 +16,56 @@ update strategy refuses); :func:`check_no_pending_clustering` is that guard.
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Any, Callable, Iterable, Sequence
+import time
+from functools import partial
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import pyarrow as pa
+
+from airflow_hoodie.actions import service_common as sc
 from airflow_hoodie.actions.executor import Executor
+from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
     DONE,
     PlannedService,
     ServiceTaskContext,
     execute_planned,
 )
-from airflow_hoodie.actions.service_common import MB
+from airflow_hoodie.actions.service_common import MB, crash_point, serialize_plan
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
 )
+from airflow_hoodie.actions.write_client import commit_metadata_json
+from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
-from airflow_hoodie.errors import HoodieWriteConflictError
+from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
+from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.file_group.base_file_writer import (
+    with_meta_fields,
+    write_base_file,
+)
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
+from airflow_hoodie.table.file_group.file_naming import (
+    base_file_name,
+    make_write_token,
+    new_file_id,
+)
+from airflow_hoodie.table.file_group.file_slice_reader import (
+    SliceReadOptions,
+    read_file_slice,
+)
+from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
+from airflow_hoodie.table.record_merger import merge_config_from_table
+from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
+from airflow_hoodie.table.schema.meta_fields import FILE_NAME
+from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 SMALL_FILE_LIMIT = "hoodie.clustering.plan.strategy.small.file.limit"
 TARGET_FILE_MAX_BYTES = "hoodie.clustering.plan.strategy.target.file.max.bytes"
@@ -198,41 +230,6 @@ def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 # ======================================================================== table level
-import json
-import time
-from functools import partial
-from typing import Mapping  # noqa: E402
-
-import pyarrow as pa
-
-from airflow_hoodie.actions import service_common as sc
-from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
-from airflow_hoodie.actions.service_common import crash_point, serialize_plan
-from airflow_hoodie.actions.write_client import commit_metadata_json
-from airflow_hoodie.actions.write_identity import commit_extra_metadata
-from airflow_hoodie.errors import HoodieConfigError  # noqa: E402
-from airflow_hoodie.table.file_group import markers as mk
-from airflow_hoodie.table.file_group.base_file_writer import (
-    with_meta_fields,
-    write_base_file,
-)
-from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
-from airflow_hoodie.table.file_group.file_naming import (
-    base_file_name,
-    make_write_token,
-    new_file_id,
-)
-from airflow_hoodie.table.file_group.file_slice_reader import (
-    SliceReadOptions,
-    read_file_slice,
-)
-from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
-from airflow_hoodie.table.record_merger import merge_config_from_table
-from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
-from airflow_hoodie.table.schema.meta_fields import FILE_NAME
-from airflow_hoodie.table.storage.storage import Storage
-from airflow_hoodie.table.timeline.instant import Action, Instant, State  # noqa: E402
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
 def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
@@ -275,11 +272,11 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
             "input_file_groups": sum(len(g["slices"]) for g in plan["inputGroups"])}
 
 
-def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> list[Any]:
-
+def _group_slices(storage: Any, base_path: str, group: ClusteringGroup) -> list[FileSlice]:
+    """The file slices a clustering group names, its files looked up (sizes) in storage."""
     out = []
-    for info in group["slices"]:
-        part = info.get("partitionPath") or ""
+    for info in group.slices or []:
+        part = info.partition_path or ""
         pdir = storage.join(base_path, part) if part else base_path
 
         def path_of(p: str) -> str:
@@ -287,20 +284,20 @@ def _group_slices(storage: Any, base_path: str, group: Mapping[str, Any]) -> lis
             return storage.join(pdir, p.rstrip("/").rsplit("/", 1)[-1])
 
         base = None
-        if info.get("dataFilePath"):
-            bp = path_of(info["dataFilePath"])
+        if info.data_file_path:
+            bp = path_of(info.data_file_path)
             base = BaseFile.from_path(bp, storage.size(bp), part)
         logs = []
-        for lp in info.get("deltaFilePaths") or []:
+        for lp in info.delta_file_paths or []:
             p = path_of(lp)
             logs.append(LogFile.from_path(p, storage.size(p), part))
         logs.sort(key=lambda lf: lf.sort_key)
         instant = base.commit_time if base else (logs[0].base_instant if logs else "")
-        out.append(FileSlice(part, info["fileId"], instant, base, logs))
+        out.append(FileSlice(part, info.file_id, instant, base, logs))
     return out
 
 
-def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, ClusteringGroup]) -> list[dict[str, Any]]:
     """One executor task: read a group's slices, sort, write ``numOutputFileGroups`` new files."""
 
 
@@ -317,9 +314,9 @@ def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, Mapping[str, Any]
     data = pa.concat_tables(tables) if tables else schema.empty_table()
     if ctx.sort_columns and data.num_rows:
         data = data.sort_by([(c, "ascending") for c in ctx.sort_columns])
-    parts = {s.get("partitionPath") or "" for s in group["slices"]}
+    parts = {s.partition_path or "" for s in group.slices or []}
     part = sorted(parts)[0]
-    n_out = max(1, int(group.get("numOutputFileGroups") or 1))
+    n_out = max(1, int(group.num_output_file_groups or 1))
     n_out = min(n_out, max(data.num_rows, 1))
     per = -(-data.num_rows // n_out) if data.num_rows else 0
     stage, attempt = task_attempt()
@@ -361,49 +358,49 @@ def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor
         return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 
 
-def _clustering_plan(table: HoodieTable, timeline: Any, inst: Instant) -> dict[str, Any]:
+def _clustering_plan(table: Any, timeline: Any, inst: Instant) -> ClusteringPlan:
     plan = table.file_system_view(timeline).clustering_plan(inst.timestamp)
     if plan is None:
         raise HoodieConfigError(f"Replacecommit {inst.timestamp} is not a clustering (no clustering plan).")
-    return plan
+    return ClusteringPlan.from_avro(plan)
 
 
-def _replaced_groups(plan: dict[str, Any]) -> dict[str, list[str]]:
+def _replaced_groups(plan: ClusteringPlan) -> dict[str, list[str]]:
     replaced: dict[str, list[str]] = {}
-    for g in plan.get("inputGroups") or []:
-        for s in g["slices"]:
-            replaced.setdefault(s.get("partitionPath") or "", []).append(s["fileId"])
+    for g in plan.input_groups or []:
+        for s in g.slices or []:
+            replaced.setdefault(s.partition_path or "", []).append(s.file_id)
     return replaced
 
 
 def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
-    def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
-        sort_cols = (plan.get("strategy") or {}).get("strategyParams", {}).get(SORT_COLUMNS) \
+    def run(plan: ClusteringPlan, timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
+        sort_cols = ((plan.strategy.strategy_params or {}) if plan.strategy else {}).get(SORT_COLUMNS) \
             or (config.get(SORT_COLUMNS) if config else None) or ""
         ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, config, storage_options,
                                           tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
-        groups = list(enumerate(plan.get("inputGroups") or []))
+        groups = list(enumerate(plan.input_groups or []))
         stats = [s for group in executor.map(partial(cluster_group, ctx), groups) for s in group]
         for part in sorted(_replaced_groups(plan)):
             write_partition_metadata(table.storage, table.base_path, part, instant_time)
         return stats
 
-    def commit_body(plan: dict[str, Any], stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
+    def commit_body(plan: ClusteringPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
         # the task's write identity (and any other commit-metadata option) goes into extraMetadata
         return commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")),
                                     _replaced_groups(plan), commit_extra_metadata(config) if config is not None else None)
 
     service = PlannedService(
         Action.REPLACE_COMMIT, "clustering", load_plan=partial(_clustering_plan, table),
-        partitions=lambda plan: [s.get("partitionPath") or "" for g in plan.get("inputGroups") or [] for s in g["slices"]],
+        partitions=lambda plan: [s.partition_path or "" for g in plan.input_groups or [] for s in g.slices or []],
         run=run, commit_body=commit_body)
     done = execute_planned(service, table, instant_time, config, token)
     if done.outcome != DONE:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed", "reason": done.outcome}
     stats = done.stats
     return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
-            "groups": len(done.plan.get("inputGroups") or []),
+            "groups": len(done.plan.input_groups or []),
             "replaced_file_groups": sum(len(v) for v in _replaced_groups(done.plan).values()),
             "files_written": len(stats), "records_written": sum(s["numWrites"] for s in stats),
             "bytes_written": sum(s["totalWriteBytes"] for s in stats), "rolled_back_files": len(done.rolled_back),

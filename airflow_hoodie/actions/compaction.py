@@ -21,7 +21,6 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_hoodie.actions import service_common as sc
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
@@ -36,7 +35,6 @@ from airflow_hoodie.actions.service_common import (
     find_instant,
     is_completed,
     seconds_between,
-    serialize_plan,
 )
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
@@ -59,6 +57,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     read_file_slice_and_base_keys,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
 from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
 from airflow_hoodie.table.schema.meta_fields import FILE_NAME, RECORD_KEY
@@ -291,7 +290,7 @@ def _schedule_compaction(
     plan = build_plan(ops)
     instant = Instant(ts, Action.COMPACTION, State.REQUESTED)
     TimelineWriter(table.storage, table.base_path).create_requested(
-        instant, serialize_plan("HoodieCompactionPlan", plan)
+        instant, CompactionPlan.from_avro(plan).to_bytes()
     )
     return CompactionSchedule(instant, plan, f"scheduled {len(ops)} operations",
                               {"operations": len(ops),
@@ -306,30 +305,30 @@ def _file_name(value: str | None) -> str | None:
     return value.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _op_slice(storage: Any, base_path: str, op: Mapping[str, Any]) -> Any:
-
-    part = op.get("partitionPath") or ""
+def _op_slice(storage: Any, base_path: str, op: CompactionOperation) -> FileSlice:
+    """The file slice an operation names, its files looked up (sizes) in storage."""
+    part = op.partition_path or ""
     pdir = storage.join(base_path, part) if part else base_path
     base = None
-    name = _file_name(op.get("dataFilePath"))
+    name = _file_name(op.data_file_path)
     if name:
         path = storage.join(pdir, name)
         base = BaseFile.from_path(path, storage.size(path), part)
     logs = []
-    for ln in op.get("deltaFilePaths") or []:
+    for ln in op.delta_file_paths or []:
         path = storage.join(pdir, _file_name(ln))
         info = storage.info(path)
         if info is None:
             raise HoodieConfigError(
-                f"Log file {path} of compaction operation for file group {op['fileId']} is missing; "
+                f"Log file {path} of compaction operation for file group {op.file_id} is missing; "
                 "was it cleaned or rolled back? Roll back this compaction instant and reschedule."
             )
         logs.append(LogFile.from_path(path, info.size, part))
     logs.sort(key=lambda lf: lf.sort_key)
-    return FileSlice(part, op["fileId"], op["baseInstantTime"], base, logs)
+    return FileSlice(part, op.file_id, op.base_instant_time, base, logs)
 
 
-def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Mapping[str, Any]]) -> dict[str, Any]:
+def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, CompactionOperation]) -> dict[str, Any]:
     """One executor task: merge base + logs of one file slice into a new base file.
 
     Records keep their ``_hoodie_commit_time``/``_hoodie_commit_seqno`` (as Hudi's
@@ -346,7 +345,7 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Mapping[st
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
     stage, attempt = task_attempt()
-    name = base_file_name(op["fileId"], make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
+    name = base_file_name(op.file_id, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
     part = slice_.partition_path
     merged = merged.set_column(merged.schema.get_field_index(FILE_NAME), FILE_NAME,
                                pa.array([name] * merged.num_rows, pa.string()))
@@ -365,7 +364,7 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Mapping[st
     crash_point("compaction.task")
     stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.props)
     return write_stat(
-        fileId=op["fileId"], path=stats.path, prevCommit=op["baseInstantTime"], numWrites=stats.num_records,
+        fileId=op.file_id, path=stats.path, prevCommit=op.base_instant_time, numWrites=stats.num_records,
         numDeletes=max(base_rows - updated, 0), numUpdateWrites=updated if slice_.base_file else 0,
         numInserts=inserts, totalWriteBytes=stats.file_size, partitionPath=part,
         totalLogFilesCompacted=len(slice_.log_files),
@@ -403,11 +402,11 @@ def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor
 
 def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None,
                         storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
-    def run(plan: dict[str, Any], timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
+    def run(plan: CompactionPlan, timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
         ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, config, storage_options)
-        return executor.map(partial(compact_operation, ctx), list(enumerate(plan.get("operations") or [])))
+        return executor.map(partial(compact_operation, ctx), list(enumerate(plan.operations or [])))
 
-    def commit_body(plan: dict[str, Any], stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
+    def commit_body(plan: CompactionPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
         # the write identity (and any other commit-metadata option) of the task goes in too
         return commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":")),
                                     extra=commit_extra_metadata(config) if config is not None else None,
@@ -415,8 +414,8 @@ def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executo
 
     service = PlannedService(
         Action.COMPACTION, "compaction",
-        load_plan=lambda timeline, inst: sc.deserialize_plan("HoodieCompactionPlan", timeline.read_plan(inst)),
-        partitions=lambda plan: [o.get("partitionPath") or "" for o in plan.get("operations") or []],
+        load_plan=lambda timeline, inst: CompactionPlan.from_bytes(timeline.read_plan(inst)),
+        partitions=lambda plan: [o.partition_path or "" for o in plan.operations or []],
         run=run, commit_body=commit_body)
     done = execute_planned(service, table, instant_time, config, token)
     if done.outcome != DONE:
@@ -425,7 +424,7 @@ def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executo
     stats = done.stats
     return {
         "instant": instant_time, "action": Action.COMPACTION, "state": "completed",
-        "operations": len(done.plan.get("operations") or []), "records_written": sum(s["numWrites"] for s in stats),
+        "operations": len(done.plan.operations or []), "records_written": sum(s["numWrites"] for s in stats),
         "bytes_written": sum(s["totalWriteBytes"] for s in stats),
         "log_files_compacted": sum(s["totalLogFilesCompacted"] for s in stats),
         "rolled_back_files": len(done.rolled_back), "seconds": round(time.time() - started, 3),
