@@ -31,6 +31,7 @@ from airflow_hoodie.actions.planned_service import (
     DONE,
     PlannedService,
     ServiceTaskContext,
+    execute_given_or_pending,
     execute_planned,
 )
 from airflow_hoodie.actions.service_common import MB, crash_point, serialize_plan
@@ -423,13 +424,11 @@ def run_clustering(table: HoodieTable, config: HoodieConfig, executor: Executor,
     if mode == "schedule":
         return schedule_clustering(table, config, instant_time)
     if mode == "execute":
-        if instant_time:
-            return execute_clustering(table, instant_time, executor, config, storage_options)
-        pending = pending_clustering_instants(table)
-        if not pending:
-            return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no pending clustering"}
-        results = [execute_clustering(table, p.timestamp, executor, config, storage_options) for p in pending]
-        return {**results[-1], "instants": [r["instant"] for r in results]}
+        out = execute_given_or_pending(
+            lambda ts: execute_clustering(table, ts, executor, config, storage_options), instant_time,
+            lambda: pending_clustering_instants(table), Action.REPLACE_COMMIT, "clustering")
+        out.pop("runs", None)
+        return out
     sched = schedule_clustering(table, config, instant_time)
     if sched["instant"] is None:
         return sched

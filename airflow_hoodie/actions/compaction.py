@@ -27,6 +27,7 @@ from airflow_hoodie.actions.planned_service import (
     DONE,
     PlannedService,
     ServiceTaskContext,
+    execute_given_or_pending,
     execute_planned,
 )
 from airflow_hoodie.actions.service_common import (
@@ -435,12 +436,10 @@ def execute_pending_compactions(table: HoodieTable, executor: Executor, config: 
                                 instant_time: str | None = None,
                                 storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Execute ``instant_time`` or every pending compaction, oldest first."""
-    if instant_time:
-        return execute_compaction(table, instant_time, executor, config, storage_options)
-    pending = pending_compaction_instants(table)
-    if not pending:
-        return {"instant": None, "action": Action.COMPACTION, "reason": "no pending compaction"}
-    results = [execute_compaction(table, p.timestamp, executor, config, storage_options) for p in pending]
-    last = results[-1]
-    return {**last, "instants": [r["instant"] for r in results],
-            "operations": sum(r.get("operations", 0) for r in results)}
+    out = execute_given_or_pending(
+        lambda ts: execute_compaction(table, ts, executor, config, storage_options), instant_time,
+        lambda: pending_compaction_instants(table), Action.COMPACTION, "compaction")
+    runs = out.pop("runs", None)
+    if runs is not None:
+        out["operations"] = sum(r.get("operations", 0) for r in runs)
+    return out

@@ -124,3 +124,16 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
         return ServiceRun(COMPLETED_BY_ANOTHER, plan, stats, rolled)
     table.reload_timeline()
     return ServiceRun(DONE, plan, stats, rolled)
+
+
+def execute_given_or_pending(execute: Callable[[str], dict[str, Any]], instant_time: str | None,
+                             pending: Callable[[], list[Instant]], action: str, name: str) -> dict[str, Any]:
+    """Run the plan ``instant_time``, or every pending plan oldest first (Hudi's executors run
+    pending plans in order); the last run's result, with every instant run."""
+    if instant_time:
+        return execute(instant_time)
+    plans = pending()
+    if not plans:
+        return {"instant": None, "action": action, "reason": f"no pending {name}"}
+    results = [execute(p.timestamp) for p in plans]
+    return {**results[-1], "instants": [r["instant"] for r in results], "runs": results}
