@@ -66,7 +66,7 @@ from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, confo
 from airflow_hoodie.table.schema.meta_fields import FILE_NAME
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
 
 SMALL_FILE_LIMIT = "hoodie.clustering.plan.strategy.small.file.limit"
 TARGET_FILE_MAX_BYTES = "hoodie.clustering.plan.strategy.target.file.max.bytes"
@@ -359,7 +359,7 @@ def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor
         return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 
 
-def _clustering_plan(table: Any, timeline: Any, inst: Instant) -> ClusteringPlan:
+def _clustering_plan(table: HoodieTable, timeline: Timeline, inst: Instant) -> ClusteringPlan:
     plan = table.file_system_view(timeline).clustering_plan(inst.timestamp)
     if plan is None:
         raise HoodieConfigError(f"Replacecommit {inst.timestamp} is not a clustering (no clustering plan).")
