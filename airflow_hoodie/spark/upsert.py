@@ -1,10 +1,11 @@
-"""The DataFrame side of a Hudi write: keys, dedupe, index join, bucket routing, file-group tasks.
+"""The DataFrame engine of the write flow: keys, dedupe, index join, bucket routing, file-group tasks.
 
-The driver (``actions.write.WriteClient``) owns the timeline; here the records never
-leave the executors: keys are computed with ``mapInArrow``, deduplication is a window,
-the index is a join against the keys of the candidate file groups (read by tasks),
-bucket counts are the only thing collected, and ``groupBy(bucket).applyInArrow`` runs
-:func:`airflow_hoodie.actions.write.write_file_group` once per file group.
+:func:`airflow_hoodie.actions.write.run_write` owns the flow and the timeline;
+:class:`SparkWriteEngine` does its data-parallel steps without the records leaving the
+executors: keys are computed with ``mapInArrow``, deduplication is a window, the index is a
+join against the keys of the candidate file groups (read by tasks), bucket counts are the
+only thing collected, and ``groupBy(bucket).applyInArrow`` runs
+:func:`airflow_hoodie.actions.file_group_write.write_file_group` once per file group.
 """
 
 from __future__ import annotations
