@@ -1,4 +1,4 @@
-"""Hudi log blocks: the framing of one block and the content codecs of each block type.
+"""Hudi log blocks: the framing of one block, its headers, and the command block.
 
 A block on disk (log format version 1, as Hudi 0.14/0.15 writes it)::
 
@@ -16,10 +16,10 @@ A block on disk (log format version 1, as Hudi 0.14/0.15 writes it)::
 
 All integers are big-endian (Java ``DataOutputStream``). Content per type:
 
-* AVRO_DATA / CDC_DATA: int32 content version (3), int32 record count, then per record
+* AVRO_DATA / CDC_DATA (:mod:`data_block`): int32 content version (3), int32 record count, then per record
   int32 length + schemaless Avro binary of the record under the ``SCHEMA`` header.
 * PARQUET_DATA: a complete parquet file.
-* DELETE: int32 content version (3), int32 length, Avro binary of a
+* DELETE (:mod:`delete_block`): int32 content version (3), int32 length, Avro binary of a
   ``HoodieDeleteRecordList`` (version 2 used Java serialization; not readable here).
 * COMMAND: no content; ``COMMAND_BLOCK_TYPE`` header "0" = rollback of the blocks whose
   ``INSTANT_TIME`` equals the ``TARGET_INSTANT_TIME`` header.
