@@ -24,6 +24,7 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.report import print_table, write_report  # noqa: E402
+from tests.table.table_files import storage_listing  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
@@ -50,18 +51,6 @@ class CountingStorage:
         return counted
 
 
-def _storage_listing(base: str) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for root, _d, files in os.walk(base):
-        rel = os.path.relpath(root, base)
-        if rel.split(os.sep)[0] == ".hoodie":
-            continue
-        for name in files:
-            if name != ".hoodie_partition_metadata":
-                out.setdefault("" if rel == "." else rel, {})[name] = os.path.getsize(os.path.join(root, name))
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--partitions", type=int, default=1000)
@@ -82,7 +71,7 @@ def main() -> None:
     write_arrow(base, pa.table({"id": list(range(n)), "ts": [1] * n, "p": [f"p{i:04d}" for i in range(n)]}),
                 "insert", cfg, table_name="listing")
     build_s = time.perf_counter() - t0
-    initialize_files_partition(HoodieTable.load(base), _storage_listing(base))
+    initialize_files_partition(HoodieTable.load(base), storage_listing(base))
 
     results = {}
     slices = {}

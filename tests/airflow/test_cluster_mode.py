@@ -12,7 +12,6 @@ emit the table's Asset event, and a DAG scheduled on that Asset must be queued.
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import json
 import os
@@ -20,7 +19,6 @@ import shutil
 import stat
 import threading
 import time
-import types
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,17 +28,15 @@ from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
 from airflow.models.asset import AssetDagRunQueue, AssetEvent, AssetModel
 from airflow.models.dag import DagModel
 from airflow.models.xcom import XComModel
-from airflow.sdk.exceptions import TaskDeferred
 from airflow.utils.session import create_session
 
 from airflow_hoodie.assets import table_asset_uri
 from airflow_hoodie.errors import HoodieJobError
-from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
-from airflow_hoodie.triggers.write import HoodieWriteTrigger
 from airflow_hoodie.hooks.spark_submit import spark_submit_path_dirs
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.airflow.conftest import load_dag_file
+from tests.airflow.deferral import deferred_upsert
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -184,27 +180,10 @@ def _xcom(dr, task_id):
         return None if row is None else XComModel.deserialize_value(row)
 
 
-class _TaskInstance(types.SimpleNamespace):
-    def xcom_push(self, key, value):
-        self.pushed[key] = value
-
-
 def _deferred_upsert(tmp_path, source):
-    op = HoodieUpsertOperator(task_id="upsert", base_path=str(tmp_path / "t"), table_name="t", source=str(source),
-                              operation="insert", spark_conn_id="spark_standalone", deferrable=True, poll_interval=1,
-                              hoodie_conf={"hoodie.datasource.write.recordkey.field": "id",
-                                           "hoodie.datasource.write.partitionpath.field": ""})
-    context = {"ti": _TaskInstance(dag_id="d", run_id="r", task_id="upsert", map_index=-1, pushed={})}
-    with pytest.raises(TaskDeferred) as info:
-        op.execute(context)
-    path, kwargs = info.value.trigger.serialize()
-    assert path == "airflow_hoodie.triggers.write.HoodieWriteTrigger" and info.value.method_name == "execute_complete"
-    trigger = HoodieWriteTrigger(**kwargs)  # as the triggerer rebuilds it
-
-    async def first_event():
-        return await asyncio.wait_for(trigger.run().__anext__(), 240)
-
-    return op, context, asyncio.run(first_event()).payload
+    op, context, event, path, method, kwargs = deferred_upsert(tmp_path, source, "spark_standalone")
+    assert path == "airflow_hoodie.triggers.write.HoodieWriteTrigger" and method == "execute_complete"
+    return op, context, event
 
 
 def test_deferrable_operator_defers_and_the_trigger_completes_it(airflow_db, tmp_path, standalone_cluster):

@@ -11,9 +11,12 @@ import pytest
 
 from airflow_hoodie.assets import table_asset_uri
 from airflow_hoodie.operators.hoodie import (
-    HoodieArchiveOperator, HoodieCleanOperator, HoodieClusteringOperator,
-    HoodieCompactionExecuteOperator, HoodieCompactionPlanOperator, HoodieRollbackOperator,
-    HoodieSavepointOperator, HoodieUpsertOperator,
+    HoodieCleanOperator,
+    HoodieClusteringOperator,
+    HoodieCompactionExecuteOperator,
+    HoodieRollbackOperator,
+    HoodieSavepointOperator,
+    HoodieUpsertOperator,
 )
 from tests.airflow.conftest import load_dag_file, make_job
 

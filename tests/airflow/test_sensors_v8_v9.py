@@ -4,24 +4,19 @@ a downstream DAG waiting on someone else's Hudi 1.x table must see its commits."
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
 
-from airflow_hoodie.sensors.hoodie import HoodieInstantSensor, HoodiePendingServiceSensor
+from airflow_hoodie.sensors.hoodie import (
+    HoodieInstantSensor,
+    HoodiePendingServiceSensor,
+)
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 from tests.airflow.test_sensors import ctx
+from tests.table.table_files import copy_conformance_table
 
 TABLES = ["mor/v9_txns_simple_meta", "cow/v8_simplekeygen_hivestyle_no_metafields", "mor/v9_nonpartitioned_rollback"]
-
-
-def _copy(conformance_next: Path, name: str, tmp_path: Path) -> Path:
-    base = tmp_path / name.replace("/", "_")
-    shutil.copytree(conformance_next / "tables" / name, base)
-    for p in base.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return base
 
 
 def _last_commit(base: Path) -> tuple[str, str]:
@@ -33,7 +28,7 @@ def _last_commit(base: Path) -> tuple[str, str]:
 
 @pytest.mark.parametrize("name", TABLES)
 def test_instant_sensor_fires_on_a_hudi_1x_commit(conformance_next, tmp_path, name):
-    base = _copy(conformance_next, name, tmp_path)
+    base = copy_conformance_table(conformance_next, name, tmp_path)
     last, _ = _last_commit(base)
     action = "deltacommit" if name.startswith("mor") else "commit"
     sensor = HoodieInstantSensor(task_id="s", base_path=str(base), actions=[action])
@@ -51,7 +46,7 @@ def test_instant_sensor_fires_on_a_hudi_1x_commit(conformance_next, tmp_path, na
 
 
 def test_pending_services_and_clustering_on_a_hudi_1x_table(conformance_next, tmp_path):
-    base = _copy(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
+    base = copy_conformance_table(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
     timeline = base / ".hoodie" / "timeline"
     drained = HoodiePendingServiceSensor(task_id="s", base_path=str(base), services=["compaction", "clustering"])
     assert drained.poke(ctx())
@@ -66,7 +61,7 @@ def test_pending_services_and_clustering_on_a_hudi_1x_table(conformance_next, tm
 def test_deferrable_sensor_on_a_hudi_1x_table(conformance_next, tmp_path):
     from airflow.sdk.exceptions import TaskDeferred
 
-    base = _copy(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
+    base = copy_conformance_table(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
     last, _ = _last_commit(base)
     sensor = HoodieInstantSensor(task_id="s", base_path=str(base), actions=["deltacommit"], after=last,
                                  deferrable=True, poke_interval=0.05, timeout=60)
@@ -92,7 +87,7 @@ def test_sensor_fires_on_a_completed_compaction_and_clustering_of_a_hudi_1x_tabl
     """Hudi 1.1 completes a compaction as <requested>_<completion>.commit and a clustering
     (action `clustering` while pending) as a replacecommit; 20260307162614221 is an insert
     overwrite replacecommit, no clustering."""
-    base = _copy(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
+    base = copy_conformance_table(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
     compaction = HoodieInstantSensor(task_id="s", base_path=str(base), actions=["compaction"])
     assert compaction.poke(ctx()).xcom_value["instant"] == "20260307162618152"
     clustering = HoodieInstantSensor(task_id="s", base_path=str(base), actions=["clustering"],
@@ -110,7 +105,7 @@ def test_reschedule_sensor_on_a_hudi_1x_table(conformance_next, tmp_path, name):
 
     from airflow.sdk.exceptions import AirflowRescheduleException
 
-    base = _copy(conformance_next, name, tmp_path)
+    base = copy_conformance_table(conformance_next, name, tmp_path)
     last, _ = _last_commit(base)
     action = "deltacommit" if name.startswith("mor") else "commit"
     sensor = HoodieInstantSensor(task_id="s", base_path=str(base), actions=[action], after=last,

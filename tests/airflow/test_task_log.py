@@ -9,7 +9,6 @@ the summary table and the Spark UI address.
 from __future__ import annotations
 
 import sys
-import types
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,13 +16,11 @@ import pytest
 
 from airflow_hoodie.actions.write import write_arrow
 from tests.airflow.conftest import DAGS_FOLDER
+from tests.airflow.deferral import FakeTaskInstance
 
 pytestmark = pytest.mark.timeout(600)
 
 
-class _TaskInstance(types.SimpleNamespace):
-    def xcom_push(self, key, value):
-        self.pushed[key] = value
 
 
 def _batch(path, first: int) -> str:
@@ -48,7 +45,7 @@ def test_example_ingest_task_log_is_short_and_says_what_happened(airflow_db, tmp
     capfd.readouterr()
     op = HoodieUpsertOperator(task_id="upsert", base_path=base, table_name=TABLE_NAME, hoodie_conf=WRITE_CONF,
                               source=_batch(tmp_path / "b2.parquet", 100), operation="upsert")
-    ti = _TaskInstance(dag_id="hoodie_example_ingest", run_id="r2", task_id="upsert", map_index=-1, pushed={})
+    ti = FakeTaskInstance(dag_id="hoodie_example_ingest", run_id="r2", task_id="upsert", map_index=-1, pushed={})
     op.execute({"ti": ti})
     # Airflow's task logger writes every record (the hook relays each spark-submit output line)
     out, err = capfd.readouterr()

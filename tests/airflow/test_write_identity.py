@@ -9,8 +9,6 @@ executed by the execute operator even when this run's plan task planned nothing.
 
 from __future__ import annotations
 
-import types
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -22,12 +20,16 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.hooks.hoodie import HoodieHook
-from airflow_hoodie.operators.hoodie import (HoodieClusteringOperator, HoodieCompactionExecuteOperator,
-                                             HoodieUpsertOperator)
+from airflow_hoodie.operators.hoodie import (
+    HoodieClusteringOperator,
+    HoodieCompactionExecuteOperator,
+    HoodieUpsertOperator,
+)
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.read import read_table
 from tests.airflow.conftest import load_dag_file
+from tests.airflow.deferral import FakeTaskInstance
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -35,13 +37,10 @@ CONF = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.writ
         "hoodie.datasource.write.partitionpath.field": ""}
 
 
-class _TaskInstance(types.SimpleNamespace):
-    def xcom_push(self, key, value):
-        self.pushed[key] = value
 
 
 def _context():
-    ti = _TaskInstance(dag_id="ingest", run_id="manual__1", task_id="upsert", map_index=-1, pushed={})
+    ti = FakeTaskInstance(dag_id="ingest", run_id="manual__1", task_id="upsert", map_index=-1, pushed={})
     return {"ti": ti}
 
 

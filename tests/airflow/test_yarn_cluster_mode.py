@@ -10,25 +10,22 @@ driver's exit code.
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import json
 import os
 import shutil
 import stat
 import threading
-import types
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_hoodie.errors import HoodieJobError
 from airflow_hoodie.hooks.spark_submit import spark_submit_path_dirs
 from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.triggers.write import HoodieWriteTrigger
+from tests.airflow.deferral import FakeTaskInstance, deferred_upsert
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -98,27 +95,10 @@ def yarn(tmp_path, monkeypatch):
     server.server_close()
 
 
-class _TaskInstance(types.SimpleNamespace):
-    def xcom_push(self, key, value):
-        self.pushed[key] = value
-
-
 def _deferred_upsert(tmp_path, source):
-    op = HoodieUpsertOperator(task_id="upsert", base_path=str(tmp_path / "t"), table_name="t", source=str(source),
-                              operation="insert", spark_conn_id="spark_yarn", deferrable=True, poll_interval=1,
-                              hoodie_conf={"hoodie.datasource.write.recordkey.field": "id",
-                                           "hoodie.datasource.write.partitionpath.field": ""})
-    context = {"ti": _TaskInstance(dag_id="d", run_id="r", task_id="upsert", map_index=-1, pushed={})}
-    with pytest.raises(TaskDeferred) as info:
-        op.execute(context)
-    path, kwargs = info.value.trigger.serialize()
+    op, context, event, path, method, kwargs = deferred_upsert(tmp_path, source, "spark_yarn")
     assert kwargs["cluster_manager"] == "yarn" and kwargs["driver_id"] == APP_ID
-    trigger = HoodieWriteTrigger(**kwargs)  # as the triggerer rebuilds it
-
-    async def first_event():
-        return await asyncio.wait_for(trigger.run().__anext__(), 240)
-
-    return op, context, asyncio.run(first_event()).payload
+    return op, context, event
 
 
 def test_deferred_write_on_yarn_completes_from_the_resource_manager_and_timeline(airflow_db, tmp_path, yarn):
@@ -163,7 +143,7 @@ def test_a_retry_reconnects_to_the_running_yarn_application_instead_of_submittin
                               hoodie_conf={"hoodie.datasource.write.recordkey.field": "id",
                                            "hoodie.datasource.write.partitionpath.field": ""})
     assert op.durable is True
-    ti = _TaskInstance(dag_id="d", run_id="r", task_id="upsert", map_index=-1, pushed={}, stats_tags={})
+    ti = FakeTaskInstance(dag_id="d", run_id="r", task_id="upsert", map_index=-1, pushed={}, stats_tags={})
     store = _StateStore()
     # the first try: submitted, recorded its application, then its worker died
     first = op.get_hook().run_job("upsert", op.job_args({"ti": ti}), write_id=format_write_id("d", "r", "upsert", -1),

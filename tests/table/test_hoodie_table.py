@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_hoodie.errors import HoodieConfigError, HoodieTableExistsError, HoodieTableNotFoundError
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieTableExistsError,
+    HoodieTableNotFoundError,
+)
 from airflow_hoodie.table.hoodie_table import HoodieTable
 
 

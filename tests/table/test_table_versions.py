@@ -3,7 +3,6 @@ them before touching anything."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,14 +21,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action
-
-
-def _copy(conformance_next: Path, name: str, tmp_path: Path) -> Path:
-    base = tmp_path / name.replace("/", "_")
-    shutil.copytree(conformance_next / "tables" / name, base)
-    for p in base.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return base
+from tests.table.table_files import copy_conformance_table
 
 
 def _snapshot(base: Path) -> dict[str, bytes]:
@@ -56,7 +48,7 @@ ENTRY_POINTS = {
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
 @pytest.mark.parametrize("name", ["mor/v9_txns_simple_meta", "cow/v8_simplekeygen_hivestyle_no_metafields"])
 def test_writes_and_services_refuse_hudi_1x_tables_untouched(conformance_next, tmp_path, name, entry):
-    base = _copy(conformance_next, name, tmp_path)
+    base = copy_conformance_table(conformance_next, name, tmp_path)
     before = _snapshot(base)
     version = HoodieTable.load(str(base)).config.table_version
     with pytest.raises(HoodieNotSupportedError, match=f"table version {version}.*writes and runs table services only"):

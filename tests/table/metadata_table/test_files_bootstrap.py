@@ -2,34 +2,24 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
 
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition
+from airflow_hoodie.table.metadata_table.files_bootstrap import (
+    initialize_files_partition,
+)
 from airflow_hoodie.table.metadata_table.files_listing import load_files_listing
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.read import read_table
 from tests.table.normalize import normalize_table
+from tests.table.table_files import storage_listing
 
 CONF = {"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p"}
-
-
-def _listing(base: Path) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for root, _d, files in os.walk(base):
-        rel = os.path.relpath(root, base)
-        if rel.split(os.sep)[0] == ".hoodie":
-            continue
-        for name in files:
-            if name != ".hoodie_partition_metadata":
-                out.setdefault("" if rel == "." else rel, {})[name] = os.path.getsize(os.path.join(root, name))
-    return out
 
 
 def _hudi_rs(base: str, metadata: bool) -> list[dict]:
@@ -58,9 +48,9 @@ def test_hfile_writer_round_trips_through_the_reader():
 def test_our_metadata_table_lists_the_table_for_us_and_for_hudi_rs(tmp_path):
     base = _table(tmp_path)
     table = HoodieTable.load(str(base))
-    initialize_files_partition(table, _listing(base))
+    initialize_files_partition(table, storage_listing(base))
     table = HoodieTable.load(str(base))
-    assert load_files_listing(table.storage, table.base_path, table.timeline).files == _listing(base)
+    assert load_files_listing(table.storage, table.base_path, table.timeline).files == storage_listing(base)
     rows = normalize_table(read_table(str(base), metadata_enable=False))
     assert normalize_table(read_table(str(base))) == rows
     assert _hudi_rs(str(base), metadata=True) == rows  # hudi-rs lists version 6 tables by storage
@@ -73,7 +63,10 @@ def test_hudi_rs_really_lists_through_our_hfile(conformance_next, tmp_path):
     import json
     import shutil
 
-    from airflow_hoodie.table.metadata_table.files_bootstrap import METADATA_RECORD_SCHEMA, files_partition_records
+    from airflow_hoodie.table.metadata_table.files_bootstrap import (
+        METADATA_RECORD_SCHEMA,
+        files_partition_records,
+    )
     from airflow_hoodie.table.storage.storage import Storage
     from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -81,7 +74,7 @@ def test_hudi_rs_really_lists_through_our_hfile(conformance_next, tmp_path):
     shutil.copytree(conformance_next / "tables" / "cow/v9_txns_simple_meta", base)
     for p in base.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
-    listing = _listing(base)
+    listing = storage_listing(base)
     everything = _hudi_rs(str(base), metadata=True)
     del listing["region=eu"]
     files = base / ".hoodie" / "metadata" / "files"
@@ -104,7 +97,7 @@ def test_a_metadata_table_missing_committed_files_is_refused(tmp_path):
     from airflow_hoodie.errors import HoodieCorruptedDataError
 
     base = _table(tmp_path)
-    listing = _listing(base)
+    listing = storage_listing(base)
     del listing["c"]
     initialize_files_partition(HoodieTable.load(str(base)), listing)
     with pytest.raises(HoodieCorruptedDataError, match="is missing"):

@@ -2,34 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-from pathlib import Path
 
 import pytest
 
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready, load_files_listing
+from airflow_hoodie.table.metadata_table.files_listing import (
+    files_partition_ready,
+    load_files_listing,
+)
 from airflow_hoodie.table.read import read_table
 from tests.conftest import conformance_next_dir
 from tests.table.normalize import hudi_rs_rows, normalize_table
+from tests.table.table_files import storage_listing
 
 WITH_MDT = sorted(p.parent.name + "/" + p.name for p in (conformance_next_dir() / "tables").glob("*/*")
                   if (p / ".hoodie" / "metadata" / "files").is_dir()) or ["none"]
-
-
-def _storage_listing(base: Path) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for root, _dirs, files in os.walk(base):
-        rel = os.path.relpath(root, base)
-        if rel.split(os.sep)[0] == ".hoodie":
-            continue
-        part = "" if rel == "." else rel
-        for name in files:
-            if name != ".hoodie_partition_metadata":
-                out.setdefault(part, {})[name] = os.path.getsize(os.path.join(root, name))
-    return out
 
 
 def _slices(table: HoodieTable, through_mdt: bool) -> list[tuple]:
@@ -45,7 +34,7 @@ def test_metadata_listing_equals_storage_listing(conformance_next, name):
     table = HoodieTable.load(str(base))
     assert files_partition_ready(table.config)
     listing = load_files_listing(table.storage, table.base_path, table.timeline)
-    assert listing.files == _storage_listing(base)
+    assert listing.files == storage_listing(base)
     assert _slices(table, True) == _slices(table, False)
 
 
@@ -70,7 +59,7 @@ def test_blocks_of_a_data_instant_that_did_not_complete_are_ignored(conformance_
     listing = load_files_listing(table.storage, table.base_path, table.timeline)
     written = {n for files in listing.files.values() for n in files if requested in n}
     assert written == set()
-    assert any(requested in n for files in _storage_listing(base).values() for n in files)
+    assert any(requested in n for files in storage_listing(base).values() for n in files)
     assert _slices(table, True) == _slices(table, False)
 
 
