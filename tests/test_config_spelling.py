@@ -41,9 +41,9 @@ def test_the_check_does_not_depend_on_what_was_imported_before():
 
 
 def test_a_job_refuses_a_typo_before_its_session(tmp_path):
-    import argparse
-
     from airflow_hoodie.spark.job import load_config
+
+    import argparse
     args = argparse.Namespace(props=None, hoodie_conf=["hoodie.datasource.write.precombine.feild=ts"])
     with pytest.raises(HoodieConfigError, match="did you mean hoodie.datasource.write.precombine.field"):
         load_config(args)

@@ -4,6 +4,7 @@ from airflow_hoodie.actions import archive as ar
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, State
+
 from tests.actions.services_fixtures import inst, ts
 
 S = ar.ArchiveSettings(min_commits=4, max_commits=6, batch=1, beyond_savepoint=False)

@@ -10,6 +10,7 @@ import datetime as dt
 
 from airflow_hoodie.actions import archive as ar
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
+
 from tests.actions.services_fixtures import inst, ts
 
 DONE = State.COMPLETED

@@ -11,15 +11,8 @@ from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
-from tests.actions.services_fixtures import (
-    Model,
-    batch,
-    load,
-    snapshot,
-    table_config,
-    timeline_files,
-    write,
-)
+
+from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, timeline_files, write
 
 CONF = {ar.MIN_COMMITS: "4", ar.MAX_COMMITS: "6", ar.BATCH: "2", cl.COMMITS_RETAINED: "3"}
 

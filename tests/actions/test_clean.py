@@ -4,6 +4,7 @@ from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.timeline.instant import Action, State
+
 from tests.actions.services_fixtures import G, inst, slice_, ts
 
 

@@ -8,16 +8,8 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from tests.actions.services_fixtures import (
-    Model,
-    batch,
-    data_files,
-    load,
-    snapshot,
-    table_config,
-    timeline_files,
-    write,
-)
+
+from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
 
 
 def _cow(tmp_path, n=8):

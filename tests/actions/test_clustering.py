@@ -1,5 +1,6 @@
 from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.config import HoodieConfig
+
 from tests.actions.services_fixtures import slice_
 
 MB = 1024 * 1024

@@ -8,16 +8,8 @@ from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieWriteConflictError
-from tests.actions.services_fixtures import (
-    Model,
-    batch,
-    data_files,
-    load,
-    snapshot,
-    table_config,
-    timeline_files,
-    write,
-)
+
+from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
 
 
 @pytest.fixture(params=["COPY_ON_WRITE", "MERGE_ON_READ"])

@@ -1,6 +1,7 @@
 from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.timeline.instant import Action, State
+
 from tests.actions.services_fixtures import inst, slice_, ts
 
 MB = 1024 * 1024
@@ -70,7 +71,6 @@ def test_io_cap_and_log_threshold():
 
 def test_bad_strategy_is_a_config_error():
     import pytest
-
     from airflow_hoodie.errors import HoodieConfigError
 
     with pytest.raises(HoodieConfigError, match="NUM_OR_TIME"):

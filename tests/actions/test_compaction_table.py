@@ -8,16 +8,8 @@ from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieError
-from tests.actions.services_fixtures import (
-    Model,
-    batch,
-    data_files,
-    load,
-    snapshot,
-    table_config,
-    timeline_files,
-    write,
-)
+
+from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
 
 
 @pytest.fixture
@@ -73,7 +65,7 @@ def test_logs_after_plan_go_to_new_slice_and_survive(mor):
     b = batch(range(0, 40, 3), 50)
     write(base, b, cfg)
     model.upsert(b)
-    logs_new = [f for f in data_files(base) if ".log." in f and f"_{ts}.log" in f]
+    logs_new = [f for f in data_files(base) if f".log." in f and f"_{ts}.log" in f]
     assert logs_new, "log files written after the plan must carry the compaction instant as base instant"
     assert snapshot(base) == model.table()
     c.execute_pending_compactions(load(base), LocalExecutor())

@@ -3,6 +3,8 @@ merge handle rewrites it for the rows it carries over)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow.parquet as pq
 
 from airflow_hoodie.actions.write import write_arrow

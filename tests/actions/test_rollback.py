@@ -10,8 +10,8 @@ import pytest
 
 from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
 from airflow_hoodie.actions.write import write_arrow
-from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf
 from tests.actions.write_model import actual, to_arrow

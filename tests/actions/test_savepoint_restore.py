@@ -10,15 +10,8 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.storage.storage import Storage
-from tests.actions.services_fixtures import (
-    Model,
-    batch,
-    load,
-    snapshot,
-    table_config,
-    timeline_files,
-    write,
-)
+
+from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, timeline_files, write
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])

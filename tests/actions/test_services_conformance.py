@@ -11,6 +11,7 @@ from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.read import read_table
+
 from tests.actions.services_fixtures import load, timeline_files
 from tests.table.normalize import hudi_rs_rows, normalize_table
 

@@ -9,13 +9,7 @@ import pyarrow as pa
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_client import WriteClient
 from airflow_hoodie.actions.write_identity import (
-    find_write,
-    format_write_id,
-    result_of,
-    settle_previous_try,
-    with_write_id,
-    write_id_key,
-)
+    find_write, format_write_id, result_of, settle_previous_try, with_write_id, write_id_key)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_hoodie.assets import (
-    hoodie_table_asset,
-    table_asset_uri,
-    table_uri_from_asset,
-)
+from airflow_hoodie.assets import hoodie_table_asset, table_asset_uri, table_uri_from_asset
 
 
 @pytest.mark.parametrize(

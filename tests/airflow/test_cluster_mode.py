@@ -37,26 +37,13 @@ from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.airflow.conftest import load_dag_file
 from tests.airflow.deferral import deferred_upsert
+from tests.airflow.detached_submit import detached_submit_script
 
 pytestmark = pytest.mark.timeout(600)
 
-FAKE_MASTER = r"""#!/bin/bash
-# a standalone master in cluster mode, for one test: the driver is launched detached
-state="$FAKE_MASTER_STATE"
-args=()
-skip=0
-for arg in "$@"; do
-  if [ $skip = 1 ]; then skip=0; continue; fi
-  case "$arg" in
-    --master) args+=("--master" "local[1]"); skip=1 ;;
-    --deploy-mode) skip=1 ;;
-    *) args+=("$arg") ;;
-  esac
-done
-setsid bash -c '"$0" "$@" > "$FAKE_MASTER_STATE/driver.log" 2>&1; echo $? > "$FAKE_MASTER_STATE/exit"' \
-  "$REAL_SPARK_SUBMIT" "${args[@]}" < /dev/null > /dev/null 2>&1 &
-echo "Driver successfully submitted as driver-20261124000000-0001"
-"""
+FAKE_MASTER = detached_submit_script(
+    "FAKE_MASTER_STATE", "Driver successfully submitted as driver-20261124000000-0001",
+    "a standalone master in cluster mode, for one test: the driver is launched detached", 'state="$FAKE_MASTER_STATE"')
 
 
 @pytest.fixture

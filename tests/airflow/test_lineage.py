@@ -7,11 +7,7 @@ import importlib
 import pytest
 from airflow.sdk import Asset
 
-from airflow_hoodie.lineage import (
-    convert_asset_to_openlineage,
-    namespace_and_name,
-    operator_lineage,
-)
+from airflow_hoodie.lineage import convert_asset_to_openlineage, namespace_and_name, operator_lineage
 from airflow_hoodie.provider_info import provider_info
 
 

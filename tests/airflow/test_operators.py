@@ -11,12 +11,9 @@ import pytest
 
 from airflow_hoodie.assets import table_asset_uri
 from airflow_hoodie.operators.hoodie import (
-    HoodieCleanOperator,
-    HoodieClusteringOperator,
-    HoodieCompactionExecuteOperator,
-    HoodieRollbackOperator,
-    HoodieSavepointOperator,
-    HoodieUpsertOperator,
+    HoodieArchiveOperator, HoodieCleanOperator, HoodieClusteringOperator,
+    HoodieCompactionExecuteOperator, HoodieCompactionPlanOperator, HoodieRollbackOperator,
+    HoodieSavepointOperator, HoodieUpsertOperator,
 )
 from tests.airflow.conftest import load_dag_file, make_job
 

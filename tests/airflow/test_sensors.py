@@ -6,13 +6,11 @@ import asyncio
 import threading
 import time
 from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pytest
 
-from airflow_hoodie.sensors.hoodie import (
-    HoodieInstantSensor,
-    HoodiePendingServiceSensor,
-)
+from airflow_hoodie.sensors.hoodie import HoodieInstantSensor, HoodiePendingServiceSensor
 from airflow_hoodie.triggers import timeline_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 from tests.airflow.conftest import write_timeline

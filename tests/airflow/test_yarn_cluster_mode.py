@@ -26,27 +26,15 @@ from airflow_hoodie.hooks.spark_submit import spark_submit_path_dirs
 from airflow_hoodie.operators.hoodie import HoodieUpsertOperator
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from tests.airflow.deferral import FakeTaskInstance, deferred_upsert
+from tests.airflow.detached_submit import detached_submit_script
 
 pytestmark = pytest.mark.timeout(600)
 
 APP_ID = "application_1732400000000_0001"
-FAKE_YARN = r"""#!/bin/bash
-# YARN cluster mode for one test: the driver (the real job on local Spark) runs detached
-echo submitted >> "$FAKE_YARN_STATE/submits"
-args=()
-skip=0
-for arg in "$@"; do
-  if [ $skip = 1 ]; then skip=0; continue; fi
-  case "$arg" in
-    --master) args+=("--master" "local[1]"); skip=1 ;;
-    --deploy-mode) skip=1 ;;
-    *) args+=("$arg") ;;
-  esac
-done
-setsid bash -c '"$0" "$@" > "$FAKE_YARN_STATE/driver.log" 2>&1; echo $? > "$FAKE_YARN_STATE/exit"' \
-  "$REAL_SPARK_SUBMIT" "${args[@]}" < /dev/null > /dev/null 2>&1 &
-echo "INFO Client: Submitted application APP_ID"
-""".replace("APP_ID", APP_ID)
+FAKE_YARN = detached_submit_script(
+    "FAKE_YARN_STATE", f"INFO Client: Submitted application {APP_ID}",
+    "YARN cluster mode for one test: the driver (the real job on local Spark) runs detached",
+    'echo submitted >> "$FAKE_YARN_STATE/submits"')
 
 
 @pytest.fixture

@@ -12,14 +12,8 @@ from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.timeline.instant import Action, State
-from tests.actions.services_fixtures import (
-    Model,
-    batch,
-    load,
-    snapshot,
-    table_config,
-    write,
-)
+
+from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, write
 
 SERVICES = HoodieConfig({
     c.MAX_DELTA_COMMITS: "3", cl.COMMITS_RETAINED: "4", ar.MIN_COMMITS: "6", ar.MAX_COMMITS: "8",

@@ -9,16 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.actions.services_fixtures import (
-    Model,
-    batch,
-    data_files,
-    load,
-    snapshot,
-    table_config,
-    timeline_files,
-    write,
-)
+from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_hoodie.errors import (
-    HoodieConfigError,
-    HoodieTableExistsError,
-    HoodieTableNotFoundError,
-)
+from airflow_hoodie.errors import HoodieConfigError, HoodieTableExistsError, HoodieTableNotFoundError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 
 

@@ -6,12 +6,7 @@ import glob
 
 import pytest
 
-from airflow_hoodie.errors import (
-    HoodieConfigError,
-    HoodieCorruptedDataError,
-    HoodieError,
-    HoodieTableNotFoundError,
-)
+from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError, HoodieError, HoodieTableNotFoundError
 from airflow_hoodie.table.properties import (
     CHECKSUM,
     TableConfig,

@@ -15,7 +15,7 @@ from airflow_hoodie.cli import main
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table import read_table
 from tests.table.test_table_versions import ENTRY_POINTS, _snapshot
-from tests.table.test_table_versions import _copy as copy_table
+from tests.table.table_files import copy_conformance_table as copy_table
 
 TABLE = "mor/v6_nonpartitioned"
 

@@ -7,21 +7,13 @@ from __future__ import annotations
 import pytest
 
 from airflow_hoodie.actions.clustering import run_clustering
-from airflow_hoodie.actions.compaction import (
-    execute_pending_compactions,
-    schedule_compaction,
-)
+from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_client import WriteClient
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import (
-    HoodieConcurrentWriterError,
-    HoodieError,
-    HoodieKeyError,
-    HoodieWriteConflictError,
-)
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieError, HoodieKeyError, HoodieWriteConflictError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf

@@ -62,10 +62,7 @@ def _writer(base: str, table_type: str, writer: int, out: str) -> None:
 def _services(base: str, table_type: str, stop: str, out: str) -> None:
     from airflow_hoodie.actions.clean import run_clean
     from airflow_hoodie.actions.clustering import run_clustering
-    from airflow_hoodie.actions.compaction import (
-        execute_pending_compactions,
-        schedule_compaction,
-    )
+    from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
     from airflow_hoodie.actions.executor import LocalExecutor
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.errors import HoodieError, HoodieTableNotFoundError
@@ -134,9 +131,7 @@ def test_concurrent_writers_and_services_lose_nothing(tmp_path, table_type):
     from airflow_hoodie.actions.clean import run_clean
     from airflow_hoodie.actions.executor import LocalExecutor
     from airflow_hoodie.actions.transaction.failed_writes import failed_writes
-    from airflow_hoodie.actions.transaction.service_transaction import (
-        transaction_manager_for,
-    )
+    from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.table.hoodie_table import HoodieTable
 

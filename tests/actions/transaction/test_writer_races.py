@@ -13,22 +13,15 @@ import pytest
 
 from airflow_hoodie.actions.archive import run_archive
 from airflow_hoodie.actions.clean import run_clean
-from airflow_hoodie.actions.compaction import (
-    execute_pending_compactions,
-    schedule_compaction,
-)
+from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.restore import restore_to
-from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
 from airflow_hoodie.actions.transaction.conflict_resolution import check_no_conflict
+from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
 from airflow_hoodie.actions.write import _run_bucket, write_arrow
 from airflow_hoodie.actions.write_client import WriteClient
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import (
-    HoodieConcurrentWriterError,
-    HoodieTimelineError,
-    HoodieWriteConflictError,
-)
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieTimelineError, HoodieWriteConflictError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.instant import Instant, State

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_hoodie.table.file_group.file_group import (
-    BaseFile,
-    LogFile,
-    build_file_groups,
-)
+from airflow_hoodie.table.file_group.file_group import BaseFile, LogFile, build_file_groups
 
 
 def _bf(name, part="p"):

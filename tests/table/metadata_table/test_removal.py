@@ -93,10 +93,7 @@ def test_mor_services_leave_no_stale_metadata_listing(conformance_next, tmp_path
     exactly the rows of a plain listing."""
     from airflow_hoodie.actions import archive as ar
     from airflow_hoodie.actions.clustering import run_clustering
-    from airflow_hoodie.actions.compaction import (
-        execute_pending_compactions,
-        schedule_compaction,
-    )
+    from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
     from airflow_hoodie.actions.rollback import rollback_latest_or
 
     base = tmp_path / "t"

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from airflow_hoodie.errors import HoodieTimelineError
-from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
 
 
