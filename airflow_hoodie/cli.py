@@ -29,7 +29,7 @@ from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log.log_reader import describe_log_file
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.read import _normalize_ts, read_table
+from airflow_hoodie.table.read import normalize_query_time, read_table
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Instant, State
 
@@ -182,7 +182,7 @@ def slice_rows(table: HoodieTable, as_of: str | None = None, partition: str | No
 def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
     table = _load_table(args.path, args)
 
-    rows = slice_rows(table, _normalize_ts(args.as_of), args.partition)
+    rows = slice_rows(table, normalize_query_time(args.as_of), args.partition)
     if args.json:
         dump_json(rows, out)
     else:

@@ -255,7 +255,7 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
                          unknown_keys=client.config.unknown_keys(),
                          replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
     summarize(result, stats)
-    _maybe_callback(client, cfg, result)
+    run_commit_callback(client, cfg, result)
     return result
 
 
@@ -353,7 +353,7 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
     )
 
 
-def _maybe_callback(client: WriteClient, cfg: HoodieConfig, result: WriteResult) -> None:
+def run_commit_callback(client: WriteClient, cfg: HoodieConfig, result: WriteResult) -> None:
     if not cfg.get_bool("hoodie.write.commit.callback.on", False):
         return
     send_commit_callback(cfg, client.table_name or "", client.base_uri, result.as_dict())

@@ -25,7 +25,7 @@ from airflow_hoodie.actions.file_group_write import (
     WriteContext,
     write_file_group,
 )
-from airflow_hoodie.actions.write import _maybe_callback, make_context, summarize
+from airflow_hoodie.actions.write import make_context, run_commit_callback, summarize
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import dedupe_enabled, key_generator_props
 from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
@@ -94,7 +94,11 @@ def bulk_insert_dataframe(
     config: HoodieConfig,
 ) -> WriteResult:
     """Write ``df`` as new file groups of one new commit (after ``begin_write``)."""
-    from airflow_hoodie.spark.upsert import _translate, deduplicated, keyed_dataframe  # noqa: PLC0415 - cycle
+    from airflow_hoodie.spark.upsert import (  # noqa: PLC0415 - cycle
+        deduplicated,
+        keyed_dataframe,
+        translate_job_error,
+    )
 
     mode = (cfg.get(SORT_MODE) or "NONE").upper()
     if mode not in SORT_MODES:
@@ -119,11 +123,11 @@ def bulk_insert_dataframe(
             rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, rows_per_file),
                                             "stat string").collect()
         except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
-            raise _translate(exc) from exc
+            raise translate_job_error(exc) from exc
         stats = [json.loads(r[0]) for r in rows]
         client.commit(instant, action, "bulk_insert", stats, avro, None)
     result = WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
                            unknown_keys=config.unknown_keys())
     summarize(result, stats)
-    _maybe_callback(client, cfg, result)
+    run_commit_callback(client, cfg, result)
     return result

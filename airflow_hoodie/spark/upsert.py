@@ -115,7 +115,7 @@ def _bloom_candidates(footers: list[dict], index_type: str, prune: bool, batches
         yield pa.RecordBatch.from_pydict({"i": pa.array(hit, pa.int32())})
 
 
-def _translate(exc: Exception) -> Exception:
+def translate_job_error(exc: Exception) -> Exception:
     text = str(exc)
     for name, cls in _HOODIE_ERRORS.items():
         if name in text:
@@ -185,7 +185,7 @@ def _prepared(df: Any, in_schema: pa.Schema, cfg: HoodieConfig, operation: str, 
         prepared = prepared.persist()
         return prepared, [r[0] for r in prepared.select(PARTITION_PATH).distinct().collect()]
     except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
-        raise _translate(exc) from exc
+        raise translate_job_error(exc) from exc
 
 
 def _candidate_refs(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
@@ -236,7 +236,7 @@ def _bucket_counts(tagged: Any) -> tuple[dict[tuple[str, str], int], dict[str, i
                                  F.when(~is_ins, F.col(LOC_PART)).alias("__up"), F.col(LOC_FILE))
                   .count().collect())
     except Exception as exc:  # noqa: BLE001
-        raise _translate(exc) from exc
+        raise translate_job_error(exc) from exc
     upd_counts: dict[tuple[str, str], int] = {}
     ins_counts: dict[str, int] = {}
     for ip, up, fid, n in counts:
@@ -288,7 +288,7 @@ def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], d
         rows = (routed.groupBy(BUCKET_COL)
                 .applyInArrow(_group_writer(ctx, {t.bucket: t for t in tasks}, keep), "stat string").collect())
     except Exception as exc:  # noqa: BLE001
-        raise _translate(exc) from exc
+        raise translate_job_error(exc) from exc
     return [json.loads(r[0]) for r in rows]
 
 

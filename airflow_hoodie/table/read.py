@@ -252,7 +252,7 @@ def _load_table(base_path: str, storage_options: Mapping[str, str] | None) -> An
     return table
 
 
-def _normalize_ts(ts: str | None) -> str | None:
+def normalize_query_time(ts: str | None) -> str | None:
     """Accept Hudi's instant format and the common date-time spellings for ``as_of``/``start``/``end``."""
     if ts is None:
         return None
@@ -405,7 +405,7 @@ def read_table(
     a ``files`` partition, instead of listing storage.
     """
     query_type = _check_query(query_type, as_of, start, end)
-    as_of, start, end = _normalize_ts(as_of), _normalize_ts(start), _normalize_ts(end)
+    as_of, start, end = normalize_query_time(as_of), normalize_query_time(start), normalize_query_time(end)
     flt = _normalize_filters(filters)
     columns = list(columns) if columns is not None else None
 

@@ -508,7 +508,7 @@ def test_dropped_partition_columns_come_back_from_the_path(conformance, tmp_path
 
 
 def test_normalize_instant_spellings():
-    n = read_mod._normalize_ts
+    n = read_mod.normalize_query_time
     assert n("20240418172802262") == "20240418172802262"
     assert n("20240418172802") == "20240418172802"
     assert n("20240418") == "20240418000000000"

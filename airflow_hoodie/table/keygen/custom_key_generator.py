@@ -13,7 +13,7 @@ from airflow_hoodie.errors import (
 )
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
 from airflow_hoodie.table.keygen.keygen_config import KEYGEN_PACKAGE
-from airflow_hoodie.table.keygen.timestamp_key_generator import _TimestampPartitioner
+from airflow_hoodie.table.keygen.timestamp_key_generator import TimestampPartitioner
 
 
 class CustomKeyGenerator(KeyGenerator):
@@ -24,7 +24,7 @@ class CustomKeyGenerator(KeyGenerator):
     def __init__(self, props: Mapping[str, str] | HoodieConfig | None = None):
         super().__init__(props)
         self._require_record_key_fields()
-        self._segments: list[tuple[str, _TimestampPartitioner | None]] = []
+        self._segments: list[tuple[str, TimestampPartitioner | None]] = []
         for spec in self.partition_path_fields:
             if ":" not in spec:
                 raise HoodieConfigError(
@@ -36,7 +36,7 @@ class CustomKeyGenerator(KeyGenerator):
             if kind == "SIMPLE":
                 self._segments.append((name, None))
             elif kind == "TIMESTAMP":
-                self._segments.append((name, _TimestampPartitioner(self, name)))
+                self._segments.append((name, TimestampPartitioner(self, name)))
             else:
                 raise HoodieConfigError(f"Partition field {spec!r}: type must be SIMPLE or TIMESTAMP.")
 

@@ -57,7 +57,7 @@ _LONG_MAX = 2**63 - 1
 _LONG_MIN = -(2**63)
 
 
-class _TimestampPartitioner:
+class TimestampPartitioner:
     """The partition side of ``TimestampBasedAvroKeyGenerator`` for one field."""
 
     def __init__(self, owner: KeyGenerator, field: str):
@@ -206,7 +206,7 @@ class TimestampBasedKeyGenerator(KeyGenerator):
                 "TimestampBasedKeyGenerator needs exactly one partition path field, got "
                 f"{self.partition_path_fields or 'none'}."
             )
-        self._partitioner = _TimestampPartitioner(self, self.partition_path_fields[0])
+        self._partitioner = TimestampPartitioner(self, self.partition_path_fields[0])
 
     def record_keys(self, batch: pa.Table | pa.RecordBatch) -> pa.Array:
         if self.record_key_fields and len(self.record_key_fields) != 1:

@@ -23,7 +23,7 @@ from airflow_hoodie.errors import (
 )
 from airflow_hoodie.table.log import avro_batch_decoder
 from airflow_hoodie.table.log.log_block import (
-    _I32,
+    INT32,
     LOG_BLOCK_CONTENT_VERSION,
     BlockType,
     HeaderKey,
@@ -53,8 +53,8 @@ def encode_avro_records(records: Sequence[dict], avro_schema: Any) -> bytes:
     parsed = _parsed(avro_schema)
     buf = io.BytesIO()
     write = fastavro.schemaless_writer
-    buf.write(_I32.pack(LOG_BLOCK_CONTENT_VERSION))
-    buf.write(_I32.pack(len(records)))
+    buf.write(INT32.pack(LOG_BLOCK_CONTENT_VERSION))
+    buf.write(INT32.pack(len(records)))
     try:
         for rec in records:
             start = buf.tell()
@@ -62,7 +62,7 @@ def encode_avro_records(records: Sequence[dict], avro_schema: Any) -> bytes:
             write(buf, parsed, rec)
             end = buf.tell()
             buf.seek(start)
-            buf.write(_I32.pack(end - start - 4))
+            buf.write(INT32.pack(end - start - 4))
             buf.seek(end)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise HoodieSchemaError(f"A record does not match the Avro schema: {exc}") from exc
@@ -131,7 +131,7 @@ def iter_avro_record_bytes(content: bytes) -> tuple[int, list[memoryview]]:
     pos = 8
     out = []
     n = len(mv)
-    unpack = _I32.unpack_from
+    unpack = INT32.unpack_from
     for _ in range(count):
         if pos + 4 > n:
             raise HoodieCorruptedLogError("Avro data block ends before its declared record count")

@@ -22,7 +22,7 @@ from airflow_hoodie.errors import (
     HoodieSchemaError,
 )
 from airflow_hoodie.table.log.log_block import (
-    _I32,
+    INT32,
     LOG_BLOCK_CONTENT_VERSION,
     BlockType,
     HeaderKey,
@@ -198,7 +198,7 @@ def delete_block(
     except (ValueError, TypeError) as exc:
         raise HoodieSchemaError(f"Cannot encode delete records: {exc}") from exc
     data = buf.getvalue()
-    content = _I32.pack(LOG_BLOCK_CONTENT_VERSION) + _I32.pack(len(data)) + data
+    content = INT32.pack(LOG_BLOCK_CONTENT_VERSION) + INT32.pack(len(data)) + data
     schema_json = writer_schema_json(schema) if schema is not None else None
     return LogBlock(BlockType.DELETE, base_headers(instant_time, schema_json, extra_headers), {},
                     content)

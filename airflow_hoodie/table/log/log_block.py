@@ -92,8 +92,8 @@ DATA_BLOCK_TYPES = frozenset(
     {BlockType.AVRO_DATA, BlockType.HFILE_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA}
 )
 
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
 
 
 def _key(k: int) -> HeaderKey | int:
@@ -175,11 +175,11 @@ class LogBlock:
 
 def encode_metadata(metadata: Mapping[HeaderKey | int, str]) -> bytes:
     """Hudi's header/footer map encoding (``HoodieLogBlock.getLogMetadataBytes``)."""
-    parts = [_I32.pack(len(metadata))]
+    parts = [INT32.pack(len(metadata))]
     for k, v in metadata.items():
         data = v.encode("utf-8")
-        parts.append(_I32.pack(int(k)))
-        parts.append(_I32.pack(len(data)))
+        parts.append(INT32.pack(int(k)))
+        parts.append(INT32.pack(len(data)))
         parts.append(data)
     return b"".join(parts)
 
@@ -198,7 +198,7 @@ def decode_metadata(buf: bytes | memoryview, pos: int, end: int | None = None) -
             )
 
     need(4)
-    (count,) = _I32.unpack_from(buf, pos)
+    (count,) = INT32.unpack_from(buf, pos)
     pos += 4
     if count < 0 or count > 1024:
         raise HoodieCorruptedLogError(f"log block metadata count {count} is not plausible")
@@ -230,14 +230,14 @@ def serialize_block(block: LogBlock) -> bytes:
     return b"".join(
         (
             MAGIC,
-            _I64.pack(block_size),
-            _I32.pack(block.version),
-            _I32.pack(int(block.block_type)),
+            INT64.pack(block_size),
+            INT32.pack(block.version),
+            INT32.pack(int(block.block_type)),
             header,
-            _I64.pack(len(content)),
+            INT64.pack(len(content)),
             content,
             footer,
-            _I64.pack(block_size + len(MAGIC)),
+            INT64.pack(block_size + len(MAGIC)),
         )
     )
 
@@ -260,7 +260,7 @@ def parse_block_body(
     try:
         if bytes(buf[start : start + len(MAGIC)]) != MAGIC:
             raise HoodieCorruptedLogError(f"{where}: no '#HUDI#' magic at byte {offset}")
-        (block_size,) = _I64.unpack_from(buf, pos)
+        (block_size,) = INT64.unpack_from(buf, pos)
         pos += 8
         end = pos + block_size
         if block_size < 0 or end > len(buf):
@@ -285,7 +285,7 @@ def parse_block_body(
         headers, pos = decode_metadata(buf, pos, end)
         if pos + 8 > end:
             raise HoodieCorruptedLogError(f"{where}: block at byte {offset} is truncated")
-        (clen,) = _I64.unpack_from(buf, pos)
+        (clen,) = INT64.unpack_from(buf, pos)
         pos += 8
         if clen < 0 or pos + clen > end - 8:
             raise HoodieCorruptedLogError(

@@ -42,7 +42,7 @@ from airflow_hoodie.table.log.log_block import (
 )
 from airflow_hoodie.table.storage.storage import Storage
 
-_I64 = struct.Struct(">q")
+INT64 = struct.Struct(">q")
 _SCAN_CHUNK = 1024 * 1024
 _MIN_BLOCK_SIZE = 4 + 4 + 4 + 8 + 4 + 8  # version, type, empty header, clen, empty footer, rp
 
@@ -85,7 +85,7 @@ def _is_block_corrupt(src: _Source, body: int, block_size: int) -> bool:
     if end > src.size:
         return True  # size runs past EOF
     rp = src.read(end - 8, 8)
-    if len(rp) < 8 or _I64.unpack(rp)[0] - len(MAGIC) != block_size:
+    if len(rp) < 8 or INT64.unpack(rp)[0] - len(MAGIC) != block_size:
         return True
     nxt = src.read(end, len(MAGIC))
     return len(nxt) == len(MAGIC) and nxt != MAGIC
@@ -115,7 +115,7 @@ def iter_blocks(src: _Source, where: str, lenient_start: bool = False) -> Iterat
             yield _corrupt(src, pos, body, nxt)
             pos = nxt
             continue
-        (block_size,) = _I64.unpack(size_bytes)
+        (block_size,) = INT64.unpack(size_bytes)
         if _is_block_corrupt(src, body + 8, block_size):
             nxt = src.find_magic(body)
             yield _corrupt(src, pos, body, nxt)

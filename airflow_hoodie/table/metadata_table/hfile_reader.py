@@ -36,7 +36,7 @@ SCHEMA_KEY = b"schema"
 CODECS = {0: "LZO", 1: "GZ", 2: "NONE", 3: "SNAPPY", 4: "LZ4", 5: "BZIP2", 6: "ZSTD"}
 
 _HEADER = struct.Struct(">8siiqBii")
-_I32 = struct.Struct(">i")
+INT32 = struct.Struct(">i")
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
