@@ -119,12 +119,13 @@ def merge_cow(
     """
     old_keys = old.column(RECORD_KEY)
     ops = incoming.column(OP_COL)
-    # which incoming rows target an existing key
-    in_old = pc.is_in(incoming.column(RECORD_KEY), value_set=old_keys.combine_chunks())
-    winning = pc.fill_null(in_old, False)
+    # where each incoming key sits among the existing ones (null: a new key); one hash of
+    # the old keys serves the membership test and the ordering lookup
+    idx = pc.index_in(incoming.column(RECORD_KEY), value_set=old_keys.combine_chunks())
+    in_old = pc.is_valid(idx)
+    winning = in_old
     if ordering_field and ordering_field in old.column_names and ordering_field in incoming.column_names:
         # look up the stored ordering value of each incoming key
-        idx = pc.index_in(incoming.column(RECORD_KEY), value_set=old_keys.combine_chunks())
         stored = pc.take(old.column(ordering_field).combine_chunks(), pc.fill_null(idx, 0))
         inc_order = incoming.column(ordering_field).combine_chunks()
         if stored.type != inc_order.type:

@@ -87,22 +87,33 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
 
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
                          executor: Executor, prune_by_ranges: bool = True) -> pa.Table:
-    """Keys of the candidate files as (key, partition, file_id); BLOOM prunes files first."""
+    """(key, partition, file_id) of the batch's keys found in the candidate files. Each file
+    task gets the batch keys that may live in its file (its partition's, or all for a global
+    index; BLOOM first drops those its footer rules out) and returns only the ones it holds."""
     refs = file_refs(client, files)
-    if not refs:
+    keys = batch.column(RECORD_KEY).combine_chunks()
+    if not refs or not len(keys):
         return KEYS_SCHEMA.empty_table()
+    if is_global(index_type):
+        items = [(ref, keys) for ref in refs]
+    else:
+        by_part = _keys_by_partition(keys, batch.column(PARTITION_PATH).combine_chunks())
+        items = [(ref, by_part[ref.partition_path]) for ref in refs if ref.partition_path in by_part]
     if index_type in ("BLOOM", "GLOBAL_BLOOM"):
-        footers = executor.map(file_footer, refs)
-        keep = []
-        for ref, ft in zip(refs, footers):
-            keys = batch.column(RECORD_KEY).combine_chunks()
-            if index_type == "BLOOM":
-                keys = pc.filter(keys, pc.equal(batch.column(PARTITION_PATH), ref.partition_path))
-            if len(keys) and pc.any(bloom_candidates(keys, ft, prune_by_ranges)).as_py():
-                keep.append(ref)
-        refs = keep
-    tables = executor.map(file_keys, refs)
+        footers = executor.map(file_footer, [ref for ref, _ in items])
+        items = [(ref, wanted.filter(bloom_candidates(wanted, ft, prune_by_ranges)))
+                 for (ref, wanted), ft in zip(items, footers)]
+    tables = executor.map(_found_keys, [(ref, wanted) for ref, wanted in items if len(wanted)])
     return pa.concat_tables(tables) if tables else KEYS_SCHEMA.empty_table()
+
+
+def _keys_by_partition(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Array]:
+    grouped = pa.table({"p": partitions, "k": keys}).group_by("p").aggregate([("k", "list")])
+    return {p: lst.values for p, lst in zip(grouped.column("p").to_pylist(), grouped.column("k_list").combine_chunks())}
+
+
+def _found_keys(item: tuple[Any, pa.Array]) -> pa.Table:
+    return file_keys(*item)
 
 
 def index_scope(client: WriteClient, operation: str, global_index: bool, batch_partitions: Sequence[str]

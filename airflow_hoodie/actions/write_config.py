@@ -21,9 +21,16 @@ TABLE_TYPE = "hoodie.table.type"
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
 PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
 PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
+#: our key (Hudi has no driver-side write path): see its doc below
+DRIVER_BATCH_MAX_BYTES = "hoodie.airflow.write.driver.batch.max.bytes"
 
 
 register(
+    ConfigKey(DRIVER_BATCH_MAX_BYTES, str(32 * 1024 * 1024),
+              "A batch whose Spark size estimate is at most this many bytes is collected to the driver as "
+              "Arrow and deduped, indexed and routed there; its file groups are still read and written by "
+              "Spark tasks. It saves the shuffles of the DataFrame path (3 Spark jobs instead of 12 for an "
+              "upsert of 100k records). 0 keeps every batch a DataFrame."),
     ConfigKey(TABLE_TYPE, "COPY_ON_WRITE", "COPY_ON_WRITE or MERGE_ON_READ", ("hoodie.datasource.write.table.type",)),
     ConfigKey("hoodie.table.name", None, "table name", ("hoodie.datasource.write.table.name",)),
     ConfigKey(PRECOMBINE_FIELD, "ts", "ordering field used to dedupe", ("hoodie.table.precombine.field",)),

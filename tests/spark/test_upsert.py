@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
@@ -32,15 +33,18 @@ def df_of(spark, batch):
 
 
 # every index x table type x partitioning runs without Spark in tests/actions/test_write.py;
-# here each index type and table type goes through the DataFrame path at least once
-@pytest.mark.parametrize("table_type,partitioned,index", [
-    ("COPY_ON_WRITE", True, "BLOOM"),
-    ("MERGE_ON_READ", False, "SIMPLE"),
-    ("MERGE_ON_READ", True, "GLOBAL_BLOOM"),
-    ("COPY_ON_WRITE", False, "GLOBAL_SIMPLE"),
-    ("MERGE_ON_READ", True, "IN_MEMORY"),
+# here each index type and table type goes through the DataFrame path at least once, and
+# the driver-batch path (small batches: Arrow on the driver, file groups on Spark) twice
+@pytest.mark.parametrize("table_type,partitioned,index,driver_batch", [
+    ("COPY_ON_WRITE", True, "BLOOM", False),
+    ("MERGE_ON_READ", False, "SIMPLE", False),
+    ("MERGE_ON_READ", True, "GLOBAL_BLOOM", False),
+    ("COPY_ON_WRITE", False, "GLOBAL_SIMPLE", False),
+    ("MERGE_ON_READ", True, "IN_MEMORY", False),
+    ("COPY_ON_WRITE", True, "SIMPLE", True),
+    ("MERGE_ON_READ", True, "GLOBAL_BLOOM", True),
 ])
-def test_spark_upserts_match_model(spark, tmp_path, table_type, partitioned, index):
+def test_spark_upserts_match_model(spark, tmp_path, table_type, partitioned, index, driver_batch):
     from airflow_hoodie.spark.upsert import upsert_dataframe
 
     rng = random.Random(7)
@@ -54,10 +58,40 @@ def test_spark_upserts_match_model(spark, tmp_path, table_type, partitioned, ind
         if op == "bulk_insert":
             batch = list({r["id"]: r for r in batch}.values()) if glob or not partitioned else \
                 list({(r["p"], r["id"]): r for r in batch}.values())
-        upsert_dataframe(spark, df_of(spark, batch), base, op, HoodieConfig(conf(table_type, partitioned, index)), "t")
+        cfg = HoodieConfig(conf(table_type, partitioned, index)).with_values(
+            {DRIVER_BATCH_MAX_BYTES: str(32 << 20) if driver_batch else "0"})
+        upsert_dataframe(spark, df_of(spark, batch), base, op, cfg, "t")
         model.apply(op, batch)
         assert actual(read_table(base)) == model.expected(), f"step {step} ({op})"
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+
+
+@pytest.mark.parametrize("driver_batch,most_jobs", [(True, 3), (False, 14)])
+def test_a_small_upsert_runs_few_spark_jobs(spark, tmp_path, driver_batch, most_jobs):
+    """A batch Spark sizes under hoodie.airflow.write.driver.batch.max.bytes is indexed on
+    the driver: reading it, the index's file reads and the file-group writes are the only
+    Spark jobs. Set to 0, the DataFrame path shuffles and counts (about a dozen jobs)."""
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    base = str(tmp_path / "t")
+    cfg = HoodieConfig(conf("COPY_ON_WRITE", True, "SIMPLE")).with_values(
+        {DRIVER_BATCH_MAX_BYTES: str(32 << 20) if driver_batch else "0"})
+    rows = [{"id": i, "ts": 1, "p": "ab"[i % 2], "v": f"v{i}"} for i in range(40)]
+    upsert_dataframe(spark, df_of(spark, rows), base, "insert", cfg, "t")
+    group = f"few-jobs-{driver_batch}"
+    spark.sparkContext.setJobGroup(group, "one upsert")
+    try:
+        r = upsert_dataframe(spark, df_of(spark, [dict(row, ts=2, v="new") for row in rows[:10]]
+                                         + [{"id": 100, "ts": 2, "p": "a", "v": "n"}]), base, "upsert", cfg)
+    finally:
+        spark.sparkContext.setJobGroup("tests", "other")
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+    assert (r.updates, r.inserts) == (10, 1)
+    assert 1 <= jobs <= most_jobs, jobs
+    if not driver_batch:
+        assert jobs > 3  # the DataFrame path really ran
+    got = {row["id"]: row["v"] for row in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert got == {**{i: f"v{i}" for i in range(40)}, **{i: "new" for i in range(10)}, 100: "n"}
 
 
 def test_spark_overwrite_operations_and_read(spark, tmp_path):
