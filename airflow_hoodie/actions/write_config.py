@@ -21,8 +21,9 @@ TABLE_TYPE = "hoodie.table.type"
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
 PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
 PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
-#: our key (Hudi has no driver-side write path): see its doc below
+#: our keys (Hudi has no driver-side write path): see their docs below
 DRIVER_BATCH_MAX_BYTES = "hoodie.airflow.write.driver.batch.max.bytes"
+DRIVER_FILES_MAX_BYTES = "hoodie.airflow.write.driver.files.max.bytes"
 
 
 register(
@@ -31,6 +32,10 @@ register(
               "Arrow and deduped, indexed and routed there; its file groups are still read and written by "
               "Spark tasks. It saves the shuffles of the DataFrame path (3 Spark jobs instead of 12 for an "
               "upsert of 100k records). 0 keeps every batch a DataFrame."),
+    ConfigKey(DRIVER_FILES_MAX_BYTES, str(128 * 1024 * 1024),
+              "With the batch on the driver, an index lookup or file-group write whose existing files and "
+              "records come to at most this many bytes (about one base file) runs in the driver's process: "
+              "Python workers starting and importing cost more than such work. 0 sends all of it to Spark tasks."),
     ConfigKey(TABLE_TYPE, "COPY_ON_WRITE", "COPY_ON_WRITE or MERGE_ON_READ", ("hoodie.datasource.write.table.type",)),
     ConfigKey("hoodie.table.name", None, "table name", ("hoodie.datasource.write.table.name",)),
     ConfigKey(PRECOMBINE_FIELD, "ts", "ordering field used to dedupe", ("hoodie.table.precombine.field",)),

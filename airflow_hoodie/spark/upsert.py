@@ -20,6 +20,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
     FileGroupTask,
     WriteContext,
@@ -44,6 +45,7 @@ from airflow_hoodie.actions.write import (
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
     DRIVER_BATCH_MAX_BYTES,
+    DRIVER_FILES_MAX_BYTES,
     PRECOMBINE_FIELD,
     dedupe_enabled,
     key_generator_props,
@@ -336,12 +338,33 @@ class SparkWriteEngine:
 
 
 class DriverBatchEngine(ArrowWriteEngine):
-    """A small batch held by the driver as Arrow, its file groups read and written by Spark
-    tasks: Spark's cost per shuffle and job outweighs the work of a batch that fits in
-    memory (an upsert of 100k records into 1M: 3 jobs instead of 12)."""
+    """A small batch held by the driver as Arrow: Spark's cost per shuffle and job outweighs
+    the work of a batch that fits in memory (an upsert of 100k records into 1M: 3 jobs
+    instead of 12). File work goes to Spark tasks unless its bytes (existing files plus
+    records) stay under ``hoodie.airflow.write.driver.files.max.bytes``; then this process
+    does it, as starting and warming Python workers would cost more."""
 
-    def __init__(self, spark: Any, data: pa.Table) -> None:
-        super().__init__(data, SparkExecutor(spark))
+    def __init__(self, spark: Any, data: pa.Table, files_max_bytes: int) -> None:
+        self.spark_executor = SparkExecutor(spark)
+        super().__init__(data, self.spark_executor)
+        self.files_max_bytes = files_max_bytes
+        self.file_bytes: dict[tuple[str, str], int] = {}
+
+    def _run_where(self, existing_bytes: int) -> None:
+        small = existing_bytes + self.batch.nbytes <= self.files_max_bytes
+        self.executor = LocalExecutor() if small else self.spark_executor
+
+    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
+        self.file_bytes = {(f.partition_path, f.file_id): f.base_size + f.log_size for f in files}
+        self._run_where(sum(self.file_bytes.values()))
+        super().tag(client, cfg, index_type, files)
+
+    def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
+              ctx: WriteContext) -> list[dict[str, Any]]:
+        # a COW merge reads its base file; a MOR append only adds to the log
+        read = 0 if ctx.is_mor else sum(self.file_bytes.get((t.partition_path, t.file_id), 0) for t in tasks)
+        self._run_where(read)
+        return super().write(tasks, insert_plan, ctx)
 
     def report(self, message: str) -> None:
         progress(message)
@@ -378,5 +401,6 @@ def upsert_dataframe(
         return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
     small = driver_batch(df, config)
     if small is not None:
-        return run_write(client, DriverBatchEngine(spark, small), small.schema, operation)
+        engine = DriverBatchEngine(spark, small, config.get_int(DRIVER_FILES_MAX_BYTES))
+        return run_write(client, engine, small.schema, operation)
     return run_write(client, SparkWriteEngine(spark, df, in_schema), in_schema, operation)

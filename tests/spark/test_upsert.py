@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
+from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES, DRIVER_FILES_MAX_BYTES
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
@@ -34,15 +34,17 @@ def df_of(spark, batch):
 
 # every index x table type x partitioning runs without Spark in tests/actions/test_write.py;
 # here each index type and table type goes through the DataFrame path at least once, and
-# the driver-batch path (small batches: Arrow on the driver, file groups on Spark) twice
+# the driver-batch path (small batches as Arrow on the driver) with its file work on Spark
+# tasks ("tasks") and in the driver ("driver")
 @pytest.mark.parametrize("table_type,partitioned,index,driver_batch", [
-    ("COPY_ON_WRITE", True, "BLOOM", False),
-    ("MERGE_ON_READ", False, "SIMPLE", False),
-    ("MERGE_ON_READ", True, "GLOBAL_BLOOM", False),
-    ("COPY_ON_WRITE", False, "GLOBAL_SIMPLE", False),
-    ("MERGE_ON_READ", True, "IN_MEMORY", False),
-    ("COPY_ON_WRITE", True, "SIMPLE", True),
-    ("MERGE_ON_READ", True, "GLOBAL_BLOOM", True),
+    ("COPY_ON_WRITE", True, "BLOOM", None),
+    ("MERGE_ON_READ", False, "SIMPLE", None),
+    ("MERGE_ON_READ", True, "GLOBAL_BLOOM", None),
+    ("COPY_ON_WRITE", False, "GLOBAL_SIMPLE", None),
+    ("MERGE_ON_READ", True, "IN_MEMORY", None),
+    ("COPY_ON_WRITE", True, "SIMPLE", "tasks"),
+    ("MERGE_ON_READ", True, "GLOBAL_BLOOM", "tasks"),
+    ("MERGE_ON_READ", True, "BLOOM", "driver"),
 ])
 def test_spark_upserts_match_model(spark, tmp_path, table_type, partitioned, index, driver_batch):
     from airflow_hoodie.spark.upsert import upsert_dataframe
@@ -58,24 +60,31 @@ def test_spark_upserts_match_model(spark, tmp_path, table_type, partitioned, ind
         if op == "bulk_insert":
             batch = list({r["id"]: r for r in batch}.values()) if glob or not partitioned else \
                 list({(r["p"], r["id"]): r for r in batch}.values())
-        cfg = HoodieConfig(conf(table_type, partitioned, index)).with_values(
-            {DRIVER_BATCH_MAX_BYTES: str(32 << 20) if driver_batch else "0"})
+        cfg = HoodieConfig(conf(table_type, partitioned, index)).with_values(engine_conf(driver_batch))
         upsert_dataframe(spark, df_of(spark, batch), base, op, cfg, "t")
         model.apply(op, batch)
         assert actual(read_table(base)) == model.expected(), f"step {step} ({op})"
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
 
 
-@pytest.mark.parametrize("driver_batch,most_jobs", [(True, 3), (False, 14)])
-def test_a_small_upsert_runs_few_spark_jobs(spark, tmp_path, driver_batch, most_jobs):
+def engine_conf(driver_batch: str | None) -> dict[str, str]:
+    """None: the DataFrame path; "tasks": batch on the driver, file work on Spark tasks;
+    "driver": batch and file work on the driver (the defaults, for small tables)."""
+    if driver_batch is None:
+        return {DRIVER_BATCH_MAX_BYTES: "0"}
+    return {DRIVER_BATCH_MAX_BYTES: str(32 << 20), DRIVER_FILES_MAX_BYTES: "0" if driver_batch == "tasks" else str(128 << 20)}
+
+
+@pytest.mark.parametrize("driver_batch,fewest_jobs,most_jobs", [("driver", 1, 1), ("tasks", 3, 3), (None, 4, 14)])
+def test_a_small_upsert_runs_few_spark_jobs(spark, tmp_path, driver_batch, fewest_jobs, most_jobs):
     """A batch Spark sizes under hoodie.airflow.write.driver.batch.max.bytes is indexed on
-    the driver: reading it, the index's file reads and the file-group writes are the only
-    Spark jobs. Set to 0, the DataFrame path shuffles and counts (about a dozen jobs)."""
+    the driver: reading it is the one Spark job while the files are small, and the index's
+    file reads and the file-group writes add one each when they go to Spark tasks. The
+    DataFrame path shuffles and counts (about a dozen jobs)."""
     from airflow_hoodie.spark.upsert import upsert_dataframe
 
     base = str(tmp_path / "t")
-    cfg = HoodieConfig(conf("COPY_ON_WRITE", True, "SIMPLE")).with_values(
-        {DRIVER_BATCH_MAX_BYTES: str(32 << 20) if driver_batch else "0"})
+    cfg = HoodieConfig(conf("COPY_ON_WRITE", True, "SIMPLE")).with_values(engine_conf(driver_batch))
     rows = [{"id": i, "ts": 1, "p": "ab"[i % 2], "v": f"v{i}"} for i in range(40)]
     upsert_dataframe(spark, df_of(spark, rows), base, "insert", cfg, "t")
     group = f"few-jobs-{driver_batch}"
@@ -87,9 +96,7 @@ def test_a_small_upsert_runs_few_spark_jobs(spark, tmp_path, driver_batch, most_
         spark.sparkContext.setJobGroup("tests", "other")
     jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
     assert (r.updates, r.inserts) == (10, 1)
-    assert 1 <= jobs <= most_jobs, jobs
-    if not driver_batch:
-        assert jobs > 3  # the DataFrame path really ran
+    assert fewest_jobs <= jobs <= most_jobs, jobs
     got = {row["id"]: row["v"] for row in read_table(base, columns=["id", "v"]).to_pylist()}
     assert got == {**{i: f"v{i}" for i in range(40)}, **{i: "new" for i in range(10)}, 100: "n"}
 
