@@ -27,7 +27,12 @@ from airflow_hoodie.actions.file_group_write import (
 )
 from airflow_hoodie.actions.write import make_context, run_commit_callback, summarize
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
-from airflow_hoodie.actions.write_config import dedupe_enabled, key_generator_props
+from airflow_hoodie.actions.write_config import (
+    PARTITION_FIELD,
+    dedupe_enabled,
+    key_generator_class,
+    key_generator_props,
+)
 from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
@@ -69,6 +74,18 @@ def _write_task(ctx: WriteContext, props: Mapping[str, str] | None, rows_per_fil
     yield pa.RecordBatch.from_pydict({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
 
 
+def _raw_partition_fields(cfg: HoodieConfig) -> list[str] | None:
+    """The partition fields when Spark can group rows by them as they are: with the simple
+    and complex key generators a path is made of the fields' values one segment each, so
+    rows of one path meet in one task without a Python pass computing paths before the
+    shuffle (the tasks compute keys and paths once, while writing)."""
+    fields = cfg.get_list(PARTITION_FIELD)
+    generator = key_generator_class(cfg).rsplit(".", 1)[-1]
+    if fields and generator in ("SimpleKeyGenerator", "ComplexKeyGenerator") and not any(":" in f for f in fields):
+        return fields
+    return None
+
+
 def _laid_out(keyed: Any, mode: str, parallelism: int) -> Any:
     """Hudi's BulkInsertSortMode applied to rows that carry their keys."""
     if mode == "GLOBAL_SORT":
@@ -106,7 +123,11 @@ def bulk_insert_dataframe(
     props = key_generator_props(cfg)
     dedupe = dedupe_enabled(cfg, "bulk_insert")
     rows_to_write, task_props = df, props
-    if mode != "NONE" or dedupe:
+    raw_fields = _raw_partition_fields(cfg)
+    if mode == "PARTITION_PATH_REPARTITION" and not dedupe and raw_fields:
+        parallelism = cfg.get_int("hoodie.bulkinsert.shuffle.parallelism") or spark.sparkContext.defaultParallelism
+        rows_to_write = df.repartition(parallelism, *raw_fields)
+    elif mode != "NONE" or dedupe:
         keyed = keyed_dataframe(df, in_schema, props, "bulk_insert")
         if dedupe:
             keyed = deduplicated(keyed, cfg, global_keys=False)

@@ -41,7 +41,8 @@ def _jobs_of(spark, group: str) -> int:
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
-@pytest.mark.parametrize("mode", ["NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT"])
+@pytest.mark.parametrize("mode", ["NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION",
+                                  "PARTITION_PATH_REPARTITION_AND_SORT"])
 def test_every_sort_mode_writes_every_row_once_and_hudi_rs_agrees(spark, tmp_path, mode):
     from airflow_hoodie.spark.upsert import upsert_dataframe
 
@@ -61,7 +62,10 @@ def test_every_sort_mode_writes_every_row_once_and_hudi_rs_agrees(spark, tmp_pat
         # no shuffle: one job, each of the 3 input partitions writes its own file per partition path
         assert _jobs_of(spark, f"bulk-{mode}") == 1
         assert all(len(v) == 3 for v in files.values())
-    if mode != "NONE":
+    if mode.startswith("PARTITION_PATH_REPARTITION"):
+        # the rows of a partition path meet in one task: one file each
+        assert sorted(files) == ["a", "b"] and all(len(v) == 1 for v in files.values())
+    if mode not in ("NONE", "PARTITION_PATH_REPARTITION"):
         for tables in files.values():
             for t in tables:
                 keys = t.column("_hoodie_record_key").to_pylist()
@@ -71,6 +75,27 @@ def test_every_sort_mode_writes_every_row_once_and_hudi_rs_agrees(spark, tmp_pat
             ranges = sorted((t.column("_hoodie_record_key")[0].as_py(), t.column("_hoodie_record_key")[-1].as_py())
                             for t in tables)
             assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+def test_partition_path_repartition_groups_by_path_with_a_timestamp_key_generator(spark, tmp_path):
+    """Many timestamps make one day's path: the rows are grouped by the path the key
+    generator makes, not by the raw field, so each day is still one file."""
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    base = str(tmp_path / "t")
+    n = 120
+    data = pa.table({"id": [f"k{i:04d}" for i in range(n)], "ts": [1_700_000_000 + 3_600 * i for i in range(n)],
+                     "v": list(range(n))})
+    conf = HoodieConfig({"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "ts",
+                         "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+                         "hoodie.keygen.timebased.timestamp.type": "UNIX_TIMESTAMP",
+                         "hoodie.keygen.timebased.output.dateformat": "yyyy-MM-dd",
+                         "hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION",
+                         "hoodie.bulkinsert.shuffle.parallelism": "4"})
+    upsert_dataframe(spark, spark.createDataFrame(data).repartition(6), base, "bulk_insert", conf, "t")
+    files = _base_files(base)
+    assert len(files) == 6 and all(len(v) == 1 for v in files.values()), {k: len(v) for k, v in files.items()}
+    assert read_table(base).num_rows == n
 
 
 def test_rows_past_the_max_file_size_roll_to_new_file_groups(spark, tmp_path):
