@@ -1,6 +1,6 @@
 """Benchmark (not a test): compaction and clustering throughput vs plain pyarrow.
 
-    .venv/bin/python benchmarks/services.py [--rows 400000] [--spark]
+    .venv/bin/python benchmarks/services.py [--rows 400000] [--repeat 3] [--spark]
 
 Builds a MERGE_ON_READ table (base files + log files of updates), then times
   * compaction (schedule + execute) against a plain pyarrow read of the same base and
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -47,9 +48,21 @@ def _files(base: str, suffix: str) -> list[str]:
     return out
 
 
+def _median_run(fn, inputs) -> tuple[float, object]:
+    """Median seconds of ``fn`` over ``inputs`` and the result of the median run."""
+    runs = []
+    for item in inputs:
+        t0 = time.perf_counter()
+        result = fn(item)
+        runs.append((time.perf_counter() - t0, result))
+    runs.sort(key=lambda r: r[0])
+    return runs[len(runs) // 2]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=400_000)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--spark", action="store_true", help="execute services on a local[4] SparkExecutor")
     args = ap.parse_args()
 
@@ -83,17 +96,24 @@ def main() -> None:
     build_s = time.perf_counter() - t0
     bases, logs = _files(base, ".parquet"), _files(base, ".log")
     in_bytes = sum(os.path.getsize(f) for f in bases + logs)
-    t0 = time.perf_counter()
-    c.schedule_compaction(HoodieTable.load(base), HoodieConfig({}), force=True)
-    res = c.execute_pending_compactions(HoodieTable.load(base), executor, SERVICE_CONF)
-    comp_s = time.perf_counter() - t0
+    # each figure is the median of --repeat runs, ours on fresh copies of the table (this
+    # machine is shared: single runs varied by half)
+    copies = [shutil.copytree(base, f"{base}-{r}") for r in range(args.repeat)]
+
+    def compact(copy: str) -> dict:
+        c.schedule_compaction(HoodieTable.load(copy), HoodieConfig({}), force=True)
+        return c.execute_pending_compactions(HoodieTable.load(copy), executor, SERVICE_CONF)
+
+    comp_s, res = _median_run(compact, copies)
     # baseline: plain pyarrow read + rewrite of the same base files (no log merge)
     out = os.path.join(tmp, "plain")
     os.makedirs(out)
-    t0 = time.perf_counter()
-    for i, f in enumerate(bases):
-        pq.write_table(pq.read_table(f), os.path.join(out, f"{i}.parquet"), compression="snappy")
-    plain_s = time.perf_counter() - t0
+
+    def rewrite(_: object) -> None:
+        for i, f in enumerate(bases):
+            pq.write_table(pq.read_table(f), os.path.join(out, f"{i}.parquet"), compression="snappy")
+
+    plain_s, _ = _median_run(rewrite, range(args.repeat))
     # ---------------------------------------------------------------- clustering
     cbase = os.path.join(tmp, "cow")
     ccfg = {**cfg, "hoodie.datasource.write.table.type": "COPY_ON_WRITE", "hoodie.parquet.small.file.limit": "0"}
@@ -103,19 +123,22 @@ def main() -> None:
                     "insert", ccfg)
     small = _files(cbase, ".parquet")
     c_bytes = sum(os.path.getsize(f) for f in small)
-    t0 = time.perf_counter()
-    cres = cu.run_clustering(HoodieTable.load(cbase), SERVICE_CONF.with_values({cu.SORT_COLUMNS: "id"}), executor)
-    clus_s = time.perf_counter() - t0
+    ccopies = [shutil.copytree(cbase, f"{cbase}-{r}") for r in range(args.repeat)]
+    clus_s, cres = _median_run(
+        lambda copy: cu.run_clustering(HoodieTable.load(copy), SERVICE_CONF.with_values({cu.SORT_COLUMNS: "id"}),
+                                       executor), ccopies)
     out2 = os.path.join(tmp, "plain2")
     os.makedirs(out2)
-    t0 = time.perf_counter()
     by_part: dict[str, list[str]] = {}
     for f in small:
         by_part.setdefault(os.path.dirname(f), []).append(f)
-    for i, (_p, fs) in enumerate(sorted(by_part.items())):
-        t = pa.concat_tables([pq.read_table(f) for f in fs])
-        pq.write_table(t.sort_by("id"), os.path.join(out2, f"{i}.parquet"), compression="snappy")
-    plain2_s = time.perf_counter() - t0
+
+    def sort_rewrite(_: object) -> None:
+        for i, (_p, fs) in enumerate(sorted(by_part.items())):
+            t = pa.concat_tables([pq.read_table(f) for f in fs])
+            pq.write_table(t.sort_by("id"), os.path.join(out2, f"{i}.parquet"), compression="snappy")
+
+    plain2_s, _ = _median_run(sort_rewrite, range(args.repeat))
 
     mb = 1024 * 1024
     print(json.dumps({

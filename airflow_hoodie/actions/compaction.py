@@ -349,7 +349,7 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
     name = base_file_name(op.file_id, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
     part = slice_.partition_path
     merged = merged.set_column(merged.schema.get_field_index(FILE_NAME), FILE_NAME,
-                               pa.array([name] * merged.num_rows, pa.string()))
+                               pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
     base_rows = 0
     updated = merged.num_rows
     if slice_.base_file is not None:
