@@ -40,17 +40,21 @@ def _rows(ids: np.ndarray, total: int, ts: int) -> pa.Table:
 
 
 class _PeakWorkerRss:
-    """Samples the resident memory of PySpark's Python worker processes."""
+    """Samples the resident memory of PySpark's Python worker processes, and of this
+    driver process (small batches and small file work stay in the driver)."""
 
     def __init__(self) -> None:
         self.peak = 0
+        self.driver_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         import psutil
 
+        me = psutil.Process()
         while not self._stop.is_set():
+            self.driver_peak = max(self.driver_peak, me.memory_info().rss)
             for proc in psutil.process_iter(["cmdline", "memory_info"]):
                 cmd = " ".join(proc.info.get("cmdline") or [])
                 if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
@@ -122,7 +126,8 @@ def main() -> None:
         figures[str(size)] = {"bulk_insert_s": round(load_s, 2), "upsert_s": round(upsert_s, 2),
                               "files_written": result.files_written, "clean_s": round(clean_s, 3),
                               "files_cleaned": int(cleaned.get("files_deleted") or 0),
-                              "peak_worker_rss_mb": round(rss.peak / 2**20, 1)}
+                              "peak_worker_rss_mb": round(rss.peak / 2**20, 1),
+                              "peak_driver_rss_mb": round(rss.driver_peak / 2**20, 1)}
         print(size, figures[str(size)], flush=True)
         shutil.rmtree(path, ignore_errors=True)
     small, big = (str(s) for s in (args.sizes[0], args.sizes[-1]))

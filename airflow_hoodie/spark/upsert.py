@@ -1,12 +1,14 @@
-"""The DataFrame engine of the write flow: keys, dedupe, index join, bucket routing, file-group tasks.
+"""The Spark engines of the write flow: a small batch on the driver, a large one as a DataFrame.
 
-:func:`airflow_hoodie.actions.write.run_write` owns the flow and the timeline;
-:class:`SparkWriteEngine` does its data-parallel steps without the records leaving the
-executors: keys are computed with ``mapInArrow``, deduplication is a window, the index is a
-join against the keys of the candidate file groups (read by tasks), bucket counts are the
-only thing collected, and ``groupBy(bucket).applyInArrow`` runs
-:func:`airflow_hoodie.actions.file_group_write.write_file_group` once per file group.
-"""
+:func:`airflow_hoodie.actions.write.run_write` owns the flow and the timeline; an engine
+does its data-parallel steps. :func:`upsert_dataframe` picks one by Spark's size estimate
+of the batch. :class:`DriverBatchEngine` holds a small batch as Arrow on the driver (one
+Spark job to read it) and sends file work to Spark tasks only when it is big.
+:class:`SparkWriteEngine` keeps the records on the executors: keys are computed with
+``mapInArrow``, deduplication is a window, the index is a join against the keys of the
+candidate file groups (read by tasks), bucket counts are the only thing collected, and
+``groupBy(bucket).applyInArrow`` runs
+:func:`airflow_hoodie.actions.file_group_write.write_file_group` once per file group."""
 
 from __future__ import annotations
 
