@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import time
+from typing import Any, Callable, Iterable
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
@@ -41,6 +42,18 @@ def write_report(name: str, figures: dict[str, Any], rows: list[tuple[str, float
 
 
 def print_table(rows: list[tuple[str, float, float, str]]) -> None:
-    print(f"| work | us | peer | ratio |\n|---|---|---|---|")
+    print("| work | us | peer | ratio |\n|---|---|---|---|")
     for w, o, p, peer in rows:
         print(f"| {w} | {o:.2f} s | {peer} {p:.2f} s | {o / p:.2f}x |")
+
+
+def median_run(fn: Callable[[Any], Any], inputs: Iterable[Any]) -> tuple[float, Any]:
+    """Median seconds of ``fn`` over ``inputs`` and the result of that run: this machine
+    is shared, and single runs varied by half."""
+    runs = []
+    for item in inputs:
+        t0 = time.perf_counter()
+        result = fn(item)
+        runs.append((time.perf_counter() - t0, result))
+    runs.sort(key=lambda r: r[0])
+    return runs[len(runs) // 2]

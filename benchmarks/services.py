@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.report import print_table, write_report  # noqa: E402
+from benchmarks.report import median_run, print_table, write_report  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -46,17 +46,6 @@ def _files(base: str, suffix: str) -> list[str]:
             continue
         out += [os.path.join(root, f) for f in fs if f.endswith(suffix) or (suffix == ".log" and ".log." in f)]
     return out
-
-
-def _median_run(fn, inputs) -> tuple[float, object]:
-    """Median seconds of ``fn`` over ``inputs`` and the result of the median run."""
-    runs = []
-    for item in inputs:
-        t0 = time.perf_counter()
-        result = fn(item)
-        runs.append((time.perf_counter() - t0, result))
-    runs.sort(key=lambda r: r[0])
-    return runs[len(runs) // 2]
 
 
 def main() -> None:
@@ -96,15 +85,14 @@ def main() -> None:
     build_s = time.perf_counter() - t0
     bases, logs = _files(base, ".parquet"), _files(base, ".log")
     in_bytes = sum(os.path.getsize(f) for f in bases + logs)
-    # each figure is the median of --repeat runs, ours on fresh copies of the table (this
-    # machine is shared: single runs varied by half)
+    # each figure is the median of --repeat runs, ours on fresh copies of the table
     copies = [shutil.copytree(base, f"{base}-{r}") for r in range(args.repeat)]
 
     def compact(copy: str) -> dict:
         c.schedule_compaction(HoodieTable.load(copy), HoodieConfig({}), force=True)
         return c.execute_pending_compactions(HoodieTable.load(copy), executor, SERVICE_CONF)
 
-    comp_s, res = _median_run(compact, copies)
+    comp_s, res = median_run(compact, copies)
     # baseline: plain pyarrow read + rewrite of the same base files (no log merge)
     out = os.path.join(tmp, "plain")
     os.makedirs(out)
@@ -113,7 +101,7 @@ def main() -> None:
         for i, f in enumerate(bases):
             pq.write_table(pq.read_table(f), os.path.join(out, f"{i}.parquet"), compression="snappy")
 
-    plain_s, _ = _median_run(rewrite, range(args.repeat))
+    plain_s, _ = median_run(rewrite, range(args.repeat))
     # ---------------------------------------------------------------- clustering
     cbase = os.path.join(tmp, "cow")
     ccfg = {**cfg, "hoodie.datasource.write.table.type": "COPY_ON_WRITE", "hoodie.parquet.small.file.limit": "0"}
@@ -124,7 +112,7 @@ def main() -> None:
     small = _files(cbase, ".parquet")
     c_bytes = sum(os.path.getsize(f) for f in small)
     ccopies = [shutil.copytree(cbase, f"{cbase}-{r}") for r in range(args.repeat)]
-    clus_s, cres = _median_run(
+    clus_s, cres = median_run(
         lambda copy: cu.run_clustering(HoodieTable.load(copy), SERVICE_CONF.with_values({cu.SORT_COLUMNS: "id"}),
                                        executor), ccopies)
     out2 = os.path.join(tmp, "plain2")
@@ -138,7 +126,7 @@ def main() -> None:
             t = pa.concat_tables([pq.read_table(f) for f in fs])
             pq.write_table(t.sort_by("id"), os.path.join(out2, f"{i}.parquet"), compression="snappy")
 
-    plain2_s, _ = _median_run(sort_rewrite, range(args.repeat))
+    plain2_s, _ = median_run(sort_rewrite, range(args.repeat))
 
     mb = 1024 * 1024
     print(json.dumps({

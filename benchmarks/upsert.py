@@ -6,7 +6,9 @@ machine. The 1M-record initial load is timed too: our bulk_insert against delta-
 write_deltalake and against Spark's own partitioned parquet write (the floor of any
 Spark writer). Spark jobs per upsert are counted.
 
-    .venv/bin/python benchmarks/upsert.py [--rows 1000000] [--batch 100000] [--dir /tmp/hoodie-bench]
+    .venv/bin/python benchmarks/upsert.py [--rows 1000000] [--batch 100000] [--repeat 3] [--codec snappy]
+
+Each figure is the median of ``--repeat`` runs (ours on separate tables).
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ import json
 import os
 import shutil
 import sys
-import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.report import print_table, write_report  # noqa: E402
+from benchmarks.report import median_run, print_table, write_report  # noqa: E402
 
 
 def make_rows(ids: np.ndarray, ts: int, seed: int) -> pa.Table:
@@ -44,6 +46,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=100_000)
     ap.add_argument("--dir", default="/tmp/hoodie-bench")
     ap.add_argument("--master", default="local[4]")
+    ap.add_argument("--repeat", type=int, default=3, help="each figure is the median of this many runs")
     ap.add_argument("--codec", default="gzip", help="hoodie.parquet.compression.codec (Hudi's default gzip; delta-rs writes snappy)")
     args = ap.parse_args()
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -72,46 +75,45 @@ def main() -> None:
         upsert_dataframe(spark, spark.createDataFrame(make_rows(np.arange(1000), 0, 0)),
                          os.path.join(args.dir, "warm-up"), op, warm_cfg, "warmup")
     for tt in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-        path = os.path.join(args.dir, tt.lower())
         cfg = HoodieConfig({"hoodie.table.type": tt, "hoodie.datasource.write.recordkey.field": "id",
                             "hoodie.datasource.write.precombine.field": "ts",
                             "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "SIMPLE",
                             "hoodie.parquet.compression.codec": args.codec})
-        t0 = time.perf_counter()
         # initial load laid out one file per partition, as delta-rs writes it (Hudi's default
         # NONE keeps the 8 input partitions: 80 small files that every later upsert rewrites)
         load_cfg = cfg.with_values({"hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION",
                                     "hoodie.bulkinsert.shuffle.parallelism": "10"})
-        upsert_dataframe(spark, base_df, path, "bulk_insert", load_cfg, "bench")
-        load = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        group = f"bench-upsert-{tt}"
-        spark.sparkContext.setJobGroup(group, "one upsert")
-        r = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "bench")
-        results[f"hudi_{tt}"] = time.perf_counter() - t0
-        results[f"hudi_{tt}_spark_jobs"] = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-        spark.sparkContext.setJobGroup("bench", "other")
-        results[f"hudi_{tt}_initial_load"] = load
+        paths = [os.path.join(args.dir, f"{tt.lower()}-{r}") for r in range(args.repeat)]
+        results[f"hudi_{tt}_initial_load"], _ = median_run(
+            lambda path: upsert_dataframe(spark, base_df, path, "bulk_insert", load_cfg, "bench"), paths)
+
+        def upsert(path: str) -> tuple[Any, int]:
+            group = f"bench-upsert-{path}"
+            spark.sparkContext.setJobGroup(group, "one upsert")
+            r = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "bench")
+            spark.sparkContext.setJobGroup("bench", "other")
+            return r, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+        results[f"hudi_{tt}"], (r, jobs) = median_run(upsert, paths)
+        results[f"hudi_{tt}_spark_jobs"] = jobs
         assert r.updates == n_upd and r.inserts == args.batch - n_upd, r
-        assert read_table(path, columns=["id"]).num_rows == args.rows + args.batch - n_upd
+        for path in paths:
+            assert read_table(path, columns=["id"]).num_rows == args.rows + args.batch - n_upd
 
     # Spark's own floor for the initial load: its partitioned parquet write of the same rows
     # laid out the same way (no keys, meta columns, bloom filters or timeline)
-    t0 = time.perf_counter()
-    base_df.repartition(10, "p").write.partitionBy("p").option("compression", args.codec).parquet(
-        os.path.join(args.dir, "spark-parquet"))
-    results["spark_parquet_initial_load"] = time.perf_counter() - t0
+    results["spark_parquet_initial_load"], _ = median_run(
+        lambda r: base_df.repartition(10, "p").write.partitionBy("p").option("compression", args.codec).parquet(
+            os.path.join(args.dir, f"spark-parquet-{r}")), range(args.repeat))
 
     import deltalake
-    dpath = os.path.join(args.dir, "delta")
-    t0 = time.perf_counter()
-    deltalake.write_deltalake(dpath, base_rows, partition_by=["p"])
-    results["delta_initial_load"] = time.perf_counter() - t0
-    dt = deltalake.DeltaTable(dpath)
-    t0 = time.perf_counter()
-    (dt.merge(batch, "t.id = s.id AND t.p = s.p", source_alias="s", target_alias="t")
-       .when_matched_update_all().when_not_matched_insert_all().execute())
-    results["delta_merge"] = time.perf_counter() - t0
+    dpaths = [os.path.join(args.dir, f"delta-{r}") for r in range(args.repeat)]
+    results["delta_initial_load"], _ = median_run(
+        lambda path: deltalake.write_deltalake(path, base_rows, partition_by=["p"]), dpaths)
+    results["delta_merge"], _ = median_run(
+        lambda path: deltalake.DeltaTable(path).merge(batch, "t.id = s.id AND t.p = s.p", source_alias="s",
+                                                      target_alias="t")
+        .when_matched_update_all().when_not_matched_insert_all().execute(), dpaths)
     results["ratio_cow_vs_delta"] = results["hudi_COPY_ON_WRITE"] / results["delta_merge"]
     results["ratio_mor_vs_delta"] = results["hudi_MERGE_ON_READ"] / results["delta_merge"]
     results["codec"] = args.codec  # type: ignore[assignment]
