@@ -148,7 +148,7 @@ def main() -> None:
              "pyarrow read + rewrite"),
             (f"clustering of {n:,} rows", clus_s, plain2_s, "pyarrow read + sort + write")]
     print_table(rows)
-    print(f"figures: {write_report('services', {'rows': n, 'table_dir': tmp}, rows)}")
+    print(f"figures: {write_report('services' if n == 400_000 else f'services_{n}', {'rows': n, 'table_dir': tmp}, rows)}")
 
 
 if __name__ == "__main__":
