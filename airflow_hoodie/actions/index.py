@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -124,12 +125,21 @@ def bloom_candidates(keys: pa.Array, footer: dict[str, Any], prune_by_ranges: bo
         idx = pc.indices_nonzero(mask)
         if len(idx):
             sub = pc.take(keys, idx)
-            hits = pa.array(bf.might_contain_many(sub), pa.bool_())
-            full = [False] * n
-            for i, h in zip(idx.to_pylist(), hits.to_pylist()):
-                full[i] = h
+            full = np.zeros(n, dtype=bool)
+            full[idx.to_numpy()] = np.asarray(bf.might_contain_many(sub), dtype=bool)
             mask = pa.array(full, pa.bool_())
     return pc.fill_null(mask, False)
+
+
+def probe_file(ref: FileRef, wanted: pa.Array, use_bloom: bool, prune_by_ranges: bool = True) -> pa.Table:
+    """(key, partition, file_id) of the ``wanted`` keys this file slice holds. With a BLOOM
+    index the footer's key range and bloom filter first drop the keys it cannot hold: a file
+    they all miss is read no further than its footer, and no footer leaves the task."""
+    if use_bloom:
+        wanted = wanted.filter(bloom_candidates(wanted, file_footer(ref), prune_by_ranges))
+    if not len(wanted):
+        return KEYS_SCHEMA.empty_table()
+    return file_keys(ref, wanted)
 
 
 def lookup(batch: pa.Table, existing: pa.Table, global_index: bool) -> pa.Table:

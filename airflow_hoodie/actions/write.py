@@ -35,10 +35,8 @@ from airflow_hoodie.actions.index import (
     LOC_FILE,
     LOC_PART,
     FileRef,
-    bloom_candidates,
-    file_footer,
-    file_keys,
     is_global,
+    probe_file,
     validate_index_type,
 )
 from airflow_hoodie.actions.schema_evolution import evolve_schema
@@ -87,24 +85,23 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
 
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
                          executor: Executor, prune_by_ranges: bool = True) -> pa.Table:
-    """(key, partition, file_id) of the batch's keys found in the candidate files. Each file
-    task gets the batch keys that may live in its file (its partition's, or all for a global
-    index; BLOOM first drops those its footer rules out) and returns only the ones it holds."""
+    """(key, partition, file_id) of the batch's keys found in the candidate files: one task
+    per file gets the batch keys that may live there (its partition's, or all of them for a
+    global index) and returns only the ones it holds."""
     refs = file_refs(client, files)
     keys = batch.column(RECORD_KEY).combine_chunks()
     if not refs or not len(keys):
         return KEYS_SCHEMA.empty_table()
+    bloom = index_type in ("BLOOM", "GLOBAL_BLOOM")
     if is_global(index_type):
-        items = [(ref, keys) for ref in refs]
+        # any file may hold any key: the keys travel once, with the function, not per file
+        tables = executor.map(partial(_probe_for_all, keys, bloom, prune_by_ranges), refs)
     else:
         by_part = _keys_by_partition(keys, batch.column(PARTITION_PATH).combine_chunks())
         items = [(ref, by_part[ref.partition_path]) for ref in refs if ref.partition_path in by_part]
-    if index_type in ("BLOOM", "GLOBAL_BLOOM"):
-        footers = executor.map(file_footer, [ref for ref, _ in items])
-        items = [(ref, wanted.filter(bloom_candidates(wanted, ft, prune_by_ranges)))
-                 for (ref, wanted), ft in zip(items, footers)]
-    tables = executor.map(_found_keys, [(ref, wanted) for ref, wanted in items if len(wanted)])
-    return pa.concat_tables(tables) if tables else KEYS_SCHEMA.empty_table()
+        tables = executor.map(partial(_probe_for_partition, bloom, prune_by_ranges), items)
+    found = [t for t in tables if t.num_rows]
+    return pa.concat_tables(found) if found else KEYS_SCHEMA.empty_table()
 
 
 def _keys_by_partition(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Array]:
@@ -112,8 +109,12 @@ def _keys_by_partition(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Arr
     return {p: lst.values for p, lst in zip(grouped.column("p").to_pylist(), grouped.column("k_list").combine_chunks())}
 
 
-def _found_keys(item: tuple[Any, pa.Array]) -> pa.Table:
-    return file_keys(*item)
+def _probe_for_all(keys: pa.Array, bloom: bool, prune_by_ranges: bool, ref: Any) -> pa.Table:
+    return probe_file(ref, keys, bloom, prune_by_ranges)
+
+
+def _probe_for_partition(bloom: bool, prune_by_ranges: bool, item: tuple[Any, pa.Array]) -> pa.Table:
+    return probe_file(item[0], item[1], bloom, prune_by_ranges)
 
 
 def index_scope(client: WriteClient, operation: str, global_index: bool, batch_partitions: Sequence[str]
