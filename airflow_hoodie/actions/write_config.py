@@ -29,8 +29,9 @@ DRIVER_FILES_MAX_BYTES = "hoodie.airflow.write.driver.files.max.bytes"
 register(
     ConfigKey(DRIVER_BATCH_MAX_BYTES, str(32 * 1024 * 1024),
               "A batch whose Spark size estimate is at most this many bytes is collected to the driver as "
-              "Arrow and deduped, indexed and routed there; its file groups are still read and written by "
-              "Spark tasks. It saves the shuffles of the DataFrame path (3 Spark jobs instead of 12 for an "
+              "Arrow and deduped, indexed and routed there; index lookups and file-group writes go to Spark "
+              "tasks unless hoodie.airflow.write.driver.files.max.bytes keeps them in the driver. It saves "
+              "the shuffles of the DataFrame path (one to three Spark jobs instead of about twelve for an "
               "upsert of 100k records). 0 keeps every batch a DataFrame."),
     ConfigKey(DRIVER_FILES_MAX_BYTES, str(128 * 1024 * 1024),
               "With the batch on the driver, an index lookup or file-group write whose existing files and "

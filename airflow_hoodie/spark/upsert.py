@@ -341,10 +341,10 @@ class SparkWriteEngine:
 
 class DriverBatchEngine(ArrowWriteEngine):
     """A small batch held by the driver as Arrow: Spark's cost per shuffle and job outweighs
-    the work of a batch that fits in memory (an upsert of 100k records into 1M: 3 jobs
-    instead of 12). File work goes to Spark tasks unless its bytes (existing files plus
-    records) stay under ``hoodie.airflow.write.driver.files.max.bytes``; then this process
-    does it, as starting and warming Python workers would cost more."""
+    the work of a batch that fits in memory (an upsert of 100k records into 1M: one to
+    three jobs instead of about twelve). File work goes to Spark tasks unless its bytes
+    (existing files read plus records) stay under ``hoodie.airflow.write.driver.files.max.bytes``;
+    then this process does it, as starting and warming Python workers would cost more."""
 
     def __init__(self, spark: Any, data: pa.Table, files_max_bytes: int) -> None:
         self.spark_executor = SparkExecutor(spark)
@@ -363,10 +363,18 @@ class DriverBatchEngine(ArrowWriteEngine):
 
     def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
               ctx: WriteContext) -> list[dict[str, Any]]:
-        # a COW merge reads its base file; a MOR append only adds to the log
-        read = 0 if ctx.is_mor else sum(self.file_bytes.get((t.partition_path, t.file_id), 0) for t in tasks)
+        # a COW merge reads its base file (an insert into a small file too); a MOR append only
+        # adds to the log
+        read = 0 if ctx.is_mor else sum(self._base_bytes(ctx, t) for t in tasks if t.base_file)
         self._run_where(read)
         return super().write(tasks, insert_plan, ctx)
+
+    def _base_bytes(self, ctx: WriteContext, task: FileGroupTask) -> int:
+        known = self.file_bytes.get((task.partition_path, task.file_id))
+        if known is not None:
+            return known
+        storage, base_path = ctx.storage()  # inserts were not indexed: ask the storage
+        return storage.size(storage.join(base_path, task.base_file))
 
     def report(self, message: str) -> None:
         progress(message)

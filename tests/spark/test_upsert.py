@@ -101,6 +101,31 @@ def test_a_small_upsert_runs_few_spark_jobs(spark, tmp_path, driver_batch, fewes
     assert got == {**{i: f"v{i}" for i in range(40)}, **{i: "new" for i in range(10)}, 100: "n"}
 
 
+@pytest.mark.parametrize("files_max_bytes,jobs", [(str(128 << 20), 1), ("100000", 2)])
+def test_an_insert_into_small_files_counts_their_bytes(spark, tmp_path, files_max_bytes, jobs):
+    """Inserts packed into existing small files (COW) rewrite those files: their bytes decide
+    whether the driver or Spark tasks write them, though the insert was never indexed. A
+    base file here is about 1 MB (its bloom filter), over a 100 kB bound."""
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    base = str(tmp_path / "t")
+    cfg = HoodieConfig({"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
+                        "hoodie.datasource.write.partitionpath.field": "p", DRIVER_FILES_MAX_BYTES: files_max_bytes})
+    upsert_dataframe(spark, df_of(spark, [{"id": i, "ts": 1, "p": "a", "v": "x"} for i in range(20)]), base, "insert", cfg, "t")
+    group = f"small-files-{files_max_bytes}"
+    spark.sparkContext.setJobGroup(group, "one insert")
+    try:
+        r = upsert_dataframe(spark, df_of(spark, [{"id": i, "ts": 1, "p": "a", "v": "y"} for i in range(20, 25)]),
+                             base, "insert", cfg)
+    finally:
+        spark.sparkContext.setJobGroup("tests", "other")
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)) == jobs
+    assert r.inserts == 5 and r.files_written == 1
+    slices = [fg.latest_slice() for fg in HoodieTable.load(base).file_system_view().file_groups()]
+    assert len(slices) == 1  # packed into the one small file group
+    assert sorted(read_table(base, columns=["id"]).column("id").to_pylist()) == list(range(25))
+
+
 def test_spark_overwrite_operations_and_read(spark, tmp_path):
     from airflow_hoodie.spark import read
     from airflow_hoodie.spark.upsert import upsert_dataframe
