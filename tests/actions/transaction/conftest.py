@@ -37,6 +37,29 @@ def _wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float 
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
 
 
+def _wait_for_zookeeper_session(hosts: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """ZooKeeper listens before it serves: on a loaded machine a client connecting right
+    after the port opened waited out its whole retry policy (60 s) and the first lock test
+    failed. Wait until a session opens, as a client would see it."""
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        client = KazooClient(hosts=hosts, timeout=5)
+        try:
+            client.start(timeout=5)
+            client.stop()
+            client.close()
+            return
+        except KazooTimeoutError:
+            client.close()
+            if proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited with {proc.returncode} before serving sessions")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ZooKeeper at {hosts} opened no session within {timeout}s")
+
+
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         os.kill(proc.pid, signal.SIGTERM)
@@ -67,6 +90,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait_for_port(port, proc, "ZooKeeper")
+        _wait_for_zookeeper_session(f"127.0.0.1:{port}", proc)
         yield f"127.0.0.1:{port}"
     finally:
         _stop(proc)
