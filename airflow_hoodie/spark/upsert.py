@@ -32,10 +32,11 @@ from airflow_hoodie.actions.index import (
     KEYS_SCHEMA,
     LOC_FILE,
     LOC_PART,
-    bloom_candidates,
+    FileRef,
     file_footer,
     file_keys,
     is_global,
+    probe_file,
 )
 from airflow_hoodie.actions.write import (
     ArrowWriteEngine,
@@ -107,18 +108,36 @@ def _keys_of_files(refs: list, batches):  # runs on executors
             yield from file_keys(refs[i]).to_batches()
 
 
-def _bloom_candidates(footers: list[dict], index_type: str, prune: bool, batches):  # executors
+def _key_range(ref: FileRef) -> tuple[str | None, str | None]:
+    """A base file's min and max record key from its footer (None when unknown, as with log
+    files); its bloom filter (about 1 MB) stays on the executor."""
+    footer = file_footer(ref)
+    return footer["min"], footer["max"]
 
+
+def _range_pairs(ranges: list[tuple[str, str | None, str | None]], global_index: bool, batches):  # executors
+    """(file, key) for every key a file's partition and key range admit (Hudi's BLOOM index
+    compares each record with the files its range tree finds the same way)."""
     for b in batches:
         t = pa.Table.from_batches([b])
         keys = t.column(RECORD_KEY).combine_chunks()
         parts = t.column(PARTITION_PATH).combine_chunks()
-        hit = []
-        for i, ft in enumerate(footers):
-            k = keys if index_type == "GLOBAL_BLOOM" else pc.filter(keys, pc.equal(parts, ft["partition"]))
-            if len(k) and pc.any(bloom_candidates(k, ft, prune)).as_py():
-                hit.append(i)
-        yield pa.RecordBatch.from_pydict({"i": pa.array(hit, pa.int32())})
+        for i, (part, lo, hi) in enumerate(ranges):
+            mask = None if global_index else pc.equal(parts, part)
+            if lo is not None and hi is not None:
+                in_range = pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi))
+                mask = in_range if mask is None else pc.and_(mask, in_range)
+            wanted = keys if mask is None else keys.filter(mask)
+            if len(wanted):
+                yield pa.RecordBatch.from_pydict({"i": pa.repeat(pa.scalar(i, pa.int32()), len(wanted)),
+                                                  "key": wanted})
+
+
+def _file_prober(refs: list[FileRef]):
+    def probe(table: pa.Table) -> pa.Table:  # applyInArrow body: the keys compared with one file
+        wanted = pc.unique(table.column("key").combine_chunks())
+        return probe_file(refs[table.column("i")[0].as_py()], wanted, use_bloom=True, prune_by_ranges=False)
+    return probe
 
 
 def translate_job_error(exc: Exception) -> Exception:
@@ -194,18 +213,23 @@ def _prepared(df: Any, in_schema: pa.Schema, cfg: HoodieConfig, operation: str, 
         raise translate_job_error(exc) from exc
 
 
-def _candidate_refs(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
-                    files: list[ExistingFile]) -> list:
-    """The files whose keys the index reads: all of them, or those a bloom filter hits."""
+def _existing_keys(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
+                   files: list[ExistingFile]) -> Any:
+    """(key, partition, file_id) rows the index joins the records with. SIMPLE reads every
+    key of the files. BLOOM brings only key ranges to the driver. Each file's task then
+    gets the keys its range admits, checks them against its bloom filter and returns the
+    ones it holds; no footer ever reaches the driver."""
     refs = file_refs(client, files)
+    if not refs:
+        return spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
     if index_type not in ("BLOOM", "GLOBAL_BLOOM"):
-        return refs
-    footers = SparkExecutor(spark).map(file_footer, refs)
+        return _existing_keys_df(spark, refs)
     prune = cfg.get_bool("hoodie.bloom.index.prune.by.ranges")
-    hits = (prepared.select(RECORD_KEY, PARTITION_PATH)
-            .mapInArrow(partial(_bloom_candidates, footers, index_type, prune), "i int")
-            .distinct().collect())
-    return [refs[r[0]] for r in hits]
+    bounds = SparkExecutor(spark).map(_key_range, refs) if prune else [(None, None)] * len(refs)
+    ranges = [(ref.partition_path, lo, hi) for ref, (lo, hi) in zip(refs, bounds)]
+    pairs = prepared.select(RECORD_KEY, PARTITION_PATH).mapInArrow(
+        partial(_range_pairs, ranges, is_global(index_type)), "i int, key string")
+    return pairs.groupBy("i").applyInArrow(_file_prober(refs), from_arrow_schema(KEYS_SCHEMA))
 
 
 def _tagged(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
@@ -213,8 +237,7 @@ def _tagged(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, i
     """Records with the location (partition, file group) of their existing key, by a join
     against the keys of the candidate files; a global index may move a record."""
 
-    refs = _candidate_refs(spark, prepared, client, cfg, index_type, files)
-    existing = _existing_keys_df(spark, refs) if refs else spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
+    existing = _existing_keys(spark, prepared, client, cfg, index_type, files)
     if not is_global(index_type):
         ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias("__p"),
                              F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
