@@ -114,12 +114,23 @@ def file_footer(ref: FileRef) -> dict[str, Any]:
     return out
 
 
+def in_key_range(keys: pa.Array, min_key: str, max_key: str) -> pa.Array:
+    """Boolean mask: is each key within a file's [min, max] record-key range?"""
+    return pc.and_(pc.greater_equal(keys, min_key), pc.less_equal(keys, max_key))
+
+
+def keys_by_partition(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Array]:
+    """The keys of each partition path, grouped once (a file can only hold its own partition's)."""
+    grouped = pa.table({"p": partitions, "k": keys}).group_by("p").aggregate([("k", "list")])
+    return {p: lst.values for p, lst in zip(grouped.column("p").to_pylist(), grouped.column("k_list").combine_chunks())}
+
+
 def bloom_candidates(keys: pa.Array, footer: dict[str, Any], prune_by_ranges: bool = True) -> pa.Array:
     """Boolean mask: may each key be in this file? (range check, then bloom filter)."""
     n = len(keys)
     mask = pa.array([True] * n, pa.bool_())
     if prune_by_ranges and footer.get("min") is not None and footer.get("max") is not None:
-        mask = pc.and_(pc.greater_equal(keys, footer["min"]), pc.less_equal(keys, footer["max"]))
+        mask = in_key_range(keys, footer["min"], footer["max"])
     if footer.get("bloom"):
         bf = bfm.load_bloom_filter(footer["bloom"], footer.get("bloom_type") or "DYNAMIC_V0")
         idx = pc.indices_nonzero(mask)

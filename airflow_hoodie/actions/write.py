@@ -36,6 +36,7 @@ from airflow_hoodie.actions.index import (
     LOC_PART,
     FileRef,
     is_global,
+    keys_by_partition,
     probe_file,
     validate_index_type,
 )
@@ -97,16 +98,11 @@ def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[E
         # any file may hold any key: the keys travel once, with the function, not per file
         tables = executor.map(partial(_probe_for_all, keys, bloom, prune_by_ranges), refs)
     else:
-        by_part = _keys_by_partition(keys, batch.column(PARTITION_PATH).combine_chunks())
+        by_part = keys_by_partition(keys, batch.column(PARTITION_PATH).combine_chunks())
         items = [(ref, by_part[ref.partition_path]) for ref in refs if ref.partition_path in by_part]
         tables = executor.map(partial(_probe_for_partition, bloom, prune_by_ranges), items)
     found = [t for t in tables if t.num_rows]
     return pa.concat_tables(found) if found else KEYS_SCHEMA.empty_table()
-
-
-def _keys_by_partition(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Array]:
-    grouped = pa.table({"p": partitions, "k": keys}).group_by("p").aggregate([("k", "list")])
-    return {p: lst.values for p, lst in zip(grouped.column("p").to_pylist(), grouped.column("k_list").combine_chunks())}
 
 
 def _probe_for_all(keys: pa.Array, bloom: bool, prune_by_ranges: bool, ref: Any) -> pa.Table:

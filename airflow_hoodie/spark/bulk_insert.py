@@ -123,15 +123,14 @@ def bulk_insert_dataframe(
     props = key_generator_props(cfg)
     dedupe = dedupe_enabled(cfg, "bulk_insert")
     rows_to_write, task_props = df, props
+    parallelism = cfg.get_int("hoodie.bulkinsert.shuffle.parallelism") or spark.sparkContext.defaultParallelism
     raw_fields = _raw_partition_fields(cfg)
     if mode == "PARTITION_PATH_REPARTITION" and not dedupe and raw_fields:
-        parallelism = cfg.get_int("hoodie.bulkinsert.shuffle.parallelism") or spark.sparkContext.defaultParallelism
         rows_to_write = df.repartition(parallelism, *raw_fields)
     elif mode != "NONE" or dedupe:
         keyed = keyed_dataframe(df, in_schema, props, "bulk_insert")
         if dedupe:
             keyed = deduplicated(keyed, cfg, global_keys=False)
-        parallelism = cfg.get_int("hoodie.bulkinsert.shuffle.parallelism") or spark.sparkContext.defaultParallelism
         rows_to_write, task_props = _laid_out(keyed, mode, parallelism), None
     instant = client.new_instant_time()
     action = client.commit_action("bulk_insert")

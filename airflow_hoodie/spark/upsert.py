@@ -35,7 +35,9 @@ from airflow_hoodie.actions.index import (
     FileRef,
     file_footer,
     file_keys,
+    in_key_range,
     is_global,
+    keys_by_partition,
     probe_file,
 )
 from airflow_hoodie.actions.write import (
@@ -121,14 +123,12 @@ def _range_pairs(ranges: list[tuple[str, str | None, str | None]], global_index:
     for b in batches:
         t = pa.Table.from_batches([b])
         keys = t.column(RECORD_KEY).combine_chunks()
-        parts = t.column(PARTITION_PATH).combine_chunks()
+        by_part = None if global_index else keys_by_partition(keys, t.column(PARTITION_PATH).combine_chunks())
         for i, (part, lo, hi) in enumerate(ranges):
-            mask = None if global_index else pc.equal(parts, part)
-            if lo is not None and hi is not None:
-                in_range = pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi))
-                mask = in_range if mask is None else pc.and_(mask, in_range)
-            wanted = keys if mask is None else keys.filter(mask)
-            if len(wanted):
+            wanted = keys if by_part is None else by_part.get(part)
+            if wanted is not None and lo is not None and hi is not None:
+                wanted = wanted.filter(in_key_range(wanted, lo, hi))
+            if wanted is not None and len(wanted):
                 yield pa.RecordBatch.from_pydict({"i": pa.repeat(pa.scalar(i, pa.int32()), len(wanted)),
                                                   "key": wanted})
 
