@@ -95,7 +95,10 @@ def read_source(spark: Any, path: str, fmt: str, options: Mapping[str, str] | No
 
 
 def _arrow_schema(df: Any) -> pa.Schema:
-    return to_arrow_schema(df.schema)
+    """The Arrow schema Spark's own Arrow batches carry: timestamps in the session time zone
+    (PySpark 4 cannot convert a timestamp column without one: every batch with a timestamp
+    failed with a bare AssertionError)."""
+    return to_arrow_schema(df.schema, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone"))
 
 
 def _prepare_batches(props: dict[str, str], operation: str, batches):  # runs on executors

@@ -126,6 +126,25 @@ def test_an_insert_into_small_files_counts_their_bytes(spark, tmp_path, files_ma
     assert sorted(read_table(base, columns=["id"]).column("id").to_pylist()) == list(range(25))
 
 
+@pytest.mark.parametrize("driver_batch", [None, "driver"])
+def test_a_batch_with_timestamp_and_date_columns_is_written_by_both_engines(spark, tmp_path, driver_batch):
+    import datetime as dt
+
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    base = str(tmp_path / "t")
+    when = [dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.timezone.utc) + dt.timedelta(hours=i) for i in range(4)]
+    data = pa.table({"id": [1, 2, 3, 4], "ts": [1, 1, 1, 1], "p": ["a", "a", "b", "b"],
+                     "at": pa.array(when, pa.timestamp("us", tz="UTC")),
+                     "day": pa.array([w.date() for w in when], pa.date32())})
+    cfg = HoodieConfig(conf("COPY_ON_WRITE", True, "SIMPLE")).with_values(engine_conf(driver_batch))
+    upsert_dataframe(spark, spark.createDataFrame(data), base, "upsert", cfg, "t")
+    got = read_table(base, columns=["id", "at", "day"]).sort_by("id")
+    assert got.column("id").to_pylist() == [1, 2, 3, 4]
+    assert [v.replace(tzinfo=dt.timezone.utc) if v.tzinfo is None else v for v in got.column("at").to_pylist()] == when
+    assert got.column("day").to_pylist() == [w.date() for w in when]
+
+
 def test_spark_overwrite_operations_and_read(spark, tmp_path):
     from airflow_hoodie.spark import read
     from airflow_hoodie.spark.upsert import upsert_dataframe
