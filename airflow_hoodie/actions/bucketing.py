@@ -1,7 +1,10 @@
 """Bucketing of a write, Hudi's UpsertPartitioner: which file group each record goes to.
 
-Updates go to the group that holds them; inserts first fill small base files, then new
-groups sized from the table's average record size.
+Updates go to the group that holds them; inserts first fill small files, then new groups
+sized from the table's average record size. Which files count as small depends on the
+table type and on whether the index sees records that live only in log files (Hudi 0.14's
+UpsertPartitioner.getSmallFiles for COPY_ON_WRITE, SparkUpsertDeltaCommitPartitioner.
+getSmallFileCandidates for MERGE_ON_READ); see :func:`small_files`.
 """
 
 from __future__ import annotations
@@ -10,6 +13,10 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.file_group_write import FileGroupTask
+from airflow_hoodie.actions.write_config import (
+    LOG_TO_PARQUET_RATIO,
+    SMALL_FILE_GROUP_CANDIDATES_LIMIT,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieError,
@@ -28,22 +35,82 @@ def existing_files(table: HoodieTable, partitions: Iterable[str] | None = None) 
 
 
 def average_record_size(table: HoodieTable, config: HoodieConfig) -> int:
-    """Hudi's AverageRecordSizeUtils: newest commit that wrote enough bytes, else the estimate."""
+    """Hudi's UpsertPartitioner.averageBytesPerRecord: the newest completed ``commit`` that
+    wrote more than the threshold, else the estimate. Only ``commit`` instants count (Hudi
+    0.14): a clustering's replacecommit writes denser files, and a MOR table's delta
+    commits are mostly log blocks, so both would misjudge how many records fit a file."""
     estimate = config.get_int("hoodie.copyonwrite.record.size.estimate")
     threshold = config.get_float("hoodie.record.size.estimation.threshold") * config.get_int(
         "hoodie.parquet.small.file.limit")
     tl = table.timeline
     for inst in reversed(tl.completed_commits().instants):
+        if inst.action != "commit":
+            continue
         try:
             meta = tl.commit_metadata(inst)
         except HoodieError:
             continue
-        base_stats = [st for st in meta.write_stats if (st.path or "").endswith(".parquet")]
-        total_bytes = sum(int(st.total_write_bytes or 0) for st in base_stats)
-        total_recs = sum(int(st.num_writes or 0) for st in base_stats)
+        total_bytes = sum(int(st.total_write_bytes or 0) for st in meta.write_stats)
+        total_recs = sum(int(st.num_writes or 0) for st in meta.write_stats)
         if total_bytes > threshold and total_recs > 0:
             return int(math.ceil(total_bytes / total_recs))
     return estimate
+
+
+def can_index_log_files(index_type: str) -> bool:
+    """Hudi's HoodieIndex.canIndexLogFiles: of the indexes we run, only the in-memory hash
+    index knows records that live only in log files; SIMPLE and BLOOM read base files, so
+    an insert appended to a log would be invisible to their next lookup."""
+    return index_type.upper() == "IN_MEMORY"
+
+
+def _in_pending_compaction(f: ExistingFile) -> bool:
+    # the view looks keys up in the merged slice exactly when a pending compaction opened
+    # a new (still empty) latest slice; otherwise both are the same slice
+    if f.lookup_log_files is None:
+        return False
+    return f.lookup_base_file != f.base_file or list(f.lookup_log_files) != list(f.log_files)
+
+
+def small_files(part: str, files: Sequence[ExistingFile], config: HoodieConfig, is_mor: bool,
+                log_indexable: bool) -> list[tuple[ExistingFile, int]]:
+    """The small files of partition ``part`` that inserts may fill, with the size Hudi
+    counts for each, in the order they are filled.
+
+    - COPY_ON_WRITE: latest base files under ``hoodie.parquet.small.file.limit``, smallest
+      first (UpsertPartitioner.getSmallFiles).
+    - MERGE_ON_READ, index blind to log files (SIMPLE, BLOOM): base-only slices (no log
+      files: they cannot be padded without compacting them) not in a pending compaction,
+      under the small-file limit, smallest first, at most
+      ``hoodie.merge.small.file.group.candidates.limit`` of them. The inserts are merged into
+      a new base file of the group (BaseSparkDeltaCommitActionExecutor.handleUpdate).
+    - MERGE_ON_READ, index that sees log files (IN_MEMORY): every latest slice not in a
+      pending compaction whose base plus log bytes (scaled by
+      ``hoodie.logfile.to.parquet.compression.ratio``) stay under
+      ``hoodie.parquet.max.file.size``, in view order; the inserts are appended to its log.
+
+    Groups under a pending clustering plan are dropped last, after the limit, as
+    UpsertPartitioner.filterSmallFilesInClustering does. An empty list when the small-file
+    limit is 0 or less.
+    """
+    small_limit = config.get_int("hoodie.parquet.small.file.limit")
+    if small_limit <= 0:
+        return []
+    here = [f for f in files if f.partition_path == part]
+    if not is_mor:
+        picked = sorted(((f, f.base_size) for f in here if f.base_file and f.base_size < small_limit),
+                        key=lambda c: c[1])
+    elif log_indexable:
+        ratio = config.get_float(LOG_TO_PARQUET_RATIO)
+        max_size = config.get_int("hoodie.parquet.max.file.size")
+        sized = [(f, f.base_size + int(f.log_size * ratio)) for f in here if not _in_pending_compaction(f)]
+        picked = [(f, size) for f, size in sized if size < max_size]
+    else:
+        limit = config.get_int(SMALL_FILE_GROUP_CANDIDATES_LIMIT)
+        base_only = [f for f in here if f.base_file and not f.log_files and not _in_pending_compaction(f)
+                     and f.base_size < small_limit]
+        picked = [(f, f.base_size) for f in sorted(base_only, key=lambda f: f.base_size)[:max(limit, 0)]]
+    return [(f, size) for f, size in picked if not f.in_clustering]
 
 
 def assign_buckets(
@@ -59,8 +126,8 @@ def assign_buckets(
 
     Returns the tasks and, per partition, the insert buckets as ``(bucket, record count)``.
     """
-    small_limit = config.get_int("hoodie.parquet.small.file.limit")
     max_size = config.get_int("hoodie.parquet.max.file.size")
+    log_indexable = can_index_log_files(config.get("hoodie.index.type") or "SIMPLE")
     by_key = {(f.partition_path, f.file_id): f for f in files}
     tasks: list[FileGroupTask] = []
     bucket_of: dict[tuple[str, str], int] = {}
@@ -82,25 +149,29 @@ def assign_buckets(
     for part, n in sorted(insert_counts.items()):
         remaining = n
         plan: list[tuple[int, int]] = []
-        if use_small_files and small_limit > 0 and not is_mor:
-            smalls = sorted((f for f in files if f.partition_path == part and f.base_file
-                             and not f.in_clustering and f.base_size < small_limit), key=lambda f: f.base_size)
-            for f in smalls:
-                if remaining <= 0:
-                    break
-                room = (max_size - f.base_size) // max(1, avg_record_size)
-                take = int(min(room, remaining))
-                if take <= 0:
-                    continue
-                b = bucket_of.get((part, f.file_id))
-                if b is None:
-                    t = FileGroupTask(len(tasks), "UPDATE", part, f.file_id, f.base_file, f.base_instant,
-                                      f.base_instant, list(f.log_files), 0)
-                    tasks.append(t)
-                    b = bucket_of[(part, f.file_id)] = t.bucket
-                tasks[b].expected_records += take
-                plan.append((b, take))
-                remaining -= take
+        candidates = small_files(part, files, config, is_mor, log_indexable) if use_small_files else []
+        for f, _ in candidates:
+            # a MOR group whose log the index cannot see takes this write's records as a new
+            # base file version, its updates too, whether or not inserts fit (Hudi checks the
+            # group against all of the partition's small files)
+            if (part, f.file_id) in bucket_of:
+                tasks[bucket_of[(part, f.file_id)]].merge_base = is_mor and not log_indexable
+        for f, size in candidates:
+            if remaining <= 0:
+                break
+            take = int(min((max_size - size) // max(1, avg_record_size), remaining))
+            if take <= 0:
+                continue
+            b = bucket_of.get((part, f.file_id))
+            if b is None:
+                t = FileGroupTask(len(tasks), "UPDATE", part, f.file_id, f.base_file, f.base_instant,
+                                  f.base_instant, list(f.log_files), 0)
+                tasks.append(t)
+                t.merge_base = is_mor and not log_indexable
+                b = bucket_of[(part, f.file_id)] = t.bucket
+            tasks[b].expected_records += take
+            plan.append((b, take))
+            remaining -= take
         while remaining > 0:
             take = int(min(per_bucket, remaining))
             t = FileGroupTask(len(tasks), "INSERT", part, new_file_id(), expected_records=take)

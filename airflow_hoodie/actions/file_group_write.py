@@ -63,6 +63,9 @@ class FileGroupTask:
     prev_commit: str = "null"
     log_files: list[str] = field(default_factory=list)  # relative paths of the latest slice's logs
     expected_records: int = 0
+    #: MOR small-file correction: the group's records become a new base file version
+    #: instead of a log append (Hudi's handleUpdate for the partitioner's small file ids)
+    merge_base: bool = False
 
 
 @dataclass
@@ -163,7 +166,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     token = make_write_token(task.bucket, stage_id or ctx.stage_id, attempt)
     data_schema = _arrow_data_schema(ctx.avro_schema)
     started = time.time()
-    if ctx.is_mor and task.kind == "UPDATE":
+    if ctx.is_mor and task.kind == "UPDATE" and not task.merge_base:
         return _append_to_log(ctx, storage, base_path, task, records, token, data_schema)
 
     file_name = base_file_name(task.file_id, token, ctx.instant_time)

@@ -21,6 +21,8 @@ TABLE_TYPE = "hoodie.table.type"
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
 PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
 PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
+SMALL_FILE_GROUP_CANDIDATES_LIMIT = "hoodie.merge.small.file.group.candidates.limit"
+LOG_TO_PARQUET_RATIO = "hoodie.logfile.to.parquet.compression.ratio"
 #: our keys (Hudi has no driver-side write path): see their docs below
 DRIVER_BATCH_MAX_BYTES = "hoodie.airflow.write.driver.batch.max.bytes"
 DRIVER_FILES_MAX_BYTES = "hoodie.airflow.write.driver.files.max.bytes"
@@ -53,6 +55,9 @@ register(
     ConfigKey("hoodie.bloom.index.use.metadata", "false", ""),
     ConfigKey("hoodie.parquet.small.file.limit", str(104857600), ""),
     ConfigKey("hoodie.parquet.max.file.size", str(125829120), ""),
+    ConfigKey(SMALL_FILE_GROUP_CANDIDATES_LIMIT, "1", "MERGE_ON_READ with an index blind to log files: how many "
+              "of a partition's smallest base-only file groups an insert may fill (as a new base file)"),
+    ConfigKey(LOG_TO_PARQUET_RATIO, "0.35", "how many parquet bytes a log byte counts as when sizing a file slice"),
     ConfigKey("hoodie.parquet.block.size", str(125829120), ""),
     ConfigKey("hoodie.parquet.page.size", str(1048576), ""),
     ConfigKey("hoodie.parquet.compression.codec", "gzip", ""),

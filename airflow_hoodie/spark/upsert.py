@@ -389,9 +389,9 @@ class DriverBatchEngine(ArrowWriteEngine):
 
     def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
               ctx: WriteContext) -> list[dict[str, Any]]:
-        # a COW merge reads its base file (an insert into a small file too); a MOR append only
-        # adds to the log
-        read = 0 if ctx.is_mor else sum(self._base_bytes(ctx, t) for t in tasks if t.base_file)
+        # a merge reads its base file (a COW update, an insert into a small file, a MOR
+        # small-file correction); a MOR append only adds to the log
+        read = sum(self._base_bytes(ctx, t) for t in tasks if t.base_file and (t.merge_base or not ctx.is_mor))
         self._run_where(read)
         return super().write(tasks, insert_plan, ctx)
 

@@ -60,6 +60,10 @@ def table_config(table_type: str = "MERGE_ON_READ", **extra: str) -> dict[str, s
     cfg = {"hoodie.table.name": "svc", "hoodie.datasource.write.table.type": table_type,
            "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "p",
            "hoodie.datasource.write.precombine.field": "ts"}
+    if table_type == "MERGE_ON_READ":
+        # services need log files: without this, inserts beside updates merge the one small
+        # group into a new base file each time (Hudi's MOR small-file rule), leaving no logs
+        cfg["hoodie.parquet.small.file.limit"] = "0"
     cfg.update(extra)
     return cfg
 
