@@ -42,7 +42,7 @@ class HoodieSchemaError(HoodieError):
 
 
 class HoodieKeyError(HoodieError):
-    """A record key or partition path could not be built (missing or null field)."""
+    """A record's key, partition path or ordering value is missing, null or unusable."""
 
 
 class HoodieWriteConflictError(HoodieError):

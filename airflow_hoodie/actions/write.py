@@ -40,7 +40,7 @@ from airflow_hoodie.actions.index import (
     probe_file,
     validate_index_type,
 )
-from airflow_hoodie.actions.schema_evolution import evolve_schema
+from airflow_hoodie.actions.schema_evolution import ALLOW_COLUMN_DROP, SET_NULL_FOR_MISSING_COLUMNS, evolve_schema
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
     OPERATIONS,
@@ -48,6 +48,7 @@ from airflow_hoodie.actions.write_config import (
     PRECOMBINE_FIELD,
     RECORD_KEY_FIELD,
     TABLE_TYPE,
+    checked_ordering_field,
     dedupe_enabled,
     key_generator_props,
     ordering_field_for_merge,
@@ -160,8 +161,9 @@ def summarize(result: WriteResult, stats: Sequence[Mapping[str, Any]]) -> WriteR
 
 def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sample: pa.Table | None = None
                 ) -> tuple[HoodieConfig, dict[str, Any], list[str]]:
-    """Validation + schema + table creation + failed-write rollback; nothing is written before
-    the batch is known to be valid. Returns (effective config, avro schema, rolled back)."""
+    """Validation of the batch's schema and keys against the config and the table; writes
+    nothing (a refused first write must not leave an empty table behind: the table is made
+    by :func:`open_for_write` once the records passed too). Returns (effective config, avro schema)."""
     if operation not in OPERATIONS:
         raise HoodieConfigError(f"--operation {operation!r} is not one of {', '.join(OPERATIONS)}.")
     client.load_table()
@@ -194,13 +196,22 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     if not name:
         raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
     client.table_name = name
-    avro = evolve_schema(client.table_avro_schema(), data_schema, name)
+    # a delete carries only keys; Hudi writes no data columns for it
+    avro = evolve_schema(client.table_avro_schema(), data_schema, name,
+                         fill_missing=operation == "delete" or cfg.get_bool(SET_NULL_FOR_MISSING_COLUMNS, False),
+                         drop_missing=cfg.get_bool(ALLOW_COLUMN_DROP, False))
+    if client.table is None and operation == "delete":
+        raise HoodieError(f"No Hudi table at {client.base_uri} to delete from.")
+    return cfg, avro
+
+
+def open_for_write(client: WriteClient, avro: Mapping[str, Any]) -> list[str]:
+    """Create the table on its first write and roll back failed writes; called once the
+    batch's records (keys, partition paths, ordering values) passed validation. Returns the
+    rolled back instants."""
     if client.table is None:
-        if operation == "delete":
-            raise HoodieError(f"No Hudi table at {client.base_uri} to delete from.")
         client.create_table(avro)
-    rolled = client.rollback_failed_writes()
-    return cfg, avro, rolled
+    return client.rollback_failed_writes()
 
 
 class WriteEngine(Protocol):
@@ -233,9 +244,10 @@ class WriteEngine(Protocol):
 
 def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, operation: str) -> WriteResult:
     """The write flow (Hudi's HoodieSparkSqlWriter -> SparkRDDWriteClient), for every engine."""
-    cfg, avro, rolled = begin_write(client, data_schema, operation)
+    cfg, avro = begin_write(client, data_schema, operation)
     index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
     batch_parts = engine.prepare(cfg, operation, is_global(index_type))
+    rolled = open_for_write(client, avro)
     started = time.monotonic()
     action = client.commit_action(operation)
     instant = client.start(client.new_instant_time(), action, operation)
@@ -276,7 +288,7 @@ class ArrowWriteEngine:
         self.executor = executor
 
     def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
-        batch = prepare_batch(self.batch, key_generator_props(cfg), operation)
+        batch = prepare_batch(self.batch, key_generator_props(cfg), operation, checked_ordering_field(cfg, operation))
         if dedupe_enabled(cfg, operation):
             batch = dedupe(batch, cfg.get(PRECOMBINE_FIELD), global_index)
         self.batch = batch

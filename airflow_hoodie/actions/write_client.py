@@ -63,7 +63,6 @@ from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
     State,
-    is_utc_timeline,
     new_instant_time,
 )
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -147,9 +146,8 @@ class WriteClient:
     def txn(self) -> TransactionManager:
         """Concurrency mode, heartbeats and lock of this table for this client."""
         if self._txn is None:
-            props = dict(self.table.config.items()) if self.table is not None else dict(self.config.as_dict())
             self._txn = TransactionManager(self.config, self.base_uri, self.storage, self.base_path,
-                                           self.storage_options, is_utc_timeline(props))
+                                           self.storage_options)
         return self._txn
 
     # ---------------------------------------------------------------- table
@@ -269,9 +267,15 @@ class WriteClient:
                 last = self.table.reload_timeline().last()
                 if last is not None and instant_time <= last.timestamp:
                     instant_time = self.new_instant_time()
-            TimelineWriter(self.storage, self.base_path).create_requested(
-                Instant(instant_time, action, State.REQUESTED), content)
-        self.txn.heartbeats.start(instant_time)
+            # the heartbeat first, as Hudi's startCommit does: a pending write without one
+            # is judged failed, so it must exist before the instant does
+            self.txn.heartbeats.start(instant_time)
+            try:
+                TimelineWriter(self.storage, self.base_path).create_requested(
+                    Instant(instant_time, action, State.REQUESTED), content)
+            except BaseException:
+                self.txn.heartbeats.stop(instant_time)
+                raise
         # Plan on the timeline as it is now that our instant exists: a compaction or
         # clustering scheduled meanwhile is seen, and anything completing later is checked
         # for conflicts at commit.
@@ -335,7 +339,7 @@ class WriteClient:
         try:
             yield
         except HoodieIOError as exc:
-            self.abort(instant_time)
+            self._abort_keeping_cause(instant_time, exc)
             if self.txn.is_occ and "does not exist" in str(exc):
                 # another task (clean of replaced or old slices, a clustering) removed a file
                 # this write planned on: the same situation as a failed conflict check
@@ -344,9 +348,18 @@ class WriteClient:
                     "was rolled back and nothing of it is visible. A retry of this task redoes it cleanly on the "
                     "current table.") from exc
             raise
-        except BaseException:
-            self.abort(instant_time)
+        except BaseException as exc:
+            self._abort_keeping_cause(instant_time, exc)
             raise
+
+    def _abort_keeping_cause(self, instant_time: str, cause: BaseException) -> None:
+        """Abort after ``cause``; when the cleanup fails too (the same full or read-only disk,
+        say), the user still sees the cause first and the cleanup's failure as a note."""
+        try:
+            self.abort(instant_time)
+        except Exception as cleanup:  # noqa: BLE001 - reported on the cause, which is re-raised
+            cause.add_note(f"Rolling back {instant_time} afterwards failed too: {type(cleanup).__name__}: {cleanup}. "
+                           "The next write or clean rolls it back once its heartbeat is gone.")
 
     def abort(self, instant_time: str) -> None:
         """Undo our own pending instant after a failure: its files go, its heartbeat stops."""

@@ -167,6 +167,15 @@ def dedupe_enabled(config: HoodieConfig, operation: str) -> bool:
     return config.get_bool("hoodie.combine.before.insert")
 
 
+def checked_ordering_field(config: HoodieConfig, operation: str) -> str | None:
+    """The ordering field every record of this write must carry a value of: Hudi reads it
+    into each record's payload whenever it combines records, which an upsert always does and
+    an insert does with hoodie.combine.before.insert (HoodieCreateRecordUtils, 0.14)."""
+    if operation == "delete" or not (operation == "upsert" or dedupe_enabled(config, operation)):
+        return None
+    return config.get(PRECOMBINE_FIELD)
+
+
 def ordering_field_for_merge(config: HoodieConfig) -> str | None:
     """Ordering-aware merging (DefaultHoodieRecordPayload semantics) only when asked for."""
     payload = config.get("hoodie.datasource.write.payload.class") or ""

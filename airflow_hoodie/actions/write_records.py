@@ -54,13 +54,35 @@ def with_auto_record_keys(records: pa.Table, instant_time: str, partition_id: in
     return records.set_column(records.schema.get_field_index(RECORD_KEY), RECORD_KEY, filled)
 
 
-def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str) -> pa.Table:
+def check_ordering_values(data: pa.Table, ordering_field: str | None) -> None:
+    """Refuse records whose ordering (precombine) value is null. Hudi builds the payload of
+    every record it combines with that value and refuses a null one (BaseAvroPayload:
+    "Ordering value is null for record"); accepted, a null made COW keep the newest row
+    and MOR keep the oldest."""
+    if not ordering_field or ordering_field not in data.column_names:
+        return
+    col = data.column(ordering_field)
+    if col.null_count == 0:
+        return
+    nulls = pc.is_null(col)
+    raise HoodieKeyError(
+        f"The ordering field {ordering_field!r} (hoodie.datasource.write.precombine.field) is null in "
+        f"{pc.sum(nulls).as_py():,} of {data.num_rows:,} records; Hudi refuses a record without an ordering "
+        "value, since it could not tell which version of a key is the latest. Fill the column (or choose "
+        "another precombine field); nothing was written.")
+
+
+def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str,
+                  ordering_field: str | None = None) -> pa.Table:
     """Data plus ``_hoodie_record_key``, ``_hoodie_partition_path`` and ``_hoodie_op``.
 
     Existing meta columns in the input are replaced. ``_hoodie_is_deleted = true`` marks a
-    soft delete ('S'); the delete operation marks every record 'D'.
+    soft delete ('S'); the delete operation marks every record 'D'. ``ordering_field``: the
+    field every record must carry a value of (see :func:`write_config.checked_ordering_field`).
     """
     data = data.drop_columns([c for c in META_COLUMNS + INTERNAL_COLS if c in data.column_names])
+    if operation != "delete":
+        check_ordering_values(data, ordering_field)
     kg = KeyGenerator.from_config(props)
     if kg.auto_record_keys:
         check_auto_keys_operation(operation)

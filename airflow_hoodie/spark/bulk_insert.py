@@ -29,6 +29,7 @@ from airflow_hoodie.actions.write import make_context, run_commit_callback, summ
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
     PARTITION_FIELD,
+    checked_ordering_field,
     dedupe_enabled,
     key_generator_class,
     key_generator_props,
@@ -128,7 +129,7 @@ def bulk_insert_dataframe(
     if mode == "PARTITION_PATH_REPARTITION" and not dedupe and raw_fields:
         rows_to_write = df.repartition(parallelism, *raw_fields)
     elif mode != "NONE" or dedupe:
-        keyed = keyed_dataframe(df, in_schema, props, "bulk_insert")
+        keyed = keyed_dataframe(df, in_schema, props, "bulk_insert", checked_ordering_field(cfg, "bulk_insert"))
         if dedupe:
             keyed = deduplicated(keyed, cfg, global_keys=False)
         rows_to_write, task_props = _laid_out(keyed, mode, parallelism), None

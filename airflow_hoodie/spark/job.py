@@ -101,6 +101,12 @@ def _terminate(signum: int, _frame: Any) -> None:
     raise TerminatedBySignal(128 + signum)
 
 
+def _print_notes(exc: BaseException) -> None:
+    """What went wrong after the cause (a failed cleanup), below the cause's own line."""
+    for note in getattr(exc, "__notes__", ()):
+        print(f"NOTE: {note}", file=sys.stderr, flush=True)
+
+
 def run_job(main: Callable[[], Mapping[str, Any]], result_file: str | None) -> int:
     """Run ``main``; print its result last, or a clear error and return non-zero."""
     if threading.current_thread() is threading.main_thread():
@@ -113,6 +119,7 @@ def run_job(main: Callable[[], Mapping[str, Any]], result_file: str | None) -> i
         return EXIT_FAILURE
     except HoodieError as exc:
         print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        _print_notes(exc)
         return EXIT_FAILURE
     except Exception as exc:  # noqa: BLE001 - the job must always exit with a message
         traceback.print_exc()

@@ -44,6 +44,7 @@ from airflow_hoodie.actions.write import (
     ArrowWriteEngine,
     begin_write,
     file_refs,
+    open_for_write,
     run_write,
     update_partition_path,
 )
@@ -52,6 +53,7 @@ from airflow_hoodie.actions.write_config import (
     DRIVER_BATCH_MAX_BYTES,
     DRIVER_FILES_MAX_BYTES,
     PRECOMBINE_FIELD,
+    checked_ordering_field,
     dedupe_enabled,
     key_generator_props,
 )
@@ -101,9 +103,9 @@ def _arrow_schema(df: Any) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone"))
 
 
-def _prepare_batches(props: dict[str, str], operation: str, batches):  # runs on executors
+def _prepare_batches(props: dict[str, str], operation: str, ordering_field: str | None, batches):  # executors
     for b in batches:
-        t = prepare_batch(pa.Table.from_batches([b]), props, operation)
+        t = prepare_batch(pa.Table.from_batches([b]), props, operation, ordering_field)
         yield from t.to_batches()
 
 
@@ -180,12 +182,14 @@ def _existing_keys_df(spark: Any, refs: list) -> Any:
     return idx.mapInArrow(partial(_keys_of_files, refs), from_arrow_schema(KEYS_SCHEMA))
 
 
-def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operation: str) -> Any:
-    """``df`` with the record key, partition path and operation columns, computed on the executors."""
+def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operation: str,
+                    ordering_field: str | None = None) -> Any:
+    """``df`` with the record key, partition path and operation columns, computed on the
+    executors (which also refuse null ``ordering_field`` values)."""
 
     out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
                                               pa.field(OP_COL, pa.string())])
-    return df.mapInArrow(partial(_prepare_batches, props, operation), from_arrow_schema(out_schema))
+    return df.mapInArrow(partial(_prepare_batches, props, operation, ordering_field), from_arrow_schema(out_schema))
 
 
 def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
@@ -206,7 +210,8 @@ def _prepared(df: Any, in_schema: pa.Schema, cfg: HoodieConfig, operation: str, 
               ) -> tuple[Any, list[str]]:
     """Keyed and deduped records (persisted: indexing, counting and writing read them) and
     the partitions they touch (Hudi collects these too, to list only those partitions)."""
-    prepared = keyed_dataframe(df, in_schema, key_generator_props(cfg), operation)
+    prepared = keyed_dataframe(df, in_schema, key_generator_props(cfg), operation,
+                               checked_ordering_field(cfg, operation))
     if dedupe_enabled(cfg, operation):
         prepared = deduplicated(prepared, cfg, global_keys)
     try:
@@ -433,7 +438,12 @@ def upsert_dataframe(
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
     in_schema = _arrow_schema(df)
     if operation == "bulk_insert":  # Hudi's row-writer path: no index, its own layout
-        cfg, avro, rolled = begin_write(client, in_schema, operation)
+        cfg, avro = begin_write(client, in_schema, operation)
+        if client.table is None:
+            # the row writer meets each record only in its write task: on a first write run
+            # the key and partition checks first, so a refused batch leaves no table behind
+            _prepared(df, in_schema, cfg, operation, global_keys=False)[0].unpersist()
+        rolled = open_for_write(client, avro)
         return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
     small = driver_batch(df, config)
     if small is not None:

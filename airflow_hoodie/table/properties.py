@@ -24,6 +24,10 @@ from airflow_hoodie.table.storage.storage import Storage
 
 PROPERTIES_FILE = "hoodie.properties"
 PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
+# Hudi deletes its backup once an update succeeded, and readers fall back to it by themselves:
+# a bad file with no usable backup beside it can only come back from a copy kept elsewhere
+_RESTORE_HINT = ("Restore hoodie.properties from a copy kept outside the table (object-store versioning, "
+                 "a snapshot or backup of the table) or from the last working deployment's copy.")
 
 NAME = "hoodie.table.name"
 DATABASE_NAME = "hoodie.database.name"
@@ -380,7 +384,7 @@ class TableConfig(Mapping[str, str]):
         if not self.table_name:
             raise HoodieConfigError(
                 f"{source} has no {NAME}; the file is truncated or not a Hudi table config. "
-                f"Restore it from {PROPERTIES_BACKUP_FILE} or a backup."
+                f"{_RESTORE_HINT}"
             )
         if self.table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
             raise HoodieConfigError(
@@ -394,7 +398,7 @@ class TableConfig(Mapping[str, str]):
             raise HoodieCorruptedDataError(
                 f"{source}: {CHECKSUM}={self.checksum} does not match {compute_checksum(self._props)} "
                 f"computed from {DATABASE_NAME}/{NAME}; the file was partially written or edited. "
-                f"Restore it from {PROPERTIES_BACKUP_FILE} or fix the table name."
+                f"Fix the table name, or {_RESTORE_HINT[0].lower()}{_RESTORE_HINT[1:]}"
             )
 
     @classmethod
@@ -413,6 +417,8 @@ class TableConfig(Mapping[str, str]):
             except (HoodieConfigError, HoodieCorruptedDataError) as exc:
                 errors.append(exc)
         if errors:
+            if len(errors) > 1:  # the backup was there but bad too
+                errors[0].add_note(f"{PROPERTIES_BACKUP_FILE} is unusable as well: {errors[1]}")
             raise errors[0]
         raise HoodieTableNotFoundError(
             f"no Hudi table at {storage.uri(base_path)} (missing .hoodie/{PROPERTIES_FILE}); "

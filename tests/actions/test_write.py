@@ -156,7 +156,7 @@ def test_schema_evolution(tmp_path):
     added = to_arrow([{"id": 2, "ts": 1, "p": "x", "v": "b"}]).append_column("extra", pa.array([7], pa.int32()))
     write_arrow(base, added, "upsert", c)
     missing = to_arrow([{"id": 3, "ts": 1, "p": "x", "v": "c"}]).drop_columns(["v"])
-    write_arrow(base, missing, "upsert", c)
+    write_arrow(base, missing, "upsert", {**c, "hoodie.write.set.null.for.missing.columns": "true"})
     rows = sorted(read_table(base).select(["id", "v", "extra"]).to_pylist(), key=lambda r: r["id"])
     assert rows == [{"id": 1, "v": "a", "extra": None}, {"id": 2, "v": "b", "extra": 7}, {"id": 3, "v": None, "extra": None}]
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)

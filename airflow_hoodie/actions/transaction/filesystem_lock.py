@@ -2,6 +2,10 @@
 ``hoodie.write.lock.filesystem.path`` (default the table's ``.hoodie``), expiring after
 ``hoodie.write.lock.filesystem.expire`` minutes (0 = never).
 
+A lock whose holder was killed (``kill -9``) cannot be released by it. A waiter on the same
+host breaks a lock whose owner process is gone, as heartbeats judge their owners; any
+other holder is named, with the file to delete if the user knows it is dead.
+
 Correct only where creating a file is atomic create-if-absent. Our local filesystem
 does that with a hard link of a fully written file; object stores reached through
 pyarrow offer no conditional create, so there the provider refuses to start.
@@ -11,12 +15,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import socket
 import threading
 import time
 import uuid
 
+from airflow_hoodie.actions.transaction.local_process import owner_is_gone, this_process
 from airflow_hoodie.actions.transaction.lock_provider import LockProvider
 from airflow_hoodie.config import ConfigKey, register
 from airflow_hoodie.errors import HoodieLockError
@@ -51,10 +54,20 @@ class FileSystemBasedLockProvider(LockProvider):
         return json.dumps({
             "lockCreateTime": now.strftime("%Y-%m-%d %H:%M:%S.") + f"{now.microsecond // 1000:03d}",
             "lockThreadName": threading.current_thread().name,
-            "host": socket.gethostname(), "pid": os.getpid(), "token": token,
+            **this_process(), "token": token,
         }).encode()
 
+    def _owner(self) -> dict:
+        try:
+            owner = json.loads(self.storage.read_bytes(self.path))
+        except Exception:  # noqa: BLE001 - released meanwhile, or a Hudi writer's lock info
+            return {}
+        return owner if isinstance(owner, dict) else {}
+
     def _expired(self) -> bool:
+        """Older than the configured expiry, or held by a process of this host that is gone."""
+        if owner_is_gone(self._owner()):
+            return True
         if not self.expire_s:
             return False
         info = self.storage.info(self.path)
@@ -76,7 +89,7 @@ class FileSystemBasedLockProvider(LockProvider):
             pause = min(pause * 2, 0.2)
 
     def _break_expired(self) -> None:
-        """Delete an expired lock file. Two waiters that both saw it expired must not both
+        """Delete an expired (or dead holder's) lock file. Two waiters that both saw it expired must not both
         delete: the second would delete the fresh lock the first just took, and both would
         hold the lock. So breaking takes its own ``lock.break`` file and re-checks the
         expiry under it (a breaker that died leaves a break file that itself expires)."""
@@ -107,7 +120,13 @@ class FileSystemBasedLockProvider(LockProvider):
         return f"lock file {self.storage.uri(self.path)}"
 
     def holder(self) -> str:
+        """The holder as the lock file names it, and what to do when it is known dead."""
         try:
-            return self.storage.read_bytes(self.path).decode(errors="replace")
+            text = self.storage.read_bytes(self.path).decode(errors="replace")
         except Exception:  # noqa: BLE001 - released meanwhile
             return "nobody"
+        owner = self._owner()
+        who = (f"pid {owner['pid']} on host {owner.get('host')}, lockCreateTime {owner.get('lockCreateTime')}"
+               if "pid" in owner else text)
+        return (f"{who}; if that task is dead and no task of this table runs, delete "
+                f"{self.storage.uri(self.path)} (or set {LOCK_EXPIRE_MIN} to let a lock expire)")

@@ -5,41 +5,25 @@ slow but live writer is never rolled back under its feet."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import os
-import socket
 import threading
 import time
 import uuid
 
+from airflow_hoodie.actions.transaction.local_process import owner_is_gone, this_process
 from airflow_hoodie.config import ConfigKey, HoodieConfig, register
 from airflow_hoodie.table.storage.storage import Storage
-from airflow_hoodie.table.timeline.instant import parse_instant_time
 
 INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 HEARTBEAT_FOLDER = ".heartbeat"
-_HOST = socket.gethostname()
-
-
-def _pid_namespace() -> str | None:
-    """Which process-id space our pid belongs to: containers sharing the host's name
-    (host networking) each have their own, where another's pid means nothing."""
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return None
-
-
-_PIDNS = _pid_namespace()
 # Hudi reads only a heartbeat's modification time; the owner lets a retry on the same host
 # see at once that the writer it replaces is dead, and the token tells an executor whose
 # plan was taken over (after it stalled past the expiry) that it no longer owns the plan.
 
 
 def _owner(token: str) -> bytes:
-    return json.dumps({"host": _HOST, "pidns": _PIDNS, "pid": os.getpid(), "token": token}).encode()
+    return json.dumps({**this_process(), "token": token}).encode()
 
 register(
     ConfigKey(INTERVAL_MS, "60000", "How often a pending instant's heartbeat is refreshed"),
@@ -50,12 +34,11 @@ register(
 class Heartbeats:
     """The heartbeats of one table: start/stop ours, judge everybody's."""
 
-    def __init__(self, storage: Storage, base_path: str, config: HoodieConfig, utc: bool = False) -> None:
+    def __init__(self, storage: Storage, base_path: str, config: HoodieConfig) -> None:
         self.storage = storage
         self.folder = storage.join(base_path, ".hoodie", HEARTBEAT_FOLDER)
         self.interval_s = int(config.get(INTERVAL_MS) or 60000) / 1000
         self.expiry_s = self.interval_s * int(config.get(TOLERABLE_MISSES) or 2)
-        self.utc = utc
         self._threads: dict[str, tuple[threading.Thread, threading.Event]] = {}
         self._tokens: dict[str, str] = {}
 
@@ -127,35 +110,21 @@ class Heartbeats:
         info = self.storage.info(self.path(instant_time))
         return None if info is None or info.mtime_ns is None else info.mtime_ns / 1e9
 
-    def _instant_age_s(self, instant_time: str) -> float:
-        try:
-            when = parse_instant_time(instant_time[:17])
-        except Exception:  # noqa: BLE001 - not a time: treat as old
-            return float("inf")
-        now = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None) if self.utc else _dt.datetime.now()
-        return (now - when).total_seconds()
-
     def _owner_is_gone(self, instant_time: str) -> bool:
-        """The heartbeat names a process on this host (and in our pid namespace) that no
-        longer exists: a killed try whose retry runs here need not wait out the expiry window."""
+        """The heartbeat names a process on this host that no longer exists: a killed try
+        whose retry runs here need not wait out the expiry window."""
         try:
             owner = json.loads(self.storage.read_bytes(self.path(instant_time)) or b"{}")
         except Exception:  # noqa: BLE001 - Hudi's empty heartbeat files carry no owner
             return False
-        if owner.get("host") != _HOST or owner.get("pidns") != _PIDNS or not isinstance(owner.get("pid"), int):
-            return False
-        try:
-            os.kill(owner["pid"], 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        return owner_is_gone(owner)
 
     def is_expired(self, instant_time: str) -> bool:
-        """Expired heartbeat (or its process gone), or none at all on an instant older
-        than the expiry window."""
+        """Expired heartbeat, its process gone, or no heartbeat at all. Hudi's rule
+        (HoodieHeartbeatUtils: a missing file's last beat is 0): every writer starts beating
+        before its instant exists and stops only once the instant completed or was rolled
+        back, so a pending write without a heartbeat is one whose writer died mid-cleanup."""
         last = self.last_beat(instant_time)
         if last is None:
-            return self._instant_age_s(instant_time) > self.expiry_s
+            return True
         return time.time() - last > self.expiry_s or self._owner_is_gone(instant_time)

@@ -11,14 +11,12 @@ from airflow_hoodie.actions.transaction.transaction_manager import TransactionMa
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.timeline.instant import is_utc_timeline
 
 
 def transaction_manager_for(table: HoodieTable, config: HoodieConfig | None) -> TransactionManager:
     """The table's concurrency settings as the service's job configured them."""
-    props = dict(table.config.items()) if hasattr(table.config, "items") else {}
     return TransactionManager(config or HoodieConfig({}), table.base_uri, table.storage, table.base_path,
-                              getattr(table, "storage_options", None), is_utc_timeline(props))
+                              getattr(table, "storage_options", None))
 
 
 @contextmanager

@@ -35,7 +35,7 @@ class TransactionManager:
     """Concurrency settings, heartbeats and the lock of one table, for one client."""
 
     def __init__(self, config: HoodieConfig, base_uri: str, storage: Storage, base_path: str,
-                 storage_options: Mapping[str, str] | None = None, utc: bool = False) -> None:
+                 storage_options: Mapping[str, str] | None = None) -> None:
         mode = (config.get(CONCURRENCY_MODE) or SINGLE_WRITER).upper()
         if mode not in (SINGLE_WRITER, OCC):
             raise HoodieConfigError(f"{CONCURRENCY_MODE}={mode!r} is not supported; use {SINGLE_WRITER} or {OCC}.")
@@ -52,7 +52,7 @@ class TransactionManager:
         self.failed_writes_policy = policy or (LAZY if mode == OCC else EAGER)
         self.base_uri = base_uri
         self.storage_options = dict(storage_options or {})
-        self.heartbeats = Heartbeats(storage, base_path, config, utc)
+        self.heartbeats = Heartbeats(storage, base_path, config)
 
     @property
     def is_occ(self) -> bool:

@@ -131,6 +131,12 @@ class FileSystemView:
                 bf = BaseFile.from_path(path, size, part)
                 if bf is not None and bf.file_name.endswith(ext):
                     bases.append(bf)
+        # a directory holding Hudi's data files is a partition even if its marker was lost:
+        # hiding it would drop its rows from reads and let an upsert insert its keys again
+        # (Hudi's index lists a batch's partitions directly; the next commit into the
+        # partition writes the marker again)
+        partitions.update(f.partition_path for f in bases)
+        partitions.update(f.partition_path for f in logs)
         self._partitions = sorted(partitions)
         if self.config.table_version >= 8:
             self._groups = self._slice_by_completion_time(bases, logs)

@@ -6,7 +6,8 @@ import json
 import os
 import time
 
-from airflow_hoodie.actions.transaction.heartbeat import Heartbeats, _pid_namespace
+from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
+from airflow_hoodie.actions.transaction.local_process import PID_NAMESPACE
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import new_instant_time
@@ -43,9 +44,13 @@ def test_a_heartbeat_that_stops_beating_expires_after_the_tolerated_misses(tmp_p
     assert hb.is_expired(ts)
 
 
-def test_no_heartbeat_fails_an_instant_only_once_it_is_older_than_the_window(tmp_path):
+def test_no_heartbeat_fails_an_instant_at_once(tmp_path):
+    """Hudi's rule (HoodieHeartbeatUtils: a missing heartbeat's last beat is 0): writers beat
+    before their instant exists, so a pending write without a heartbeat has a dead writer.
+    Counting it live for the expiry window refused the next write for about 120 s after a
+    fault whose cleanup failed."""
     hb = _beats(tmp_path, interval_ms=60000)
-    assert not hb.is_expired(new_instant_time())  # just created: its writer may not have beaten yet
+    assert hb.is_expired(new_instant_time())
     assert hb.is_expired("20200101000000000")
 
 
@@ -59,7 +64,7 @@ def test_a_heartbeat_of_a_dead_process_on_this_host_is_expired_at_once(tmp_path)
     ts = new_instant_time()
     (tmp_path / ".hoodie" / ".heartbeat").mkdir(parents=True)
     beat = tmp_path / ".hoodie" / ".heartbeat" / ts
-    beat.write_text(json.dumps({"host": os.uname().nodename, "pidns": _pid_namespace(), "pid": proc.pid}))
+    beat.write_text(json.dumps({"host": os.uname().nodename, "pidns": PID_NAMESPACE, "pid": proc.pid}))
     assert hb.is_expired(ts)
     # the same host name but another container's pid space (host networking): its pids mean nothing here
     beat.write_text(json.dumps({"host": os.uname().nodename, "pidns": "pid:[1]", "pid": proc.pid}))

@@ -98,12 +98,24 @@ def test_failed_writes_invisible(tmp_path):
     _touch(p / f".f3-0_{T2}.log.1_0-1-1")
     _touch(p / f".f1-0_{T1}.log.2_0-1-1")  # log on a committed slice: visible, reader filters blocks
     _touch(p / "not-a-data-file.txt")
-    _touch(tmp_path / "t" / "unmarked" / f"f9-0_0-1-1_{T1}.parquet")  # no partition marker
     v = t.reload_timeline() and t.file_system_view()
     (s,) = v.latest_file_slices()
     assert s.file_id == "f1-0" and [lf.version for lf in s.log_files] == [1, 2]
     assert {g.file_id for g in v.all_file_groups()} == {"f1-0", "f2-0", "f3-0"}
     assert v.partitions() == ["p"]
+
+
+def test_a_folder_of_data_files_is_a_partition_without_its_marker(tmp_path):
+    """A lost ``.hoodie_partition_metadata`` hid the folder's rows from reads and its keys
+    from the index (an upsert then wrote them twice); its files still name their commits."""
+    t, w, p = _mor(tmp_path)
+    _commit(w, T1)
+    _touch(p / f"f1-0_0-1-1_{T1}.parquet")
+    _touch(tmp_path / "t" / "unmarked" / f"f9-0_0-1-1_{T1}.parquet")  # no partition marker
+    _touch(tmp_path / "t" / "not-hudi" / "data.parquet")
+    v = t.reload_timeline() and t.file_system_view()
+    assert v.partitions() == ["p", "unmarked"]
+    assert {(s.partition_path, s.file_id) for s in v.latest_file_slices()} == {("p", "f1-0"), ("unmarked", "f9-0")}
 
 
 def test_pending_compaction(tmp_path):
