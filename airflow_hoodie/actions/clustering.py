@@ -35,6 +35,7 @@ from airflow_hoodie.actions.planned_service import (
     execute_planned,
 )
 from airflow_hoodie.actions.service_common import MB, crash_point, serialize_plan
+from airflow_hoodie.actions.transaction.conflict_resolution import groups_held_by_live_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
@@ -255,6 +256,14 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
         )
     view = table.file_system_view(tl)
     excluded = view.file_groups_in_pending_services()
+    tm = transaction_manager_for(table, config)
+    if tm.is_occ:
+        held = groups_held_by_live_writes(table, tm)
+        if held.undeclared is not None:
+            return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": (
+                f"{held.undeclared.action} {held.undeclared.timestamp} is running and has not declared its file "
+                "groups yet; a plan now could take them and fail its commit. Schedule again in a moment.")}
+        excluded = excluded | held.groups
     by_part: dict[str, list[Any]] = {}
     for s in view.service_latest_slices():
         if s.base_file is None and not s.log_files:

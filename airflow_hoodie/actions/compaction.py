@@ -37,6 +37,7 @@ from airflow_hoodie.actions.service_common import (
     is_completed,
     seconds_between,
 )
+from airflow_hoodie.actions.transaction.conflict_resolution import groups_held_by_live_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
@@ -269,8 +270,8 @@ def _schedule_compaction(
         )
     inflight_writes = [i for i in instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
                        and i.state != State.COMPLETED]
-    # with optimistic concurrency a pending writer whose file groups this plan takes
-    # fails its own conflict check at commit, as in Hudi; a single writer must finish first
+    # with optimistic concurrency the plan leaves live writers' file groups out (below);
+    # a single writer must finish first
     if inflight_writes and not transaction_manager_for(table, config).is_occ:
 
         raise HoodieWriteConflictError(
@@ -284,10 +285,23 @@ def _schedule_compaction(
             return CompactionSchedule(None, None, decision.reason)
     view = table.file_system_view(timeline)
     excluded = view.file_groups_in_pending_services()
+    left_to_writers: frozenset[tuple[str, str]] = frozenset()
+    tm = transaction_manager_for(table, config)
+    if tm.is_occ:
+        held = groups_held_by_live_writes(table, tm)
+        if held.undeclared is not None:
+            return CompactionSchedule(None, None, (
+                f"{held.undeclared.action} {held.undeclared.timestamp} is running and has not declared its file "
+                "groups yet; a plan now could take them and fail its commit. Schedule again in a moment."))
+        left_to_writers = held.groups - excluded
+        excluded = excluded | held.groups
     slices = view.service_latest_slices()
     ops = select_operations(slices, excluded, config)
     if not ops:
-        return CompactionSchedule(None, None, "no file slice with log files qualifies for compaction")
+        why = "no file slice with log files qualifies for compaction"
+        if left_to_writers:
+            why += f" ({len(left_to_writers)} file group(s) left to live writers, for a later plan)"
+        return CompactionSchedule(None, None, why)
     plan = build_plan(ops)
     instant = Instant(ts, Action.COMPACTION, State.REQUESTED)
     TimelineWriter(table.storage, table.base_path).create_requested(

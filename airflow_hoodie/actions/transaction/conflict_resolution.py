@@ -1,14 +1,23 @@
 """Hudi's SimpleConcurrentFileWritesConflictResolutionStrategy: an instant may commit
 only if nothing that completed since it started wrote or replaced one of its file
-groups. Checked under the table lock against a freshly loaded timeline."""
+groups, and no compaction or clustering planned since took one of them. Checked under the
+table lock against a freshly loaded timeline.
+
+The other side of that rule keeps writers live beside services (:func:`groups_held_by_live_writes`):
+a plan made under the lock leaves out the file groups that live writers declared in their
+inflight workload profiles, so a writer's conflict check never finds a plan over its groups
+and a retried writer wins instead of losing to every plan scheduled while it runs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable
 
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieWriteConflictError
+from airflow_hoodie.actions.transaction.failed_writes import live_writes
+from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
+from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieError, HoodieWriteConflictError
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
+from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
@@ -61,7 +70,8 @@ def conflicting_instants(timeline: Timeline, own: Instant, own_groups: Iterable[
                          started: TimelineSnapshot) -> list[tuple[Instant, set[FileGroupId]]]:
     """Instants completed after ``started`` that touched ``own_groups``. A compaction
     already planned when we started is not one: the writer saw its plan and wrote into
-    the slice after it."""
+    the slice after it (Hudi's resolveConflict lets a compaction older than the writer
+    pass). Completed, it shows as a ``commit`` at the plan's time."""
     mine = set(own_groups)
     out = []
     for inst in timeline.instants:
@@ -70,7 +80,7 @@ def conflicting_instants(timeline: Timeline, own: Instant, own_groups: Iterable[
             continue
         if inst.action not in WRITE_ACTIONS:
             continue
-        if inst.action == "compaction" and key in started.pending:
+        if inst.action in ("compaction", "commit") and (inst.timestamp, "compaction") in started.pending:
             continue
         overlap = file_groups_of(timeline, inst) & mine
         if overlap:
@@ -149,3 +159,39 @@ def check_no_conflict(timeline: Timeline, own: Instant, own_groups: Iterable[Fil
             f"{own.timestamp} was running, over the same file groups ({sample}{' ...' if len(groups) > 3 else ''}). "
             f"{own.timestamp} was rolled back and wrote nothing; a retry of this task redoes it cleanly on top "
             "of the new data.")
+
+
+@dataclass(frozen=True)
+class HeldGroups:
+    """What live writers hold: the file groups they declared, or the first live writer that
+    has not declared them yet (its instant is requested, its profile not written)."""
+
+    groups: frozenset[FileGroupId]
+    undeclared: Instant | None = None
+
+
+def groups_held_by_live_writes(table: HoodieTable, tm: TransactionManager) -> HeldGroups:
+    """File groups that live writers (pending, heartbeat live) are writing, from the
+    workload profile each wrote into its ``.inflight`` file before touching any file (Hudi's
+    writers do the same, so Java writers' groups are held too).
+
+    A plan that took one of them would make that writer's commit fail its conflict check
+    (Hudi's getCandidateInstants counts plans scheduled after the writer), and a writer
+    retried beside services planned back to back would lose every time. Hudi 1.x avoids it by
+    slicing files by completion time; table version 6 slices by instant time, so the plan
+    leaves the groups to the writer, and a later plan takes them. An insert_overwrite
+    replaces groups its profile does not list: it holds everything until it is done, like a
+    write that has not declared its groups yet."""
+    held: set[FileGroupId] = set()
+    for inst in live_writes(table, tm):
+        if inst.state != State.INFLIGHT or inst.action == "replacecommit":
+            return HeldGroups(frozenset(held), inst)
+        try:
+            data = table.timeline.read_details(inst)
+            meta = CommitMetadata.from_json(data) if data else None
+        except (HoodieError, ValueError):
+            meta = None  # being written: not declared yet
+        if meta is None:
+            return HeldGroups(frozenset(held), inst)
+        held.update((p or "", f) for p, f in meta.file_ids())
+    return HeldGroups(frozenset(held))

@@ -88,15 +88,16 @@ def test_clustering_run_beside_an_upsert_never_hides_its_commit(tmp_path):
         write_arrow(base, to_arrow(rows(range(k * 10, k * 10 + 10), 1, "a")), "insert", c, table_name="t")
     cluster = lambda: run_clustering(HoodieTable.load(base), HoodieConfig(dict(c)), LocalExecutor())  # noqa: E731
     executor = RunsMeanwhile(cluster)
-    with pytest.raises(HoodieWriteConflictError):
-        write_arrow(base, to_arrow(rows(range(0, 30, 3), 2, "up")), "upsert", c, executor=executor)
+    # the plan leaves the file groups the live writer declared to it (issue 20), so it commits
+    write_arrow(base, to_arrow(rows(range(0, 30, 3), 2, "up")), "upsert", c, executor=executor)
     assert executor.raised is None
-    values = _values(base)
-    assert len(values) == 30 and all(v.startswith("a") for v in values.values())
-    # the retry the message promises lands cleanly on the clustered table
-    write_arrow(base, to_arrow(rows(range(0, 30, 3), 2, "up")), "upsert", c)
+    assert HoodieTable.load(base).timeline.filter(actions=["replacecommit"]).instants == []
     values = _values(base)
     assert all(values[i] == f"up{i}" for i in range(0, 30, 3)) and len(values) == 30
+    # with the writer done, clustering takes those groups
+    cluster()
+    assert HoodieTable.load(base).timeline.filter(actions=["replacecommit"]).instants != []
+    assert _values(base) == values
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
 
 
@@ -107,11 +108,12 @@ def test_a_compaction_planned_while_a_mor_writer_runs_never_loses_its_updates(tm
     write_arrow(base, to_arrow(rows(range(5), 2, "b")), "upsert", c)
     plan = lambda: schedule_compaction(HoodieTable.load(base), HoodieConfig(dict(c)), force=True)  # noqa: E731
     executor = RunsMeanwhile(plan)
-    with pytest.raises(HoodieWriteConflictError):
-        write_arrow(base, to_arrow(rows(range(3, 8), 3, "c")), "upsert", c, executor=executor)
+    # the plan leaves the writer's file group out (issue 20): the write commits
+    write_arrow(base, to_arrow(rows(range(3, 8), 3, "c")), "upsert", c, executor=executor)
     assert executor.raised is None
+    assert HoodieTable.load(base).timeline.filter(actions=["compaction"]).instants == []
+    assert plan().instant is not None  # with the writer done, the next plan takes the group
     execute_pending_compactions(HoodieTable.load(base), LocalExecutor(), HoodieConfig(dict(c)))
-    write_arrow(base, to_arrow(rows(range(3, 8), 3, "c")), "upsert", c)  # the retry
     values = _values(base)
     assert [values[i] for i in range(10)] == ["b0", "b1", "b2", "c3", "c4", "c5", "c6", "c7", "a8", "a9"]
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
