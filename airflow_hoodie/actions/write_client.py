@@ -324,6 +324,7 @@ class WriteClient:
                             "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
                             "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
                     check_no_conflict(timeline, own, groups, self._started)
+                self.txn.ensure_lock_held()  # a lock lost meanwhile must stop us before, never after
                 TimelineWriter(self.storage, self.base_path).complete(own, body)
         except HoodieWriteConflictError:
             self.abort(instant_time)

@@ -1,46 +1,59 @@
-"""Hudi's DynamoDBBasedLockProvider: one item per table in a DynamoDB table (partition
-attribute ``key``), taken with a conditional put and held by a renewed lease, so a
-crashed holder frees the lock when its lease runs out."""
+"""Hudi's DynamoDBBasedLockProvider: the lock item and lease protocol of
+AmazonDynamoDBLockClient (the library Hudi's Java provider uses), in the table Hudi creates
+(hash key ``key``), so our tasks and Hudi's Java writers take the same lock."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
 import time
 import uuid
+from typing import Any
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from airflow_hoodie.actions.transaction.lock_provider import LockProvider
-from airflow_hoodie.config import ConfigKey, register
+from airflow_hoodie.actions.transaction.lock_provider import WAIT_TIME_MS, LockProvider
+from airflow_hoodie.config_keys.locks import (
+    DDB_BILLING_MODE,
+    DDB_ENDPOINT_URL,
+    DDB_PARTITION_KEY,
+    DDB_READ_CAPACITY,
+    DDB_REGION,
+    DDB_TABLE,
+    DDB_TABLE_CREATION_TIMEOUT,
+    DDB_WRITE_CAPACITY,
+)
 from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
 
-DDB_TABLE = "hoodie.write.lock.dynamodb.table"
-DDB_PARTITION_KEY = "hoodie.write.lock.dynamodb.partition_key"
-DDB_REGION = "hoodie.write.lock.dynamodb.region"
-DDB_BILLING_MODE = "hoodie.write.lock.dynamodb.billing_mode"
-DDB_READ_CAPACITY = "hoodie.write.lock.dynamodb.read_capacity"
-DDB_WRITE_CAPACITY = "hoodie.write.lock.dynamodb.write_capacity"
-DDB_TABLE_CREATION_TIMEOUT = "hoodie.write.lock.dynamodb.table_creation_timeout"
-DDB_ENDPOINT_URL = "hoodie.write.lock.dynamodb.endpoint_url"
 KEY_ATTRIBUTE = "key"
-LEASE_S = 60.0  # renewed every LEASE_S / 3 while held
 
-register(
-    ConfigKey(DDB_TABLE, None, "DynamoDB table holding the locks"),
-    ConfigKey(DDB_PARTITION_KEY, None, "Lock item key (default: hoodie.table.name)"),
-    ConfigKey(DDB_REGION, None, "AWS region (default: AWS_REGION)"),
-    ConfigKey(DDB_BILLING_MODE, "PAY_PER_REQUEST", ""),
-    ConfigKey(DDB_READ_CAPACITY, "20", ""),
-    ConfigKey(DDB_WRITE_CAPACITY, "10", ""),
-    ConfigKey(DDB_TABLE_CREATION_TIMEOUT, "600000", ""),
-    ConfigKey(DDB_ENDPOINT_URL, None, "DynamoDB endpoint (tests, VPC endpoints)"),
-)
+
+# AmazonDynamoDBLockClient's attribute names and values
+OWNER_NAME = "ownerName"
+LEASE_DURATION = "leaseDuration"
+RECORD_VERSION_NUMBER = "recordVersionNumber"
+IS_RELEASED = "isReleased"
+IS_RELEASED_VALUE = "1"
+DATA = "data"
+REFRESH_S = 1.0  # the Java client's default pause between looks at a held lock
+DEFAULT_REGION = "us-east-1"  # Hudi's default when neither the key nor AWS_REGION is set
 
 
 class DynamoDBBasedLockProvider(LockProvider):
+    """One AmazonDynamoDBLockClient lock item per table, written and judged exactly as Hudi's
+    Java provider does, so a Java writer and our task exclude each other.
+
+    The item (partition attribute ``key`` = the table's partition key) carries ``ownerName``,
+    ``leaseDuration`` (ms, as a string), a random ``recordVersionNumber`` and, once released
+    without delete, ``isReleased``. Nobody trusts clocks: a waiter deems a lock stale only
+    after watching its ``recordVersionNumber`` stay the same for the item's
+    ``leaseDuration``, and then takes it with a put conditioned on that number. The holder
+    proves it is alive by changing the number every heartbeat period (Hudi: lease / 3).
+    Hudi makes the lease ``hoodie.write.lock.wait_time_ms``; so do we."""
+
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.table = self.config.get(DDB_TABLE)
@@ -48,13 +61,20 @@ class DynamoDBBasedLockProvider(LockProvider):
         if not self.table or not self.item_key:
             raise HoodieConfigError(f"DynamoDBBasedLockProvider needs {DDB_TABLE} and {DDB_PARTITION_KEY} "
                                     "(or hoodie.table.name).")
-        region = self.config.get(DDB_REGION) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        region = (self.config.get(DDB_REGION) or os.environ.get("AWS_REGION")
+                  or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION)
         self.client = boto3.client("dynamodb", region_name=region, endpoint_url=self.config.get(DDB_ENDPOINT_URL))
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
-        self._renewer: threading.Thread | None = None
+        self.lease_ms = int(self.config.get(WAIT_TIME_MS) or 60000)
+        self.heartbeat_s = self.lease_ms / 3 / 1000
+        # AmazonDynamoDBLockClient's default owner: host name followed by a random UUID
+        self.owner = f"{socket.gethostname()}{uuid.uuid4()}"
+        self._held: _Held | None = None
+        self._mutex = threading.Lock()  # one DynamoDB write about our item at a time
         self._stop = threading.Event()
+        self._beater: threading.Thread | None = None
         self._ensure_table()
 
+    # ------------------------------------------------------------------ table
     def _ensure_table(self) -> None:
         try:
             self.client.describe_table(TableName=self.table)
@@ -66,6 +86,7 @@ class DynamoDBBasedLockProvider(LockProvider):
         args = {"TableName": self.table, "KeySchema": [{"AttributeName": KEY_ATTRIBUTE, "KeyType": "HASH"}],
                 "AttributeDefinitions": [{"AttributeName": KEY_ATTRIBUTE, "AttributeType": "S"}]}
         if (self.config.get(DDB_BILLING_MODE) or "PAY_PER_REQUEST") == "PROVISIONED":
+            args["BillingMode"] = "PROVISIONED"
             args["ProvisionedThroughput"] = {"ReadCapacityUnits": int(self.config.get(DDB_READ_CAPACITY)),
                                              "WriteCapacityUnits": int(self.config.get(DDB_WRITE_CAPACITY))}
         else:
@@ -78,57 +99,158 @@ class DynamoDBBasedLockProvider(LockProvider):
         waiter.wait(TableName=self.table, WaiterConfig={
             "Delay": 1, "MaxAttempts": max(1, int(self.config.get(DDB_TABLE_CREATION_TIMEOUT)) // 1000)})
 
-    def _put(self) -> bool:
-        now_ms = int(time.time() * 1000)
+    # ------------------------------------------------------------ DynamoDB calls
+    def _read(self) -> dict[str, Any] | None:
         try:
-            self.client.put_item(
-                TableName=self.table,
-                Item={KEY_ATTRIBUTE: {"S": self.item_key}, "owner": {"S": self.owner},
-                      "leaseUntil": {"N": str(now_ms + int(LEASE_S * 1000))}},
-                ConditionExpression="attribute_not_exists(#k) OR leaseUntil < :now OR #o = :me",
-                ExpressionAttributeNames={"#k": KEY_ATTRIBUTE, "#o": "owner"},
-                ExpressionAttributeValues={":now": {"N": str(now_ms)}, ":me": {"S": self.owner}})
-            return True
-        except self.client.exceptions.ConditionalCheckFailedException:
-            return False
+            return self.client.get_item(TableName=self.table, Key={KEY_ATTRIBUTE: {"S": self.item_key}},
+                                        ConsistentRead=True).get("Item")
         except (ClientError, BotoCoreError) as exc:
-            raise HoodieLockError(f"DynamoDB lock {self.table}/{self.item_key} failed: {exc}") from exc
+            raise HoodieLockError(f"Reading the {self.describe()} failed: {exc}") from exc
 
-    def _renew(self) -> None:
-        while not self._stop.wait(LEASE_S / 3):
-            if not self._put():
-                return  # lost the lease: the commit path re-checks the timeline under the lock anyway
+    def _put(self, condition: str, names: dict[str, str], values: dict[str, Any]) -> _Held | None:
+        """Write a fresh item of ours if ``condition`` holds; None when it does not."""
+        rvn = str(uuid.uuid4())
+        item = {KEY_ATTRIBUTE: {"S": self.item_key}, OWNER_NAME: {"S": self.owner},
+                LEASE_DURATION: {"S": str(self.lease_ms)}, RECORD_VERSION_NUMBER: {"S": rvn},
+                DATA: {"B": json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()}}
+        # count the lease from before the call, as the Java client does: err towards expiring early
+        sent = time.monotonic()
+        args: dict[str, Any] = {"TableName": self.table, "Item": item, "ConditionExpression": condition,
+                                "ExpressionAttributeNames": {"#pk": KEY_ATTRIBUTE, **names}}
+        if values:
+            args["ExpressionAttributeValues"] = values
+        try:
+            self.client.put_item(**args)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return None
+        except (ClientError, BotoCoreError) as exc:
+            raise HoodieLockError(f"Taking the {self.describe()} failed: {exc}") from exc
+        return _Held(rvn, sent)
 
-    def try_lock(self, timeout_s: float) -> bool:
-        deadline = time.monotonic() + max(timeout_s, 0)
-        pause = 0.05
-        while not self._put():
-            if time.monotonic() >= deadline:
+    def _beat(self) -> bool:
+        """One heartbeat: a new record version number, conditioned on the one we wrote
+        last and on our owner name. False when the lock is no longer ours (stolen after
+        our lease ran out, or our local lease already ran out, which the Java client
+        treats the same way: a waiter may be taking it right now)."""
+        with self._mutex:
+            held = self._held
+            if held is None or held.lost:
                 return False
-            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
-            pause = min(pause * 2, 1.0)
+            if time.monotonic() - held.renewed > self.lease_ms / 1000:
+                held.lost = True
+                return False
+            rvn = str(uuid.uuid4())
+            sent = time.monotonic()
+            try:
+                self.client.update_item(
+                    TableName=self.table, Key={KEY_ATTRIBUTE: {"S": self.item_key}},
+                    UpdateExpression="SET #ld = :ld, #rvn = :newRvn",
+                    ConditionExpression="attribute_exists(#pk) AND #rvn = :rvn AND #on = :on",
+                    ExpressionAttributeNames={"#pk": KEY_ATTRIBUTE, "#ld": LEASE_DURATION,
+                                              "#rvn": RECORD_VERSION_NUMBER, "#on": OWNER_NAME},
+                    ExpressionAttributeValues={":ld": {"S": str(self.lease_ms)}, ":newRvn": {"S": rvn},
+                                               ":rvn": {"S": held.rvn}, ":on": {"S": self.owner}})
+            except self.client.exceptions.ConditionalCheckFailedException:
+                held.lost = True
+                return False
+            except (ClientError, BotoCoreError):
+                return True  # not known lost; the next beat or the lease decides
+            held.rvn, held.renewed = rvn, sent
+            return True
+
+    def _heartbeats(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            if not self._beat():
+                return
+
+    # ------------------------------------------------------------------ the lock
+    def try_lock(self, timeout_s: float) -> bool:
+        """AmazonDynamoDBLockClient.acquireLock with ``timeout_s`` as the additional wait:
+        a lock someone holds costs at least its lease duration of watching first."""
+        started = time.monotonic()
+        budget = max(timeout_s, 0.0)
+        refresh = min(REFRESH_S, self.heartbeat_s)
+        watched: tuple[str, float, float] | None = None  # (rvn, seen at, its lease in s)
+        while True:
+            item = self._read()
+            held: _Held | None = None
+            if item is None:
+                held = self._put("attribute_not_exists(#pk)", {}, {})
+            elif IS_RELEASED in item:
+                held = self._put("attribute_exists(#pk) AND #ir = :ir", {"#ir": IS_RELEASED},
+                                 {":ir": {"S": IS_RELEASED_VALUE}})
+            else:
+                rvn = item[RECORD_VERSION_NUMBER]["S"]
+                lease_s = int(item[LEASE_DURATION]["S"]) / 1000
+                if watched is None:
+                    watched = (rvn, time.monotonic(), lease_s)
+                    budget += lease_s
+                elif watched[0] != rvn:
+                    watched = (rvn, time.monotonic(), lease_s)  # its holder is alive: start over
+                elif time.monotonic() - watched[1] > watched[2]:
+                    # unchanged for a whole lease: its holder is gone; take it over that exact version
+                    held = self._put("attribute_exists(#pk) AND #rvn = :rvn", {"#rvn": RECORD_VERSION_NUMBER},
+                                     {":rvn": {"S": rvn}})
+            if held is not None:
+                self._start(held)
+                return True
+            if time.monotonic() - started > budget:
+                return False
+            time.sleep(refresh)
+
+    def _start(self, held: _Held) -> None:
+        with self._mutex:
+            self._held = held
         self._stop.clear()
-        self._renewer = threading.Thread(target=self._renew, name="hoodie-dynamodb-lock-lease", daemon=True)
-        self._renewer.start()
-        return True
+        self._beater = threading.Thread(target=self._heartbeats, name="hoodie-dynamodb-lock-heartbeat", daemon=True)
+        self._beater.start()
+
+    def ensure_held(self) -> None:
+        """A heartbeat now: if it lands, nobody can take the lock for a whole lease from now."""
+        if self._held is None or not self._beat():
+            raise HoodieLockError(
+                f"The {self.describe()} is no longer ours: its lease ran out (this process stalled longer than "
+                f"{self.lease_ms} ms, {WAIT_TIME_MS}) and another writer may have taken it. Nothing was completed; "
+                "retry the task.")
 
     def unlock(self) -> None:
-        if self._renewer is None:
+        """Delete our item, conditioned on our owner name and current version (the Java
+        client's release with deleteLockOnRelease, Hudi's setting); a stolen lock is left alone."""
+        if self._beater is None:
             return
         self._stop.set()
-        self._renewer.join()
-        self._renewer = None
+        self._beater.join()
+        self._beater = None
+        with self._mutex:
+            held, self._held = self._held, None
+        if held is None or held.lost:
+            return
         try:
             self.client.delete_item(
                 TableName=self.table, Key={KEY_ATTRIBUTE: {"S": self.item_key}},
-                ConditionExpression="#o = :me", ExpressionAttributeNames={"#o": "owner"},
-                ExpressionAttributeValues={":me": {"S": self.owner}})
+                ConditionExpression="attribute_exists(#pk) AND #rvn = :rvn AND #on = :on",
+                ExpressionAttributeNames={"#pk": KEY_ATTRIBUTE, "#rvn": RECORD_VERSION_NUMBER, "#on": OWNER_NAME},
+                ExpressionAttributeValues={":rvn": {"S": held.rvn}, ":on": {"S": self.owner}})
         except self.client.exceptions.ConditionalCheckFailedException:
             pass  # the lease ran out and someone else holds it now
+        except (ClientError, BotoCoreError) as exc:
+            raise HoodieLockError(f"Releasing the {self.describe()} failed: {exc}; it frees itself after "
+                                  f"{self.lease_ms} ms without heartbeats.") from exc
 
     def describe(self) -> str:
-        return f"DynamoDB lock item {self.item_key!r} in table {self.table}"
+        return f"DynamoDB lock item {KEY_ATTRIBUTE}={self.item_key!r} in table {self.table}"
 
     def holder(self) -> str:
-        item = self.client.get_item(TableName=self.table, Key={KEY_ATTRIBUTE: {"S": self.item_key}}).get("Item")
-        return item["owner"]["S"] if item else "nobody"
+        item = self._read()
+        if item is None or IS_RELEASED in item:
+            return "nobody"
+        return item[OWNER_NAME]["S"]
+
+
+class _Held:
+    """Our item as we last wrote it: its version number and when we sent that write."""
+
+    def __init__(self, rvn: str, renewed: float) -> None:
+        self.rvn = rvn
+        self.renewed = renewed
+        self.lost = False

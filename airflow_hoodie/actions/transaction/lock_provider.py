@@ -7,21 +7,22 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import Any, Mapping
 
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.locks import (
+    CLIENT_NUM_RETRIES,
+    CLIENT_RETRY_WAIT_MS,
+    DYNAMODB,
+    FILESYSTEM,
+    IN_PROCESS,
+    NUM_RETRIES,
+    PROVIDER,
+    RETRY_MAX_WAIT_MS,
+    RETRY_WAIT_MS,
+    WAIT_TIME_MS,
+    ZOOKEEPER,
+)
 from airflow_hoodie.errors import HoodieConfigError
 
-PROVIDER = "hoodie.write.lock.provider"
-WAIT_TIME_MS = "hoodie.write.lock.wait_time_ms"
-NUM_RETRIES = "hoodie.write.lock.num_retries"
-RETRY_WAIT_MS = "hoodie.write.lock.wait_time_ms_between_retry"
-RETRY_MAX_WAIT_MS = "hoodie.write.lock.max_wait_time_ms_between_retry"
-CLIENT_NUM_RETRIES = "hoodie.write.lock.client.num_retries"
-CLIENT_RETRY_WAIT_MS = "hoodie.write.lock.client.wait_time_ms_between_retry"
-
-ZOOKEEPER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
-FILESYSTEM = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
-IN_PROCESS = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
-DYNAMODB = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider"
 
 # Hudi's class name -> our implementation (module, class); imported only when chosen,
 # so kazoo and boto3 load only for the tables that use them.
@@ -31,19 +32,6 @@ _IMPLEMENTATIONS = {
     ZOOKEEPER: ("airflow_hoodie.actions.transaction.zookeeper_lock", "ZookeeperBasedLockProvider"),
     DYNAMODB: ("airflow_hoodie.actions.transaction.dynamodb_lock", "DynamoDBBasedLockProvider"),
 }
-
-register(
-    ConfigKey(PROVIDER, ZOOKEEPER, "Lock provider class (Hudi's class names)"),
-    ConfigKey(WAIT_TIME_MS, "60000", "Timeout of one lock acquire call at the provider"),
-    ConfigKey(NUM_RETRIES, "3", "Retries of a lock acquire at the provider"),
-    ConfigKey(RETRY_WAIT_MS, "5000", "Initial wait between provider retries"),
-    ConfigKey(RETRY_MAX_WAIT_MS, "5000", "Maximum wait between provider retries"),
-    ConfigKey(CLIENT_NUM_RETRIES, "0", "Additional acquire attempts by the lock manager"),
-    ConfigKey(CLIENT_RETRY_WAIT_MS, "10000", "Wait between the lock manager's attempts"),
-    ConfigKey("hoodie.write.lock.conflict.resolution.strategy",
-              "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
-              "Only Hudi's default file-group overlap strategy is implemented"),
-)
 
 
 class LockProvider(ABC):
@@ -62,6 +50,13 @@ class LockProvider(ABC):
     @abstractmethod
     def unlock(self) -> None:
         """Release the lock we hold (no-op when we hold none)."""
+
+    def ensure_held(self) -> None:
+        """Raise :class:`HoodieLockError` unless the lock taken by ``try_lock`` is still ours.
+        Called right before an instant is completed: a lock can be lost while held (a
+        ZooKeeper session expiring, a DynamoDB lease stolen after a stall), and completing
+        after that would race whoever holds it now. Providers whose lock nobody can take
+        from a live holder keep this default."""
 
     def close(self) -> None:
         """Free connections; releases a held lock first."""

@@ -14,21 +14,17 @@ from typing import Iterator, Mapping
 
 from airflow_hoodie.actions.transaction import lock_provider as lp
 from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.concurrency import (
+    CONCURRENCY_MODE,
+    EAGER,
+    FAILED_WRITES_POLICY,
+    LAZY,
+    OCC,
+    SINGLE_WRITER,
+)
 from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
 from airflow_hoodie.table.storage.storage import Storage
-
-CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
-FAILED_WRITES_POLICY = "hoodie.cleaner.policy.failed.writes"
-SINGLE_WRITER = "SINGLE_WRITER"
-OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
-EAGER, LAZY = "EAGER", "LAZY"
-
-register(
-    ConfigKey(CONCURRENCY_MODE, SINGLE_WRITER, "SINGLE_WRITER or OPTIMISTIC_CONCURRENCY_CONTROL"),
-    ConfigKey(FAILED_WRITES_POLICY, EAGER, "EAGER: a writer rolls back failed writes at start; LAZY: clean does, "
-              "after their heartbeat expired (required with OPTIMISTIC_CONCURRENCY_CONTROL)"),
-)
 
 
 class TransactionManager:
@@ -53,6 +49,7 @@ class TransactionManager:
         self.base_uri = base_uri
         self.storage_options = dict(storage_options or {})
         self.heartbeats = Heartbeats(storage, base_path, config)
+        self._held: list[lp.LockProvider] = []  # locks of the transactions open now, innermost last
 
     @property
     def is_occ(self) -> bool:
@@ -68,12 +65,22 @@ class TransactionManager:
         provider = lp.lock_provider_for(self.config, self.base_uri, self.storage_options)
         try:
             self._acquire(provider, purpose)
+            self._held.append(provider)
             try:
                 yield
             finally:
+                self._held.remove(provider)
                 provider.unlock()
         finally:
             provider.close()
+
+    def ensure_lock_held(self) -> None:
+        """Raise :class:`HoodieLockError` if the lock of the innermost open transaction was
+        lost meanwhile (ZooKeeper session expired, DynamoDB lease taken after a stall).
+        Call it right before the write that completes an instant: after that write it is
+        too late, before it the instant can still be rolled back. No-op without a lock."""
+        if self._held:
+            self._held[-1].ensure_held()
 
     def _acquire(self, provider: lp.LockProvider, purpose: str) -> None:
         cfg = self.config

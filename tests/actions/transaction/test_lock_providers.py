@@ -35,7 +35,10 @@ def _settings(kind: str, base: str, request: pytest.FixtureRequest) -> dict[str,
         return {**common, lp.PROVIDER: lp.ZOOKEEPER, "hoodie.write.lock.zookeeper.url": zk,
                 "hoodie.write.lock.zookeeper.base_path": "/hudi-locks"}
     endpoint = request.getfixturevalue("dynamodb")
-    return {**common, lp.PROVIDER: lp.DYNAMODB, "hoodie.write.lock.dynamodb.table": "hudi_locks",
+    # Hudi makes the wait time the DynamoDB lease too: 200 ms would let a heartbeat delayed
+    # on a loaded machine pass for a dead holder
+    return {**common, lp.WAIT_TIME_MS: "1000", lp.PROVIDER: lp.DYNAMODB,
+            "hoodie.write.lock.dynamodb.table": "hudi_locks",
             "hoodie.write.lock.dynamodb.region": "us-east-1", "hoodie.write.lock.dynamodb.endpoint_url": endpoint}
 
 

@@ -1,0 +1,275 @@
+"""Our lock providers beside Hudi's Java ones, on the real servers (ZooKeeper from
+Debian's package, DynamoDB through moto's server): a lock the Java protocol holds excludes
+us, ours excludes it, and a release lets the other in. The Java side is played by the
+protocol clients in ``java_lock_clients``. Then the lost lock: a writer that stalls while
+holding it (SIGSTOP: its ZooKeeper session expires, its DynamoDB lease is taken over) must
+abort before it completes its instant, never complete it after."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+import pyarrow as pa
+import pytest
+from kazoo.client import KazooClient
+
+from airflow_hoodie.actions.transaction import lock_provider as lp
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.read import read_table
+from tests.actions.transaction.java_lock_clients import CuratorMutex, DynamoDBLockClient
+
+ZK_BASE = "/hudi-locks"
+LOCK_TABLE = "hudi_locks"
+CURATOR_NODE = re.compile(r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$")
+
+
+def _name() -> str:
+    return f"t{uuid.uuid4().hex[:8]}"
+
+
+def _zk_settings(zookeeper: str, table: str, **extra: str) -> dict[str, str]:
+    return {"hoodie.table.name": table, lp.PROVIDER: lp.ZOOKEEPER, "hoodie.write.lock.zookeeper.url": zookeeper,
+            "hoodie.write.lock.zookeeper.base_path": ZK_BASE, **extra}
+
+
+def _ddb_settings(endpoint: str, table: str, lease_ms: int, **extra: str) -> dict[str, str]:
+    return {"hoodie.table.name": table, lp.PROVIDER: lp.DYNAMODB, lp.WAIT_TIME_MS: str(lease_ms),
+            "hoodie.write.lock.dynamodb.table": LOCK_TABLE, "hoodie.write.lock.dynamodb.region": "us-east-1",
+            "hoodie.write.lock.dynamodb.endpoint_url": endpoint, **extra}
+
+
+@pytest.fixture()
+def kazoo(zookeeper):
+    client = KazooClient(hosts=zookeeper, timeout=10)
+    client.start(timeout=30)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture()
+def ddb(dynamodb):
+    return boto3.client("dynamodb", region_name="us-east-1", endpoint_url=dynamodb)
+
+
+# ------------------------------------------------------------------ ZooKeeper
+
+
+def test_a_curator_holder_excludes_us_until_it_releases(zookeeper, kazoo, tmp_path):
+    table = _name()
+    java = CuratorMutex(kazoo, f"{ZK_BASE}/{table}")
+    assert java.acquire(5)
+    ours = lp.lock_provider_for(HoodieConfig(_zk_settings(zookeeper, table)), str(tmp_path))
+    try:
+        started = time.monotonic()
+        assert not ours.try_lock(0.5)
+        assert time.monotonic() - started >= 0.45
+        assert kazoo.get_children(f"{ZK_BASE}/{table}") == [java.node.rsplit("/", 1)[1]]  # we left no node
+        java.release()
+        assert ours.try_lock(5)
+        ours.ensure_held()
+    finally:
+        ours.close()
+
+
+def test_our_lock_is_a_curator_node_and_excludes_a_curator_client(zookeeper, kazoo, tmp_path):
+    table = _name()
+    path = f"{ZK_BASE}/{table}"
+    ours = lp.lock_provider_for(HoodieConfig(_zk_settings(zookeeper, table)), str(tmp_path))
+    try:
+        assert ours.try_lock(5)
+        [node] = kazoo.get_children(path)
+        assert CURATOR_NODE.match(node), node
+        assert kazoo.exists(f"{path}/{node}").ephemeralOwner != 0  # ephemeral: dies with our session
+        java = CuratorMutex(kazoo, path)
+        assert not java.acquire(0.5)
+        ours.unlock()
+        assert kazoo.get_children(path) == []
+        assert java.acquire(5)
+        java.release()
+    finally:
+        ours.close()
+
+
+def test_we_queue_by_sequence_behind_curator_and_older_kazoo_nodes(zookeeper, kazoo, tmp_path):
+    """Behind a Curator holder and a node of our previous (kazoo-named) format, we get the
+    lock only once both are gone."""
+    table = _name()
+    path = f"{ZK_BASE}/{table}"
+    java = CuratorMutex(kazoo, path)
+    assert java.acquire(5)
+    old = kazoo.create(f"{path}/{uuid.uuid4().hex}__lock__", b"old", ephemeral=True, sequence=True)
+    ours = lp.lock_provider_for(HoodieConfig(_zk_settings(zookeeper, table)), str(tmp_path))
+    try:
+        assert not ours.try_lock(0.3)
+        kazoo.delete(old)
+        assert not ours.try_lock(0.3)  # the Curator node still holds it
+        assert ours.holder() == "127.0.0.1"  # the Curator contender's data
+        java.release()
+        assert ours.try_lock(5)
+    finally:
+        ours.close()
+
+
+# ------------------------------------------------------------------ DynamoDB
+
+
+def test_a_java_lock_client_holder_excludes_us_until_it_releases(dynamodb, ddb, tmp_path):
+    table = _name()
+    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 1000)), str(tmp_path))  # creates the table
+    java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=1000)
+    assert java.acquire(table, 0)
+    try:
+        started = time.monotonic()
+        # the holder heartbeats, so we wait its lease (1 s) plus our own wait and give up
+        assert not ours.try_lock(0.5)
+        assert time.monotonic() - started >= 1.5
+        assert ours.holder() == java.owner
+        assert java.release()
+        assert ours.try_lock(2)
+        ours.ensure_held()
+    finally:
+        java.stop_heartbeats()
+        ours.close()
+
+
+def test_our_item_is_a_lock_client_item_and_excludes_a_java_client(dynamodb, ddb, tmp_path):
+    table = _name()
+    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 1000)), str(tmp_path))
+    try:
+        assert ours.try_lock(2)
+        item = ddb.get_item(TableName=LOCK_TABLE, Key={"key": {"S": table}}, ConsistentRead=True)["Item"]
+        assert {k: next(iter(v)) for k, v in item.items()} == {
+            "key": "S", "ownerName": "S", "leaseDuration": "S", "recordVersionNumber": "S", "data": "B"}
+        assert item["leaseDuration"]["S"] == "1000"  # Hudi: the lease is hoodie.write.lock.wait_time_ms
+        key_schema = ddb.describe_table(TableName=LOCK_TABLE)["Table"]["KeySchema"]
+        assert key_schema == [{"AttributeName": "key", "KeyType": "HASH"}]
+        java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=1000)
+        # the Java client watches our record version number for a whole lease; we heartbeat
+        assert not java.acquire(table, 1500)
+        later = ddb.get_item(TableName=LOCK_TABLE, Key={"key": {"S": table}}, ConsistentRead=True)["Item"]
+        assert later["recordVersionNumber"] != item["recordVersionNumber"]
+        ours.unlock()
+        assert java.acquire(table, 0)
+        assert java.release()
+    finally:
+        ours.close()
+
+
+def test_a_dead_java_holder_is_taken_over_after_its_lease_not_before(dynamodb, ddb, tmp_path):
+    table = _name()
+    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 1000)), str(tmp_path))
+    java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=3000)
+    assert java.acquire(table, 0)
+    java.stop_heartbeats()  # the Java process died holding it
+    try:
+        started = time.monotonic()
+        assert ours.try_lock(5)
+        assert time.monotonic() - started >= 3.0  # judged by its own leaseDuration, from our first look
+        assert not java.release()  # its conditional delete fails: the item is ours now
+        assert ours.holder() == ours.owner
+    finally:
+        ours.close()
+
+
+# ------------------------------------------------------------------ the lost lock
+
+CHILD = """
+import sys, time
+import pyarrow as pa
+from airflow_hoodie.actions import write_client
+from airflow_hoodie.actions.write import write_arrow
+
+real = write_client.check_no_conflict
+
+def stall_under_the_commit_lock(*args, **kwargs):
+    print("IN_COMMIT_LOCK", flush=True)
+    time.sleep(3)  # the test stops this process (SIGSTOP) here, while it holds the lock
+    return real(*args, **kwargs)
+
+write_client.check_no_conflict = stall_under_the_commit_lock
+write_arrow({base!r}, pa.table({{"id": [1, 2], "ts": [2, 2], "v": ["late", "late"]}}), "upsert", {conf!r})
+"""
+
+
+def _table_conf(lock: dict[str, str]) -> dict[str, str]:
+    return {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+            lp.NUM_RETRIES: "10", lp.RETRY_WAIT_MS: "500", lp.RETRY_MAX_WAIT_MS: "500", **lock}
+
+
+def _commits(base: str) -> list[str]:
+    """Completed writes (the abort's own rollback instant completes too, and is not one)."""
+    completed = HoodieTable.load(base).timeline.completed().filter(actions=["commit", "deltacommit"])
+    return [i.timestamp for i in completed.instants]
+
+
+def _stalled_writer_loses_the_lock(base: str, conf: dict[str, str], steal, release) -> None:
+    """Start a write in a child, stop it inside its commit lock, let ``steal`` take the
+    lock, resume it, and check it never completes while the thief holds the lock and
+    aborts in the end."""
+    write_arrow(base, pa.table({"id": [1, 2], "ts": [1, 1], "v": ["a", "b"]}), "upsert", conf)
+    before = _commits(base)
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(base=base, conf=conf)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        line = child.stdout.readline()
+        if line.strip() != b"IN_COMMIT_LOCK":
+            child.wait(30)
+            pytest.fail(f"the writer never reached its commit: {child.stderr.read().decode()[-3000:]}")
+        os.kill(child.pid, signal.SIGSTOP)
+        try:
+            assert steal(), "the Java-protocol client could not take the lock from the stalled writer"
+        finally:
+            os.kill(child.pid, signal.SIGCONT)
+        # the writer runs on while the other side holds the lock: it must not complete
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and child.poll() is None:
+            assert _commits(base) == before
+            time.sleep(0.2)
+        assert _commits(base) == before
+        release()
+        _out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+    assert child.returncode != 0
+    assert b"HoodieLockError" in err and b"is no longer ours" in err, err.decode()[-3000:]
+    timeline = HoodieTable.load(base).timeline
+    assert _commits(base) == before
+    assert timeline.pending().filter(actions=["commit", "deltacommit"]).instants == []  # rolled back
+    assert sorted(read_table(base, columns=["v"]).column("v").to_pylist()) == ["a", "b"]
+
+
+def test_a_write_whose_zookeeper_session_expired_aborts_before_completing(zookeeper, kazoo, tmp_path):
+    table = _name()
+    # the server grants at least 2 ticks (6 s with Debian's defaults) whatever we ask
+    conf = _table_conf(_zk_settings(zookeeper, table, **{"hoodie.write.lock.zookeeper.session_timeout_ms": "6000",
+                                                          lp.WAIT_TIME_MS: "2000"}))
+    java = CuratorMutex(kazoo, f"{ZK_BASE}/{table}")
+    _stalled_writer_loses_the_lock(str(tmp_path / table), conf, steal=lambda: java.acquire(40), release=java.release)
+
+
+def test_a_write_whose_dynamodb_lease_was_taken_over_aborts_before_completing(dynamodb, ddb, tmp_path):
+    table = _name()
+    conf = _table_conf(_ddb_settings(dynamodb, table, 2000))
+    lp.lock_provider_for(HoodieConfig(conf), str(tmp_path)).close()  # the lock table exists
+    java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=2000)
+
+    def release() -> None:
+        assert java.release()
+
+    _stalled_writer_loses_the_lock(str(tmp_path / table), conf, steal=lambda: java.acquire(table, 20000),
+                                   release=release)
