@@ -1,13 +1,14 @@
 """Hudi's ``hoodie.*`` settings: one registry of known keys with Hudi's defaults.
 
-Each action module registers the keys it understands (with Hudi's own names and default
-values), so a job can report every ``hoodie.*`` key nobody understands instead of
-silently ignoring a typo like ``hoodie.cleaner.commits.retaind``.
+Every key we understand is declared once, with Hudi's own name, default and aliases, in the
+catalog :mod:`airflow_hoodie.config_keys`, so a job can report every ``hoodie.*`` key nobody
+understands instead of silently ignoring a typo like ``hoodie.cleaner.commits.retaind``.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, TypeVar
 
@@ -32,15 +33,15 @@ _LOADED = False
 
 
 def register(*keys: ConfigKey) -> None:
-    """Declare keys, each by the one module that owns it. A second declaration of a key or
-    alias raises: two owners are how defaults came to depend on import order."""
+    """Declare keys, each once, in the catalog (:mod:`airflow_hoodie.config_keys`). A second
+    declaration of a key or alias raises: two owners are how defaults came to depend on import order."""
     for k in keys:
         for name in (k.key, *k.alternatives):
             if name in _REGISTRY:
                 owner = _REGISTRY[name]
                 raise HoodieConfigError(
                     f"{name} is declared twice ({owner.key!r} and {k.key!r}); a key belongs to one module: "
-                    "import its ConfigKey from the module that declares it instead of declaring it again.")
+                    "import it from airflow_hoodie.config_keys instead of declaring it again.")
         _REGISTRY[k.key] = k
         for alt in k.alternatives:
             _REGISTRY[alt] = ConfigKey(alt, k.default, k.doc)
@@ -63,38 +64,21 @@ def default(key: str) -> str | None:
     return entry.default if entry else None
 
 
-#: the modules that register the ``hoodie.*`` keys they read; importing them all gives the
-#: whole registry whatever the caller imported before (a typo check needs every key)
-_REGISTERING_MODULES = (
-    "airflow_hoodie.actions.write_config",
-    "airflow_hoodie.actions.write_identity",
-    "airflow_hoodie.actions.commit_callback",
-    "airflow_hoodie.actions.clean",
-    "airflow_hoodie.actions.compaction",
-    "airflow_hoodie.actions.clustering",
-    "airflow_hoodie.actions.archive",
-    "airflow_hoodie.actions.transaction.lock_provider",
-    "airflow_hoodie.actions.transaction.transaction_manager",
-    "airflow_hoodie.actions.transaction.heartbeat",
-    "airflow_hoodie.actions.transaction.filesystem_lock",
-    "airflow_hoodie.actions.transaction.zookeeper_lock",
-    "airflow_hoodie.actions.transaction.dynamodb_lock",
-    "airflow_hoodie.table.bloom.bloom_footer",
-    "airflow_hoodie.table.keygen.keygen_config",
-    "airflow_hoodie.table.log.log_writer",
-    "airflow_hoodie.table.record_merger",
-)
+#: the catalog of every key we read: leaf modules holding only declarations, so loading it
+#: imports no code that uses the keys (no boto3, kazoo or pyspark for a lookup)
+CATALOG_PACKAGE = "airflow_hoodie.config_keys"
 
 
 def load_registry() -> None:
-    """Import every module that registers keys, once, before the first lookup: a default
-    must not depend on which modules the caller happened to import."""
+    """Load the whole key catalog, once, before the first lookup: a default must not depend
+    on which modules the caller happened to import."""
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
-    for name in _REGISTERING_MODULES:
-        importlib.import_module(name)
+    package = importlib.import_module(CATALOG_PACKAGE)
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{CATALOG_PACKAGE}.{module.name}")
 
 
 def _edits(a: str, b: str) -> int:

@@ -34,26 +34,14 @@ from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
 from airflow_hoodie.actions.transaction.transaction_manager import LAZY
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.clean import COMMITS_RETAINED, FILE_VERSIONS_RETAINED, HOURS_RETAINED, POLICY
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
-POLICY = "hoodie.cleaner.policy"
-COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
-FILE_VERSIONS_RETAINED = "hoodie.cleaner.fileversions.retained"
-HOURS_RETAINED = "hoodie.cleaner.hours.retained"
-
-register(
-    ConfigKey(POLICY, "KEEP_LATEST_COMMITS", "KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS or KEEP_LATEST_BY_HOURS"),
-    ConfigKey(COMMITS_RETAINED, "10", "Commits whose file slices stay readable (time travel, incremental)"),
-    ConfigKey(FILE_VERSIONS_RETAINED, "3", "File slices kept per file group"),
-    ConfigKey(HOURS_RETAINED, "24", "Hours of commits whose file slices stay readable"),
-    ConfigKey("hoodie.clean.automatic", "true"),
-    ConfigKey("hoodie.clean.async", "false"),
-)
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"

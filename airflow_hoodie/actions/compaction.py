@@ -44,7 +44,14 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 )
 from airflow_hoodie.actions.write_client import commit_metadata_json
 from airflow_hoodie.actions.write_identity import commit_extra_metadata
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.compaction import (
+    LOGFILE_SIZE_THRESHOLD,
+    MAX_DELTA_COMMITS,
+    MAX_DELTA_SECONDS,
+    TARGET_IO_MB,
+    TRIGGER_STRATEGY,
+)
 from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
@@ -67,22 +74,8 @@ from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
-TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
-MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
-MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
-TARGET_IO_MB = "hoodie.compaction.target.io"
-LOGFILE_SIZE_THRESHOLD = "hoodie.compaction.logfile.size.threshold"
 PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 
-register(
-    ConfigKey(TRIGGER_STRATEGY, "NUM_COMMITS", "NUM_COMMITS, TIME_ELAPSED, NUM_AND_TIME or NUM_OR_TIME"),
-    ConfigKey(MAX_DELTA_COMMITS, "5", "Delta commits since the last compaction that trigger one"),
-    ConfigKey(MAX_DELTA_SECONDS, str(60 * 60), "Seconds since the last compaction that trigger one"),
-    ConfigKey(TARGET_IO_MB, str(500 * 1024), "IO budget (MB) of one compaction plan"),
-    ConfigKey(LOGFILE_SIZE_THRESHOLD, "0", "Only compact file slices whose logs total at least this many bytes"),
-    ConfigKey("hoodie.compaction.strategy",
-              "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy"),
-)
 
 TRIGGER_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
 #: Metric names Hudi's CompactionStrategy.captureMetrics puts in each operation.

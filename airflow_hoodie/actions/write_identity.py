@@ -22,16 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from airflow_hoodie.actions.rollback import rollback_instant
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.write import COMMIT_META_PREFIX
 from airflow_hoodie.errors import HoodieError, HoodieTableNotFoundError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.timeline.instant import Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
-COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
-register(ConfigKey(COMMIT_META_PREFIX, "_", "Write options whose key starts with this prefix are copied "
-                   "into the commit's extraMetadata (checkpoints, write identities)."))
 
 #: the identity's key after the prefix, e.g. ``_airflow.write.id``
 WRITE_ID_SUFFIX = "airflow.write.id"

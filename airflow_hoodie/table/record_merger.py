@@ -36,7 +36,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_hoodie.config import ConfigKey, register
+from airflow_hoodie.config_keys.merge import (
+    DELETE_FIELD,
+    DELETE_MARKER,
+    MERGE_MODE,
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    PAYLOAD_CLASS,
+    PAYLOAD_CLASS_ALT,
+)
 from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError
 from airflow_hoodie.table.schema.meta_fields import (
     IS_DELETED,
@@ -44,16 +51,10 @@ from airflow_hoodie.table.schema.meta_fields import (
 )
 
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
-PAYLOAD_CLASS = "hoodie.compaction.payload.class"
-PAYLOAD_CLASS_ALT = "hoodie.table.payload.class"
 WRITE_PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
-MERGE_MODE = "hoodie.record.merge.mode"
 TABLE_MERGE_MODE = "hoodie.table.record.merge.mode"
 MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
-DELETE_FIELD = "hoodie.payload.delete.field"
-DELETE_MARKER = "hoodie.payload.delete.marker"
 
-OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 
 #: payload classes whose merge honours the ordering (precombine) field.
@@ -66,17 +67,6 @@ EVENT_TIME_PAYLOADS = frozenset(
 #: Hudi's record merger strategy id meaning "overwrite, commit time ordering" (1.x).
 OVERWRITE_MERGER_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
-register(
-    ConfigKey(
-        PAYLOAD_CLASS,
-        OVERWRITE_WITH_LATEST_PAYLOAD,
-        "Payload class whose merge semantics readers and compaction apply.",
-        alternatives=(PAYLOAD_CLASS_ALT,),
-    ),
-    ConfigKey(MERGE_MODE, None, "EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING or CUSTOM (Hudi 1.x)."),
-    ConfigKey(DELETE_FIELD, None, "Column whose value equal to the delete marker marks a delete."),
-    ConfigKey(DELETE_MARKER, None, "Value of hoodie.payload.delete.field that marks a delete."),
-)
 
 # Column names used internally by the merge; chosen not to clash with user columns.
 _KEY = "__hoodie_merge_key"

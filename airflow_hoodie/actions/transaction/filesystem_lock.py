@@ -21,18 +21,11 @@ import uuid
 
 from airflow_hoodie.actions.transaction.local_process import owner_is_gone, this_process
 from airflow_hoodie.actions.transaction.lock_provider import LockProvider
-from airflow_hoodie.config import ConfigKey, register
+from airflow_hoodie.config_keys.locks import LOCK_EXPIRE_MIN, LOCK_PATH
 from airflow_hoodie.errors import HoodieLockError
 from airflow_hoodie.table.storage.storage import Storage
 
-LOCK_PATH = "hoodie.write.lock.filesystem.path"
-LOCK_EXPIRE_MIN = "hoodie.write.lock.filesystem.expire"
 LOCK_FILE_NAME = "lock"
-
-register(
-    ConfigKey(LOCK_PATH, None, "Directory of the file-system lock (default: the table's .hoodie)"),
-    ConfigKey(LOCK_EXPIRE_MIN, "0", "Minutes after which a file-system lock is stale (0 = never)"),
-)
 
 
 class FileSystemBasedLockProvider(LockProvider):

@@ -11,11 +11,10 @@ import time
 import uuid
 
 from airflow_hoodie.actions.transaction.local_process import owner_is_gone, this_process
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.concurrency import INTERVAL_MS, TOLERABLE_MISSES
 from airflow_hoodie.table.storage.storage import Storage
 
-INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
-TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 HEARTBEAT_FOLDER = ".heartbeat"
 # Hudi reads only a heartbeat's modification time; the owner lets a retry on the same host
 # see at once that the writer it replaces is dead, and the token tells an executor whose
@@ -24,11 +23,6 @@ HEARTBEAT_FOLDER = ".heartbeat"
 
 def _owner(token: str) -> bytes:
     return json.dumps({**this_process(), "token": token}).encode()
-
-register(
-    ConfigKey(INTERVAL_MS, "60000", "How often a pending instant's heartbeat is refreshed"),
-    ConfigKey(TOLERABLE_MISSES, "2", "Missed heartbeats after which a pending instant counts as failed"),
-)
 
 
 class Heartbeats:

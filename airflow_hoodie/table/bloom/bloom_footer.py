@@ -11,7 +11,8 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_hoodie.config import ConfigKey, HoodieConfig, register
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.bloom import DYNAMIC_MAX_ENTRIES, FILTER_TYPE, FPP, NUM_ENTRIES
 from airflow_hoodie.table.bloom.bloom_filter import (
     DYNAMIC_V0,
     SIMPLE,
@@ -41,35 +42,6 @@ MIN_KEY = "hoodie_min_record_key"
 MAX_KEY = "hoodie_max_record_key"
 
 
-NUM_ENTRIES = ConfigKey(
-    "hoodie.index.bloom.num_entries",
-    "60000",
-    "Expected number of record keys per base file; sizes the bloom filter (and, for DYNAMIC_V0, one row).",
-)
-
-
-FPP = ConfigKey(
-    "hoodie.index.bloom.fpp",
-    "0.000000001",
-    "Target false-positive probability of the bloom filter at num_entries keys.",
-)
-
-
-FILTER_TYPE = ConfigKey(
-    "hoodie.bloom.index.filter.type",
-    DYNAMIC_V0,
-    "Bloom filter type written into base files: SIMPLE or DYNAMIC_V0.",
-)
-
-
-DYNAMIC_MAX_ENTRIES = ConfigKey(
-    "hoodie.bloom.index.filter.dynamic.max.entries",
-    "100000",
-    "Upper bound of keys a DYNAMIC_V0 filter grows to; past it rows are reused round-robin.",
-)
-
-
-register(NUM_ENTRIES, FPP, FILTER_TYPE, DYNAMIC_MAX_ENTRIES)
 
 
 def bloom_filter_from_config(props: Mapping[str, str] | HoodieConfig | None = None) -> BloomFilter:

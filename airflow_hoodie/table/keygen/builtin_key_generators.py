@@ -12,11 +12,8 @@ from airflow_hoodie.errors import (
     HoodieConfigError,
 )
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
-from airflow_hoodie.table.keygen.keygen_config import (
-    COMPLEX_NEW_ENCODING,
-    COMPLEX_TABLE_ENCODING,
-    KEYGEN_PACKAGE,
-)
+from airflow_hoodie.config_keys.keygen import COMPLEX_NEW_ENCODING, COMPLEX_TABLE_ENCODING
+from airflow_hoodie.table.keygen.keygen_config import KEYGEN_PACKAGE
 
 
 class SimpleKeyGenerator(KeyGenerator):

@@ -37,23 +37,25 @@ from airflow_hoodie.errors import (
     HoodieNotSupportedError,
 )
 from airflow_hoodie.table.keygen.java_text import escape_array, field_text
+from airflow_hoodie.config_keys.keygen import (
+    CONSISTENT_LOGICAL_TIMESTAMP,
+    HIVE_STYLE,
+    KEYGENERATOR_CLASS,
+    KEYGENERATOR_TYPE,
+    PARTITIONPATH_FIELD,
+    RECORDKEY_FIELD,
+    URL_ENCODE,
+)
 from airflow_hoodie.table.keygen.keygen_config import (
     CLASS_TO_TYPE,
     COMPOSITE_KEY_VALUE_SEPARATOR,
-    CONSISTENT_LOGICAL_TIMESTAMP,
     DEFAULT_PARTITION_PATH,
     EMPTY_RECORDKEY_PLACEHOLDER,
-    HIVE_STYLE,
     KEYGEN_PACKAGE,
     KEYGEN_TYPES,
-    KEYGENERATOR_CLASS,
-    KEYGENERATOR_TYPE,
     NULL_RECORDKEY_PLACEHOLDER,
     PARTITION_PATH_SEPARATOR,
-    PARTITIONPATH_FIELD,
     RECORD_KEY_PARTS_SEPARATOR,
-    RECORDKEY_FIELD,
-    URL_ENCODE,
 )
 
 

@@ -15,18 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import (
-    HoodieConfigError,
-    HoodieKeyError,
-    HoodieNotSupportedError,
-)
-from airflow_hoodie.table.keygen import joda_zone as jz
-from airflow_hoodie.table.keygen import timestamp_format as tf
-from airflow_hoodie.table.keygen.java_text import column_of, escape_array
-from airflow_hoodie.table.keygen.key_generator import KeyGenerator
-from airflow_hoodie.table.keygen.keygen_config import (
+from airflow_hoodie.config_keys.keygen import (
     DATETIME_PARSER,
-    KEYGEN_PACKAGE,
     TS_INPUT_FORMAT,
     TS_INPUT_FORMAT_DELIMITER,
     TS_INPUT_TZ,
@@ -36,6 +26,16 @@ from airflow_hoodie.table.keygen.keygen_config import (
     TS_TYPE,
     TS_TZ,
 )
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieKeyError,
+    HoodieNotSupportedError,
+)
+from airflow_hoodie.table.keygen import joda_zone as jz
+from airflow_hoodie.table.keygen import timestamp_format as tf
+from airflow_hoodie.table.keygen.java_text import column_of, escape_array
+from airflow_hoodie.table.keygen.key_generator import KeyGenerator
+from airflow_hoodie.table.keygen.keygen_config import KEYGEN_PACKAGE
 
 _TIME_UNIT_MS = {
     "NANOSECONDS": (1, 1_000_000),

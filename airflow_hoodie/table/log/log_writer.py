@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from airflow_hoodie.config import ConfigKey, register
+from airflow_hoodie.config_keys.log import LOG_BLOCK_MAX_SIZE, LOG_FILE_MAX_SIZE
 from airflow_hoodie.errors import HoodieIOError
 from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
@@ -32,17 +32,6 @@ from airflow_hoodie.table.file_group.file_naming import (
 from airflow_hoodie.table.log.log_block import LogBlock, serialize_block
 from airflow_hoodie.table.storage.storage import Storage
 
-LOG_FILE_MAX_SIZE = ConfigKey(
-    "hoodie.logfile.max.size",
-    str(1024 * 1024 * 1024),
-    "LogFile max size in bytes; a writer rolls over to the next log file version past it.",
-)
-LOG_BLOCK_MAX_SIZE = ConfigKey(
-    "hoodie.logfile.data.block.max.size",
-    str(256 * 1024 * 1024),
-    "Max size of one data block appended to a log file; larger batches are split.",
-)
-register(LOG_FILE_MAX_SIZE, LOG_BLOCK_MAX_SIZE)
 
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024 * 1024
 #: Hudi's ``HoodieLogFile.LOGFILE_BASE_VERSION``.
