@@ -1,0 +1,77 @@
+"""Keys of the write flow (Hudi's HoodieWriteConfig, DataSourceWriteOptions, storage and
+index settings) and the open-ended key families a write accepts."""
+
+from __future__ import annotations
+
+from airflow_hoodie.config import ConfigKey, register, register_prefix
+
+TABLE_TYPE = "hoodie.table.type"
+RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
+PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
+PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
+SMALL_FILE_GROUP_CANDIDATES_LIMIT = "hoodie.merge.small.file.group.candidates.limit"
+LOG_TO_PARQUET_RATIO = "hoodie.logfile.to.parquet.compression.ratio"
+#: our keys (Hudi has no driver-side write path): see their docs below
+DRIVER_BATCH_MAX_BYTES = "hoodie.airflow.write.driver.batch.max.bytes"
+DRIVER_FILES_MAX_BYTES = "hoodie.airflow.write.driver.files.max.bytes"
+#: write options under this prefix go into the commit's extraMetadata
+COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
+
+register(
+    ConfigKey(DRIVER_BATCH_MAX_BYTES, str(32 * 1024 * 1024),
+              "A batch whose Spark size estimate is at most this many bytes is collected to the driver as "
+              "Arrow and deduped, indexed and routed there; index lookups and file-group writes go to Spark "
+              "tasks unless hoodie.airflow.write.driver.files.max.bytes keeps them in the driver. It saves "
+              "the shuffles of the DataFrame path (one to three Spark jobs instead of about twelve for an "
+              "upsert of 100k records). 0 keeps every batch a DataFrame."),
+    ConfigKey(DRIVER_FILES_MAX_BYTES, str(128 * 1024 * 1024),
+              "With the batch on the driver, an index lookup or file-group write whose existing files and "
+              "records come to at most this many bytes (about one base file) runs in the driver's process: "
+              "Python workers starting and importing cost more than such work. 0 sends all of it to Spark tasks."),
+    ConfigKey(TABLE_TYPE, "COPY_ON_WRITE", "COPY_ON_WRITE or MERGE_ON_READ", ("hoodie.datasource.write.table.type",)),
+    ConfigKey("hoodie.table.name", None, "table name", ("hoodie.datasource.write.table.name",)),
+    ConfigKey(PRECOMBINE_FIELD, "ts", "ordering field used to dedupe", ("hoodie.table.precombine.field",)),
+    ConfigKey("hoodie.datasource.write.operation", "upsert", ""),
+    ConfigKey("hoodie.datasource.write.payload.class", "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload", ""),
+    ConfigKey("hoodie.payload.ordering.field", None, "ordering field of DefaultHoodieRecordPayload"),
+    ConfigKey("hoodie.index.type", "SIMPLE", "SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, IN_MEMORY"),
+    ConfigKey("hoodie.combine.before.upsert", "true", ""),
+    ConfigKey("hoodie.combine.before.insert", "false", ""),
+    ConfigKey("hoodie.combine.before.delete", "true", ""),
+    ConfigKey("hoodie.simple.index.update.partition.path", "true", ""),
+    ConfigKey("hoodie.bloom.index.update.partition.path", "true", ""),
+    ConfigKey("hoodie.bloom.index.prune.by.ranges", "true", ""),
+    ConfigKey("hoodie.bloom.index.use.metadata", "false", ""),
+    ConfigKey("hoodie.parquet.small.file.limit", str(104857600), ""),
+    ConfigKey("hoodie.parquet.max.file.size", str(125829120), ""),
+    ConfigKey(SMALL_FILE_GROUP_CANDIDATES_LIMIT, "1", "MERGE_ON_READ with an index blind to log files: how many "
+              "of a partition's smallest base-only file groups an insert may fill (as a new base file)"),
+    ConfigKey(LOG_TO_PARQUET_RATIO, "0.35", "how many parquet bytes a log byte counts as when sizing a file slice"),
+    ConfigKey("hoodie.parquet.block.size", str(125829120), ""),
+    ConfigKey("hoodie.parquet.page.size", str(1048576), ""),
+    ConfigKey("hoodie.parquet.compression.codec", "gzip", ""),
+    ConfigKey("hoodie.copyonwrite.record.size.estimate", "1024", ""),
+    ConfigKey("hoodie.record.size.estimation.threshold", "1.0", ""),
+    ConfigKey("hoodie.copyonwrite.insert.split.size", "500000", ""),
+    ConfigKey("hoodie.copyonwrite.insert.auto.split", "true", ""),
+    ConfigKey("hoodie.logfile.data.block.format", "avro", ""),
+    ConfigKey("hoodie.upsert.shuffle.parallelism", "0", ""),
+    ConfigKey("hoodie.insert.shuffle.parallelism", "0", ""),
+    ConfigKey("hoodie.bulkinsert.shuffle.parallelism", "0", ""),
+    ConfigKey("hoodie.bulkinsert.sort.mode", "NONE", "bulk_insert layout: NONE, GLOBAL_SORT, PARTITION_SORT, "
+              "PARTITION_PATH_REPARTITION or PARTITION_PATH_REPARTITION_AND_SORT"),
+    ConfigKey("hoodie.delete.shuffle.parallelism", "0", ""),
+    ConfigKey("hoodie.populate.meta.fields", "true", ""),
+    ConfigKey("hoodie.table.timeline.timezone", "LOCAL", ""),
+    ConfigKey("hoodie.datasource.write.reconcile.schema", "false", ""),
+    ConfigKey("hoodie.table.base.file.format", "PARQUET", ""),
+    ConfigKey("hoodie.database.name", None, ""),
+    ConfigKey("hoodie.write.markers.type", "DIRECT", "we write direct markers"),
+    ConfigKey("hoodie.rollback.using.markers", "true", ""),
+    ConfigKey("hoodie.metadata.enable", "false", "the metadata table is not maintained by airflow-hoodie"),
+    ConfigKey(COMMIT_META_PREFIX, "_", "Write options whose key starts with this prefix are copied "
+              "into the commit's extraMetadata (checkpoints, write identities)."),
+)
+register_prefix("hoodie.write.commit.callback.")
+register_prefix("hoodie.datasource.write.keygenerator.")
+register_prefix("hoodie.keygen.")
