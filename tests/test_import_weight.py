@@ -43,6 +43,14 @@ def test_the_format_layer_loads_no_lock_client_and_no_airflow() -> None:
     assert loaded == []
 
 
+def test_the_airflow_layer_loads_no_pyspark_and_no_lock_client() -> None:
+    """What Airflow's triggerer loads for a deferred sensor, and an executor for any task."""
+    loaded = _loaded_after_importing(
+        ["airflow_hoodie.triggers.hoodie", "airflow_hoodie.sensors.hoodie", "airflow_hoodie.operators.hoodie"],
+        ["pyspark", "py4j", "boto3", "botocore", "kazoo"])
+    assert loaded == []
+
+
 def _calls_register(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

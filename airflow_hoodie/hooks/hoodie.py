@@ -61,7 +61,7 @@ from airflow_hoodie.provider_info import (
     DEFAULT_SPARK_CONN_ID,
     UI_FIELD_BEHAVIOUR,
 )
-from airflow_hoodie.spark.job import STORAGE_SECRETS_ENV, is_secret_option
+from airflow_hoodie.storage_secrets import STORAGE_SECRETS_ENV, is_secret_option
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.triggers.driver_tracking import NO_WAIT_CONF, submitted_driver
 

@@ -10,6 +10,7 @@ unchanged.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -20,7 +21,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import pyspark
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 import airflow_hoodie
@@ -107,7 +107,10 @@ def spark_submit_path_dirs() -> list[str]:
     """
     dirs = [os.path.dirname(sys.executable)]
     if shutil.which(SPARK_SUBMIT, path=os.pathsep.join(dirs + [os.environ.get("PATH", "")])) is None:
-        dirs.append(str(Path(pyspark.__file__).resolve().parent / "bin"))
+        # located, not imported: the Airflow side never loads pyspark itself
+        spec = importlib.util.find_spec("pyspark")
+        if spec is not None and spec.origin:
+            dirs.append(str(Path(spec.origin).resolve().parent / "bin"))
     return dirs
 
 

@@ -15,7 +15,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_hoodie.hooks.hoodie import HoodieHook
-from airflow_hoodie.spark.job import is_secret_option
+from airflow_hoodie.storage_secrets import is_secret_option
 from airflow_hoodie.triggers import timeline_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 

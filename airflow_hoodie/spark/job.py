@@ -20,6 +20,7 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig, parse_key_values, parse_properties
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.spark.session import active_session_summary
+from airflow_hoodie.storage_secrets import STORAGE_SECRETS_ENV
 from airflow_hoodie.table.hoodie_table import HoodieTable
 
 EXIT_FAILURE = 1
@@ -59,16 +60,6 @@ def load_config(args: argparse.Namespace) -> HoodieConfig:
     config = HoodieConfig(values)
     config.check_spelling()  # before any session starts
     return config
-
-
-#: storage credentials reach a job in this environment variable (JSON), never as arguments
-STORAGE_SECRETS_ENV = "HOODIE_STORAGE_SECRETS"
-_SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas")
-
-
-def is_secret_option(key: str) -> bool:
-    """A storage option that must stay off command lines and out of logs."""
-    return any(word in key.lower() for word in _SECRET_WORDS)
 
 
 def storage_options(args: argparse.Namespace) -> dict[str, str]:
@@ -136,7 +127,6 @@ def job_executor(args: argparse.Namespace, app_name: str):
     """Spark tasks for plan operations, or in-process with ``--local`` (small tables, tests)."""
     if getattr(args, "local", False):
         return LocalExecutor()
-    # Spark only where a job runs: sensors import this module for is_secret_option
     from airflow_hoodie.spark.executor import SparkExecutor
     from airflow_hoodie.spark.session import get_or_create_session
 
