@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieConcurrentWriterError
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieLockError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 
 
@@ -50,17 +50,27 @@ def complete_once(tm: TransactionManager, table: HoodieTable, instant_time: str,
     """Run ``complete`` under the lock unless the plan completed meanwhile, or another
     task took it over (``token`` no longer on its heartbeat: we stalled past the expiry);
     then our own output files are deleted so none of them is ever visible. Returns
-    whether we completed it; raises when the plan is another task's now."""
+    whether we completed it; raises when the plan is another task's now, or when our
+    lock was lost before we could complete (the plan stays pending for a retry)."""
     taken_over = False
+    lost: HoodieLockError | None = None
     with tm.transaction(f"complete {action} {instant_time}"):
         current = table.reload_timeline().get(instant_time, action)
         if current is not None and not current.is_completed:
             if token is None or tm.heartbeats.owns(instant_time, token):
-                complete()
-                return True
-            taken_over = True
+                try:
+                    tm.ensure_lock_held()  # a lock lost meanwhile stops us before completing, never after
+                except HoodieLockError as exc:
+                    lost = exc
+                else:
+                    complete()
+                    return True
+            else:
+                taken_over = True
     for rel in written:
         table.storage.delete(table.storage.join(table.base_path, rel))
+    if lost is not None:
+        raise lost
     if taken_over:
         raise HoodieConcurrentWriterError(
             f"{action} {instant_time} was taken over by another task while this one stalled past its heartbeat "

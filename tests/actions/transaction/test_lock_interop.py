@@ -21,6 +21,8 @@ import pyarrow as pa
 import pytest
 from kazoo.client import KazooClient
 
+from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
+from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.transaction import lock_provider as lp
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
@@ -184,61 +186,85 @@ def test_a_dead_java_holder_is_taken_over_after_its_lease_not_before(dynamodb, d
 
 # ------------------------------------------------------------------ the lost lock
 
-CHILD = """
-import sys, time
+STALL = """
+import time
+def stall_under_the_lock():
+    print("IN_COMMIT_LOCK", flush=True)
+    time.sleep(3)  # the test stops this process (SIGSTOP) here, while it holds the commit lock
+"""
+
+WRITE_CHILD = STALL + """
 import pyarrow as pa
 from airflow_hoodie.actions import write_client
 from airflow_hoodie.actions.write import write_arrow
 
-real = write_client.check_no_conflict
+real = write_client.check_no_conflict  # the last step under the commit lock before completing
 
-def stall_under_the_commit_lock(*args, **kwargs):
-    print("IN_COMMIT_LOCK", flush=True)
-    time.sleep(3)  # the test stops this process (SIGSTOP) here, while it holds the lock
+def check_no_conflict(*args, **kwargs):
+    stall_under_the_lock()
     return real(*args, **kwargs)
 
-write_client.check_no_conflict = stall_under_the_commit_lock
+write_client.check_no_conflict = check_no_conflict
 write_arrow({base!r}, pa.table({{"id": [1, 2], "ts": [2, 2], "v": ["late", "late"]}}), "upsert", {conf!r})
 """
 
+COMPACTION_CHILD = STALL + """
+from airflow_hoodie.actions import planned_service
+from airflow_hoodie.actions.compaction import execute_pending_compactions
+from airflow_hoodie.actions.executor import LocalExecutor
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.hoodie_table import HoodieTable
 
-def _table_conf(lock: dict[str, str]) -> dict[str, str]:
+real_once, real_reload = planned_service.complete_once, HoodieTable.reload_timeline
+armed = []
+
+def complete_once(*args, **kwargs):
+    armed.append(True)
+    return real_once(*args, **kwargs)
+
+def reload_timeline(self, *args, **kwargs):  # complete_once's first step under the lock
+    if armed:
+        armed.clear()
+        stall_under_the_lock()
+    return real_reload(self, *args, **kwargs)
+
+planned_service.complete_once, HoodieTable.reload_timeline = complete_once, reload_timeline
+execute_pending_compactions(HoodieTable.load({base!r}), LocalExecutor(), HoodieConfig({conf!r}))
+"""
+
+
+def _table_conf(lock: dict[str, str], **extra: str) -> dict[str, str]:
     return {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
-            lp.NUM_RETRIES: "10", lp.RETRY_WAIT_MS: "500", lp.RETRY_MAX_WAIT_MS: "500", **lock}
+            lp.NUM_RETRIES: "10", lp.RETRY_WAIT_MS: "500", lp.RETRY_MAX_WAIT_MS: "500", **lock, **extra}
 
 
-def _commits(base: str) -> list[str]:
-    """Completed writes (the abort's own rollback instant completes too, and is not one)."""
-    completed = HoodieTable.load(base).timeline.completed().filter(actions=["commit", "deltacommit"])
-    return [i.timestamp for i in completed.instants]
+def _completed(base: str, action: str) -> list[str]:
+    return [i.timestamp for i in HoodieTable.load(base).timeline.completed().filter(actions=[action]).instants]
 
 
-def _stalled_writer_loses_the_lock(base: str, conf: dict[str, str], steal, release) -> None:
-    """Start a write in a child, stop it inside its commit lock, let ``steal`` take the
-    lock, resume it, and check it never completes while the thief holds the lock and
-    aborts in the end."""
-    write_arrow(base, pa.table({"id": [1, 2], "ts": [1, 1], "v": ["a", "b"]}), "upsert", conf)
-    before = _commits(base)
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(base=base, conf=conf)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def _stall_inside_the_lock_and_steal_it(child_code: str, base: str, action: str, steal, release) -> bytes:
+    """Run ``child_code`` in a child, stop it (SIGSTOP) inside its commit lock, let
+    ``steal`` take the lock the Java way, resume the child, and check it completes no
+    ``action`` instant while the thief holds the lock, nor after. The child's stderr."""
+    before = _completed(base, action)
+    child = subprocess.Popen([sys.executable, "-c", child_code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
-        line = child.stdout.readline()
-        if line.strip() != b"IN_COMMIT_LOCK":
-            child.wait(30)
-            pytest.fail(f"the writer never reached its commit: {child.stderr.read().decode()[-3000:]}")
+        if child.stdout.readline().strip() != b"IN_COMMIT_LOCK":
+            child.wait(60)
+            pytest.fail(f"the child never reached its commit: {child.stderr.read().decode()[-3000:]}")
         os.kill(child.pid, signal.SIGSTOP)
         try:
-            assert steal(), "the Java-protocol client could not take the lock from the stalled writer"
+            assert steal(), "the Java-protocol client could not take the lock from the stalled child"
         finally:
             os.kill(child.pid, signal.SIGCONT)
-        # the writer runs on while the other side holds the lock: it must not complete
+        # the child runs on while the other side holds the lock: it must not complete
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and child.poll() is None:
-            assert _commits(base) == before
+            assert _completed(base, action) == before
             time.sleep(0.2)
-        assert _commits(base) == before
+        assert _completed(base, action) == before
         release()
         _out, err = child.communicate(timeout=120)
     finally:
@@ -247,9 +273,15 @@ def _stalled_writer_loses_the_lock(base: str, conf: dict[str, str], steal, relea
             child.wait()
     assert child.returncode != 0
     assert b"HoodieLockError" in err and b"is no longer ours" in err, err.decode()[-3000:]
-    timeline = HoodieTable.load(base).timeline
-    assert _commits(base) == before
-    assert timeline.pending().filter(actions=["commit", "deltacommit"]).instants == []  # rolled back
+    assert _completed(base, action) == before
+    return err
+
+
+def _stalled_writer_aborts(base: str, conf: dict[str, str], steal, release) -> None:
+    write_arrow(base, pa.table({"id": [1, 2], "ts": [1, 1], "v": ["a", "b"]}), "upsert", conf)
+    _stall_inside_the_lock_and_steal_it(WRITE_CHILD.format(base=base, conf=conf), base, "commit", steal, release)
+    # the abort rolled the write back: nothing of it pending or visible
+    assert HoodieTable.load(base).timeline.pending().filter(actions=["commit"]).instants == []
     assert sorted(read_table(base, columns=["v"]).column("v").to_pylist()) == ["a", "b"]
 
 
@@ -259,17 +291,41 @@ def test_a_write_whose_zookeeper_session_expired_aborts_before_completing(zookee
     conf = _table_conf(_zk_settings(zookeeper, table, **{"hoodie.write.lock.zookeeper.session_timeout_ms": "6000",
                                                           lp.WAIT_TIME_MS: "2000"}))
     java = CuratorMutex(kazoo, f"{ZK_BASE}/{table}")
-    _stalled_writer_loses_the_lock(str(tmp_path / table), conf, steal=lambda: java.acquire(40), release=java.release)
+    _stalled_writer_aborts(str(tmp_path / table), conf, steal=lambda: java.acquire(40), release=java.release)
 
 
-def test_a_write_whose_dynamodb_lease_was_taken_over_aborts_before_completing(dynamodb, ddb, tmp_path):
-    table = _name()
-    conf = _table_conf(_ddb_settings(dynamodb, table, 2000))
+def _java_ddb(ddb, conf: dict[str, str], tmp_path: Path, table: str) -> tuple[DynamoDBLockClient, object]:
     lp.lock_provider_for(HoodieConfig(conf), str(tmp_path)).close()  # the lock table exists
     java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=2000)
 
     def release() -> None:
         assert java.release()
 
-    _stalled_writer_loses_the_lock(str(tmp_path / table), conf, steal=lambda: java.acquire(table, 20000),
-                                   release=release)
+    return java, release
+
+
+def test_a_write_whose_dynamodb_lease_was_taken_over_aborts_before_completing(dynamodb, ddb, tmp_path):
+    table = _name()
+    conf = _table_conf(_ddb_settings(dynamodb, table, 2000))
+    java, release = _java_ddb(ddb, conf, tmp_path, table)
+    _stalled_writer_aborts(str(tmp_path / table), conf, steal=lambda: java.acquire(table, 20000), release=release)
+
+
+def test_a_compaction_whose_dynamodb_lease_was_taken_over_does_not_complete(dynamodb, ddb, tmp_path):
+    table = _name()
+    base = str(tmp_path / table)
+    conf = _table_conf(_ddb_settings(dynamodb, table, 2000), **{"hoodie.table.type": "MERGE_ON_READ"})
+    java, release = _java_ddb(ddb, conf, tmp_path, table)
+    write_arrow(base, pa.table({"id": [1, 2], "ts": [1, 1], "v": ["a", "b"]}), "upsert", conf)
+    write_arrow(base, pa.table({"id": [1, 2], "ts": [2, 2], "v": ["c", "d"]}), "upsert", conf)  # logs
+    schedule_compaction(HoodieTable.load(base), HoodieConfig(conf), force=True)
+    [plan] = HoodieTable.load(base).timeline.pending().filter(actions=["compaction"]).instants
+    _stall_inside_the_lock_and_steal_it(COMPACTION_CHILD.format(base=base, conf=conf), base, "commit",
+                                        steal=lambda: java.acquire(table, 20000), release=release)
+    # the plan stays pending for a retry and none of the child's files is left to be seen
+    assert [i.timestamp for i in HoodieTable.load(base).timeline.pending().instants] == [plan.timestamp]
+    assert [p.name for p in Path(base).rglob(f"*_{plan.timestamp}.parquet")] == []
+    assert sorted(read_table(base, columns=["v"]).column("v").to_pylist()) == ["c", "d"]
+    execute_pending_compactions(HoodieTable.load(base), LocalExecutor(), HoodieConfig(conf))  # the retry
+    assert plan.timestamp in _completed(base, "commit")
+    assert sorted(read_table(base, columns=["v"]).column("v").to_pylist()) == ["c", "d"]
