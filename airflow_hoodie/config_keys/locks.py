@@ -41,7 +41,8 @@ DDB_ENDPOINT_URL = "hoodie.write.lock.dynamodb.endpoint_url"
 
 register(
     ConfigKey(PROVIDER, ZOOKEEPER, "Lock provider class (Hudi's class names)"),
-    ConfigKey(WAIT_TIME_MS, "60000", "Timeout of one lock acquire call at the provider"),
+    ConfigKey(WAIT_TIME_MS, "60000", "Timeout of one lock acquire call at the provider; with DynamoDB also the "
+              "lock's lease duration, renewed every third of it (as Hudi configures AmazonDynamoDBLockClient)"),
     ConfigKey(NUM_RETRIES, "3", "Retries of a lock acquire at the provider"),
     ConfigKey(RETRY_WAIT_MS, "5000", "Initial wait between provider retries"),
     ConfigKey(RETRY_MAX_WAIT_MS, "5000", "Maximum wait between provider retries"),
@@ -60,7 +61,7 @@ register(
     ConfigKey(ZK_CONNECTION_TIMEOUT_MS, "15000", ""),
     ConfigKey(DDB_TABLE, None, "DynamoDB table holding the locks"),
     ConfigKey(DDB_PARTITION_KEY, None, "Lock item key (default: hoodie.table.name)"),
-    ConfigKey(DDB_REGION, None, "AWS region (default: AWS_REGION)"),
+    ConfigKey(DDB_REGION, None, "AWS region (default: AWS_REGION, else us-east-1, as in Hudi)"),
     ConfigKey(DDB_BILLING_MODE, "PAY_PER_REQUEST", ""),
     ConfigKey(DDB_READ_CAPACITY, "20", ""),
     ConfigKey(DDB_WRITE_CAPACITY, "10", ""),
