@@ -129,13 +129,13 @@ def test_we_queue_by_sequence_behind_curator_and_older_kazoo_nodes(zookeeper, ka
 def test_a_java_lock_client_holder_excludes_us_until_it_releases(dynamodb, ddb, tmp_path):
     table = _name()
     ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 1000)), str(tmp_path))  # creates the table
-    java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=1000)
+    java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=2000)
     assert java.acquire(table, 0)
     try:
         started = time.monotonic()
-        # the holder heartbeats, so we wait its lease (1 s) plus our own wait and give up
+        # the holder heartbeats, so we wait its lease (2 s) plus our own wait and give up
         assert not ours.try_lock(0.5)
-        assert time.monotonic() - started >= 1.5
+        assert time.monotonic() - started >= 2.5
         assert ours.holder() == java.owner
         assert java.release()
         assert ours.try_lock(2)
@@ -147,18 +147,18 @@ def test_a_java_lock_client_holder_excludes_us_until_it_releases(dynamodb, ddb, 
 
 def test_our_item_is_a_lock_client_item_and_excludes_a_java_client(dynamodb, ddb, tmp_path):
     table = _name()
-    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 1000)), str(tmp_path))
+    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 2000)), str(tmp_path))
     try:
         assert ours.try_lock(2)
         item = ddb.get_item(TableName=LOCK_TABLE, Key={"key": {"S": table}}, ConsistentRead=True)["Item"]
         assert {k: next(iter(v)) for k, v in item.items()} == {
             "key": "S", "ownerName": "S", "leaseDuration": "S", "recordVersionNumber": "S", "data": "B"}
-        assert item["leaseDuration"]["S"] == "1000"  # Hudi: the lease is hoodie.write.lock.wait_time_ms
+        assert item["leaseDuration"]["S"] == "2000"  # Hudi: the lease is hoodie.write.lock.wait_time_ms
         key_schema = ddb.describe_table(TableName=LOCK_TABLE)["Table"]["KeySchema"]
         assert key_schema == [{"AttributeName": "key", "KeyType": "HASH"}]
-        java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=1000)
-        # the Java client watches our record version number for a whole lease; we heartbeat
-        assert not java.acquire(table, 1500)
+        java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=2000)
+        # the Java client watches our record version number for a whole lease (2 s); we heartbeat
+        assert not java.acquire(table, 1000)
         later = ddb.get_item(TableName=LOCK_TABLE, Key={"key": {"S": table}}, ConsistentRead=True)["Item"]
         assert later["recordVersionNumber"] != item["recordVersionNumber"]
         ours.unlock()

@@ -37,7 +37,7 @@ def _settings(kind: str, base: str, request: pytest.FixtureRequest) -> dict[str,
     endpoint = request.getfixturevalue("dynamodb")
     # Hudi makes the wait time the DynamoDB lease too: 200 ms would let a heartbeat delayed
     # on a loaded machine pass for a dead holder
-    return {**common, lp.WAIT_TIME_MS: "1000", lp.PROVIDER: lp.DYNAMODB,
+    return {**common, lp.WAIT_TIME_MS: "2000", lp.PROVIDER: lp.DYNAMODB,
             "hoodie.write.lock.dynamodb.table": "hudi_locks",
             "hoodie.write.lock.dynamodb.region": "us-east-1", "hoodie.write.lock.dynamodb.endpoint_url": endpoint}
 
