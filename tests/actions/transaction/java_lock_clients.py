@@ -149,14 +149,23 @@ class DynamoDBLockClient:
             self._beater.join()
             self._beater = None
 
-    def release(self) -> bool:
+    def release(self, delete: bool = True) -> bool:
+        """Hudi releases with the default deleteLockOnRelease (the item goes); without it the
+        item stays, marked ``isReleased``."""
         self.stop_heartbeats()
+        condition = "attribute_exists(#pk) AND #rvn = :rvn AND #on = :on"
+        names = {"#pk": "key", "#rvn": "recordVersionNumber", "#on": "ownerName"}
+        values = {":rvn": {"S": self.rvn}, ":on": {"S": self.owner}}
+        key = {"key": {"S": self.key}}
         try:
-            self.ddb.delete_item(
-                TableName=self.table, Key={"key": {"S": self.key}},
-                ConditionExpression="attribute_exists(#pk) AND #rvn = :rvn AND #on = :on",
-                ExpressionAttributeNames={"#pk": "key", "#rvn": "recordVersionNumber", "#on": "ownerName"},
-                ExpressionAttributeValues={":rvn": {"S": self.rvn}, ":on": {"S": self.owner}})
+            if delete:
+                self.ddb.delete_item(TableName=self.table, Key=key, ConditionExpression=condition,
+                                     ExpressionAttributeNames=names, ExpressionAttributeValues=values)
+            else:
+                self.ddb.update_item(TableName=self.table, Key=key, UpdateExpression="SET #ir = :ir",
+                                     ConditionExpression=condition,
+                                     ExpressionAttributeNames={**names, "#ir": "isReleased"},
+                                     ExpressionAttributeValues={**values, ":ir": {"S": "1"}})
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False  # stolen
         return True

@@ -184,6 +184,23 @@ def test_a_dead_java_holder_is_taken_over_after_its_lease_not_before(dynamodb, d
         ours.close()
 
 
+def test_an_item_the_java_client_left_released_is_taken_at_once(dynamodb, ddb, tmp_path):
+    table = _name()
+    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 2000)), str(tmp_path))
+    java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=10000)
+    assert java.acquire(table, 0)
+    assert java.release(delete=False)  # the item stays, marked isReleased
+    try:
+        started = time.monotonic()
+        assert ours.try_lock(0.5)
+        assert time.monotonic() - started < 5  # no lease of watching: the item says released
+        item = ddb.get_item(TableName=LOCK_TABLE, Key={"key": {"S": table}}, ConsistentRead=True)["Item"]
+        assert "isReleased" not in item and item["ownerName"]["S"] == ours.owner
+        assert not java.acquire(table, 0)  # and ours, now held, excludes the Java client again
+    finally:
+        ours.close()
+
+
 # ------------------------------------------------------------------ the lost lock
 
 STALL = """
