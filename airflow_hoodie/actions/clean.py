@@ -292,7 +292,7 @@ def execute_clean(table: HoodieTable, instant: Instant, executor: Executor,
     results = executor.map(partial(_delete_task, table.base_uri, dict(storage_options or {})), items)
     crash_point("clean.before_commit")
     meta = build_clean_metadata(plan, instant.timestamp, results, int((time.time() - started) * 1000))
-    writer.complete(Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), serialize_plan("HoodieCleanMetadata", meta))
+    table.complete(Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), meta)
     table.reload_timeline()
     return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed",
             "files_deleted": meta["totalFilesDeleted"], "failed": sum(1 for r in results if not r[2]),

@@ -40,7 +40,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
 )
-from airflow_hoodie.actions.write_client import commit_metadata_json
+from airflow_hoodie.actions.write_client import commit_metadata
 from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.clustering import (
@@ -73,6 +73,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
 from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
@@ -380,10 +381,10 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
             write_partition_metadata(table.storage, table.base_path, part, instant_time)
         return stats
 
-    def commit_body(plan: ClusteringPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
+    def commit_body(plan: ClusteringPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> CommitMetadata:
         # the task's write identity (and any other commit-metadata option) goes into extraMetadata
-        return commit_metadata_json(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")),
-                                    _replaced_groups(plan), commit_extra_metadata(config) if config is not None else None)
+        return commit_metadata(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")),
+                               _replaced_groups(plan), commit_extra_metadata(config) if config is not None else None)
 
     service = PlannedService(
         Action.REPLACE_COMMIT, "clustering", load_plan=partial(_clustering_plan, table),

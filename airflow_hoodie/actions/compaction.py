@@ -42,7 +42,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
 )
-from airflow_hoodie.actions.write_client import commit_metadata_json
+from airflow_hoodie.actions.write_client import commit_metadata
 from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.compaction import (
@@ -66,6 +66,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     read_file_slice_and_base_keys,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
 from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
@@ -414,11 +415,11 @@ def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executo
         ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, config, storage_options)
         return executor.map(partial(compact_operation, ctx), list(enumerate(plan.operations or [])))
 
-    def commit_body(plan: CompactionPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
+    def commit_body(plan: CompactionPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> CommitMetadata:
         # the write identity (and any other commit-metadata option) of the task goes in too
-        return commit_metadata_json(stats, "COMPACT", json.dumps(schema, separators=(",", ":")),
-                                    extra=commit_extra_metadata(config) if config is not None else None,
-                                    compacted=True)
+        return commit_metadata(stats, "COMPACT", json.dumps(schema, separators=(",", ":")),
+                               extra=commit_extra_metadata(config) if config is not None else None,
+                               compacted=True)
 
     service = PlannedService(
         Action.COMPACTION, "compaction",

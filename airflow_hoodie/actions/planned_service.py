@@ -29,6 +29,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.timeline.instant import Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
 
@@ -48,7 +49,7 @@ class PlannedService:
     #: (plan, timeline, table schema) -> write stats, the executor tasks' work
     run: Callable[[Any, Timeline, dict[str, Any]], Stats]
     #: (plan, stats, table schema) -> the completed instant's content
-    commit_body: Callable[[Any, Stats, dict[str, Any]], bytes]
+    commit_body: Callable[[Any, Stats, dict[str, Any]], CommitMetadata]
 
 
 @dataclass
@@ -114,8 +115,8 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     body = service.commit_body(plan, stats, schema)
 
     def finish() -> None:  # under the lock, only while the plan is still ours
-        reconcile_with_markers(table, instant_time, {s["path"] for s in stats})
-        writer.complete(Instant(instant_time, service.action, State.INFLIGHT), body)
+        table.complete(Instant(instant_time, service.action, State.INFLIGHT), body,
+                       lambda: reconcile_with_markers(table, instant_time, {s["path"] for s in stats}))
 
     done = complete_once(transaction_manager_for(table, config), table, instant_time, service.action,
                          [s["path"] for s in stats], finish, token)

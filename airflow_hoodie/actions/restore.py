@@ -113,7 +113,7 @@ def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None)
         "hoodieRestoreMetadata": rollbacks, "version": 1,
         "restoreInstantInfo": plan["instantsToRollback"],
     }
-    writer.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), serialize_plan("HoodieRestoreMetadata", meta))
+    table.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), meta)
     # Hudi 0.14 keeps the rollbacks only inside the restore metadata, not on the timeline
     for metas in rollbacks.values():
         for rb_meta in metas:

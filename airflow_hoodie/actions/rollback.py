@@ -35,7 +35,7 @@ from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.log_block import serialize_block
 from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.timeline.instant import Instant, State
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
@@ -139,7 +139,8 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
     if inst is not None and inst.is_completed and pending_only:
         raise HoodieTimelineError(f"{inst.action} {target} completed meanwhile; a completed write is not rolled "
                                   "back as failed.")
-    if inst is not None and inst.is_completed:
+    target_completed = inst is not None and inst.is_completed
+    if target_completed:
         later = [i for i in tl.completed_commits().instants if i.timestamp > target]
         if later:
             raise HoodieError(f"Instant {target} is not the latest completed write (later: {later[-1].timestamp}); "
@@ -177,7 +178,8 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
     # the target's instant files go before the rollback completes: a crash in between re-runs this plan
     writer.delete_instant_files(target, action, completed_first=True)
     mk.delete_marker_dir(storage, table.base_path, target)
-    writer.complete(Instant(ts, "rollback", State.INFLIGHT), _encode("HoodieRollbackMetadata", md))
+    # a write that never completed put no file in any listing
+    table.complete(Instant(ts, Action.ROLLBACK, State.INFLIGHT), md, changes_listing=target_completed)
     if hasattr(table, "reload_timeline"):
         table.reload_timeline()
     return ts

@@ -14,7 +14,6 @@ from typing import Any
 from airflow_hoodie.actions.service_common import (
     deserialize_plan,
     find_instant,
-    serialize_plan,
 )
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
@@ -24,8 +23,6 @@ from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
-
-SAVEPOINT_METADATA = "HoodieSavepointMetadata"
 
 
 def savepoint_files(table: HoodieTable, instant_time: str) -> dict[str, list[str]]:
@@ -78,7 +75,7 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
     sp = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
     if not table.storage.exists(writer.path_of(sp)):
         writer.create_inflight(sp)
-    writer.complete(sp, serialize_plan(SAVEPOINT_METADATA, meta))
+    table.complete(sp, meta, changes_listing=False)
     table.reload_timeline()
     return {"instant": instant_time, "action": Action.SAVEPOINT, "state": "completed",
             "files": sum(len(v) for v in files.values()), "partitions": len(files)}

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from airflow_hoodie.actions.write_records import INTERNAL_COLS
+from airflow_hoodie.config_keys.write import ALLOW_COLUMN_DROP, SET_NULL_FOR_MISSING_COLUMNS
 from airflow_hoodie.errors import (
     HoodieNotSupportedError,
     HoodieSchemaError,
@@ -62,8 +63,6 @@ _WIDENINGS = {
 _AVRO_PROMOTIONS = {"int": ("long", "float", "double"), "long": ("float", "double"), "float": ("double",)}
 _AVRO_PRIMITIVE = {pa.int8(): "int", pa.int16(): "int", pa.int32(): "int", pa.int64(): "long",
                    pa.float32(): "float", pa.float64(): "double"}
-SET_NULL_FOR_MISSING_COLUMNS = "hoodie.write.set.null.for.missing.columns"
-ALLOW_COLUMN_DROP = "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"
 
 
 def _promotion(incoming: pa.DataType, stored: pa.DataType) -> str | None:

@@ -40,7 +40,7 @@ from airflow_hoodie.actions.index import (
     probe_file,
     validate_index_type,
 )
-from airflow_hoodie.actions.schema_evolution import ALLOW_COLUMN_DROP, SET_NULL_FOR_MISSING_COLUMNS, evolve_schema
+from airflow_hoodie.actions.schema_evolution import evolve_schema
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
     OPERATIONS,
@@ -63,6 +63,7 @@ from airflow_hoodie.actions.write_records import (
     tag_records,
 )
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.write import ALLOW_COLUMN_DROP, SET_NULL_FOR_MISSING_COLUMNS
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,

@@ -68,15 +68,16 @@ from airflow_hoodie.table.timeline.instant import (
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
-def commit_metadata_json(
+def commit_metadata(
     stats: Sequence[Mapping[str, Any]],
     operation: str,
     schema_json: str | None,
     replaced: Mapping[str, list[str]] | None = None,
     extra: Mapping[str, str] | None = None,
     compacted: bool = False,
-) -> bytes:
-    """HoodieCommitMetadata / HoodieReplaceCommitMetadata JSON, as Hudi's Jackson writes it."""
+) -> CommitMetadata:
+    """HoodieCommitMetadata / HoodieReplaceCommitMetadata of a write or service; the table
+    serializes it for its version when the instant completes."""
     extra_md = dict(extra or {})
     if schema_json is not None:
         extra_md["schema"] = schema_json
@@ -87,7 +88,7 @@ def commit_metadata_json(
     meta.compacted = compacted
     meta.extra_metadata = extra_md
     meta.operation_type = OPERATION_TYPE.get(operation, operation)
-    return meta.to_json(java_map_order=True)
+    return meta
 
 
 def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str,
@@ -309,23 +310,26 @@ class WriteClient:
         for part in sorted({st.get("partitionPath") or "" for st in stats}):
             write_partition_metadata(self.storage, self.base_path, part, instant_time)
         schema_json = json.dumps(avro_schema, separators=(",", ":"))
-        body = commit_metadata_json(stats, operation, schema_json, replaced, commit_extra_metadata(self.config))
+        meta = commit_metadata(stats, operation, schema_json, replaced, commit_extra_metadata(self.config))
         own = Instant(instant_time, action, State.INFLIGHT)
         groups = {(st.get("partitionPath") or "", st["fileId"]) for st in stats if st.get("fileId")}
         groups |= {(p, f) for p, ids in (replaced or {}).items() for f in ids}
+
+        def pre_commit() -> None:  # under the lock
+            if self._started is not None:
+                timeline = self.table.reload_timeline()
+                current = timeline.get(instant_time, action)
+                if current is None or current.is_completed:
+                    raise HoodieWriteConflictError(
+                        f"{action} {instant_time} was rolled back by another task while it ran (its heartbeat "
+                        "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
+                        "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
+                check_no_conflict(timeline, own, groups, self._started)
+            self.txn.ensure_lock_held()  # a lock lost meanwhile must stop us before, never after
+
         try:
             with self.txn.transaction(f"commit {instant_time}"):
-                if self.table is not None and self._started is not None:
-                    timeline = self.table.reload_timeline()
-                    current = timeline.get(instant_time, action)
-                    if current is None or current.is_completed:
-                        raise HoodieWriteConflictError(
-                            f"{action} {instant_time} was rolled back by another task while it ran (its heartbeat "
-                            "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
-                            "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
-                    check_no_conflict(timeline, own, groups, self._started)
-                self.txn.ensure_lock_held()  # a lock lost meanwhile must stop us before, never after
-                TimelineWriter(self.storage, self.base_path).complete(own, body)
+                self.table.complete(own, meta, pre_commit)
         except HoodieWriteConflictError:
             self.abort(instant_time)
             raise

@@ -11,6 +11,8 @@ PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
 PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
 SMALL_FILE_GROUP_CANDIDATES_LIMIT = "hoodie.merge.small.file.group.candidates.limit"
 LOG_TO_PARQUET_RATIO = "hoodie.logfile.to.parquet.compression.ratio"
+SET_NULL_FOR_MISSING_COLUMNS = "hoodie.write.set.null.for.missing.columns"
+ALLOW_COLUMN_DROP = "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"
 #: our keys (Hudi has no driver-side write path): see their docs below
 DRIVER_BATCH_MAX_BYTES = "hoodie.airflow.write.driver.batch.max.bytes"
 DRIVER_FILES_MAX_BYTES = "hoodie.airflow.write.driver.files.max.bytes"
@@ -18,6 +20,11 @@ DRIVER_FILES_MAX_BYTES = "hoodie.airflow.write.driver.files.max.bytes"
 COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
 
 register(
+    ConfigKey(SET_NULL_FOR_MISSING_COLUMNS, "false",
+              "Write nulls for table columns a batch lacks; otherwise such a batch is refused, since its updated "
+              "records would lose those columns' stored values"),
+    ConfigKey(ALLOW_COLUMN_DROP, "false",
+              "Drop table columns a batch lacks from the table's schema (not supported: refused with a clear error)"),
     ConfigKey(DRIVER_BATCH_MAX_BYTES, str(32 * 1024 * 1024),
               "A batch whose Spark size estimate is at most this many bytes is collected to the driver as "
               "Arrow and deduped, indexed and routed there; index lookups and file-group writes go to Spark "

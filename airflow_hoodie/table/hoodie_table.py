@@ -7,11 +7,11 @@ how a table is located and validated lives in one place.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from airflow_hoodie.errors import (
+    HoodieConcurrentWriterError,
     HoodieCorruptedDataError,
-    HoodieNotSupportedError,
     HoodieTableExistsError,
     HoodieTableNotFoundError,
 )
@@ -21,14 +21,15 @@ from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
 )
-from airflow_hoodie.table.metadata_table.removal import remove_metadata_table
+from airflow_hoodie.table.metadata_table.removal import has_metadata_table, remove_metadata_table
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.supported_features import check_supported
+from airflow_hoodie.table.table_format import CompletedMetadata, TableFormat
 from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
-from airflow_hoodie.table.timeline.instant import new_instant_time
+from airflow_hoodie.table.timeline.instant import Instant, new_instant_time
 from airflow_hoodie.table.timeline.temp_files import remove_stale_temp_files
-from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
+from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline, TimelineWriter
 
 TEMP_FOLDER = ".temp"
 AUX_FOLDER = ".aux"
@@ -41,10 +42,6 @@ CREATE_DEFAULTS: dict[str, str] = {
     P.ARCHIVELOG_FOLDER: "archived",
     P.DROP_PARTITION_COLUMNS: "false",
 }
-
-
-#: table versions whose format our writers and services produce
-WRITABLE_TABLE_VERSIONS = (6,)
 
 
 def _timeline_files(storage: Storage, meta: str) -> list[str]:
@@ -190,17 +187,39 @@ class HoodieTable:
         before anything reads or changes it; see :mod:`supported_features`."""
         check_supported(self.config, self.timeline.timestamps, f"The table at {self.base_uri}")
 
+    @property
+    def format(self) -> TableFormat:
+        """The table's version and timeline layout, resolved from its config."""
+        return TableFormat.of(self.config)
+
     def check_writable(self) -> None:
         """Refuse to change a table whose format version we only read (Hudi 1.x, v8+)."""
         self.check_supported()
-        version = self.config.table_version
-        if version not in WRITABLE_TABLE_VERSIONS:
-            raise HoodieNotSupportedError(
-                f"The table at {self.base_uri} is Hudi table version {version}"
-                f"{' (written by Hudi 1.x)' if version >= 8 else ''}. airflow-hoodie reads table versions 6, 8 "
-                "and 9 but writes and runs table services only on version 6 (Hudi 0.14/0.15); nothing was "
-                "changed. Run writes and table services for this table with Hudi itself, or keep it on "
-                "version 6.")
+        self.format.check_writable(f"The table at {self.base_uri}")
+
+    def complete(self, instant: Instant, metadata: CompletedMetadata,
+                 pre_commit: Callable[[], None] | None = None, changes_listing: bool = True) -> Instant:
+        """Complete ``instant`` (inflight) with ``metadata``: the one commit path of every
+        action (write, compaction, clustering, clean, rollback, restore, savepoint).
+
+        Runs the caller's ``pre_commit`` step (conflict check, marker reconciliation), then
+        the table's own: the metadata table must not have come back (a Hudi writer with it
+        enabled may rebuild it while our task runs: completing would leave its listing
+        without our change), then serializes ``metadata`` for the table's version and
+        writes the completed instant file. Callers that run concurrently hold the lock.
+        ``changes_listing=False``: the instant adds or removes no file a listing holds (a
+        savepoint, the rollback of a write that never completed)."""
+        if pre_commit is not None:
+            pre_commit()
+        body = self.format.serialize_completed(instant.action, metadata)
+        if changes_listing and has_metadata_table(self, reload=True):
+            raise HoodieConcurrentWriterError(
+                f"Another writer created a metadata table under {self.base_uri}/.hoodie/metadata while this task ran "
+                f"({instant.action} {instant.timestamp}); airflow-hoodie does not maintain it yet, and completing "
+                "would leave its file listing stale. Nothing of this task is visible. Retry the task: it removes "
+                "the metadata table before changing the table, as a Hudi writer with hoodie.metadata.enable=false "
+                "does.")
+        return TimelineWriter(self.storage, self.base_path).complete(instant, body)
 
     def check_latest_commit(self) -> None:
         """The latest completed write must carry readable commit metadata: an empty,

@@ -23,7 +23,10 @@ METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 METADATA_FOLDER = "metadata"
 
 
-def has_metadata_table(table: HoodieTable) -> bool:
+def has_metadata_table(table: HoodieTable, reload: bool = False) -> bool:
+    """``reload``: read hoodie.properties again (another writer may have changed it)."""
+    if reload:
+        table.reload_config()
     listed = any((table.config.get(k) or "").strip() for k in (METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT))
     return listed or table.storage.exists(Storage.join(table.base_path, ".hoodie", METADATA_FOLDER))
 

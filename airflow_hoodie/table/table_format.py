@@ -1,0 +1,72 @@
+"""The table version and timeline layout of one table, resolved once from hoodie.properties.
+
+Every action completes its instant through :meth:`HoodieTable.complete`, which asks this
+object how the completed instant's metadata is serialized for the table's version. So an
+action never branches on the version: a commit hands over a :class:`CommitMetadata`, a
+clean, rollback, savepoint or restore its Avro record, and the format writes the bytes
+the table's Hudi version reads (version 6: Jackson JSON for commits, Avro containers for
+the others). Versions we read but do not write say so here, in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Union
+
+from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
+from airflow_hoodie.table.properties import TableConfig
+from airflow_hoodie.table.timeline.instant import Action
+
+#: the table versions whose instants we write (Hudi 0.14/0.15)
+WRITABLE_TABLE_VERSIONS = (6,)
+
+#: the Avro record each non-commit action completes with
+_AVRO_METADATA = {
+    Action.CLEAN: "HoodieCleanMetadata",
+    Action.ROLLBACK: "HoodieRollbackMetadata",
+    Action.SAVEPOINT: "HoodieSavepointMetadata",
+    Action.RESTORE: "HoodieRestoreMetadata",
+}
+#: actions that complete with commit metadata (compaction completes as a commit, clustering
+#: as a replacecommit)
+_COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
+                             Action.CLUSTERING, Action.LOG_COMPACTION})
+
+CompletedMetadata = Union[CommitMetadata, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class TableFormat:
+    version: int
+    timeline_layout: int
+
+    @classmethod
+    def of(cls, config: TableConfig) -> "TableFormat":
+        layout = (config.get("hoodie.timeline.layout.version") or "").strip()
+        return cls(config.table_version, int(layout) if layout.isdigit() else (2 if config.table_version >= 8 else 1))
+
+    @property
+    def writable(self) -> bool:
+        return self.version in WRITABLE_TABLE_VERSIONS
+
+    def check_writable(self, what: str) -> None:
+        if not self.writable:
+            raise HoodieNotSupportedError(
+                f"{what} is Hudi table version {self.version}{' (written by Hudi 1.x)' if self.version >= 8 else ''}. "
+                "airflow-hoodie reads table versions 6, 8 and 9 but writes and runs table services only on version 6 "
+                "(Hudi 0.14/0.15); nothing was changed. Run writes and table services for this table with Hudi "
+                "itself, or keep it on version 6.")
+
+    def serialize_completed(self, action: str, metadata: CompletedMetadata) -> bytes:
+        """The completed instant file's bytes for ``action`` on a table of this version."""
+        self.check_writable("This table")
+        if action in _COMMIT_ACTIONS:
+            if not isinstance(metadata, CommitMetadata):
+                raise TypeError(f"{action} completes with CommitMetadata, not {type(metadata).__name__}")
+            return metadata.to_json(java_map_order=True)
+        schema = _AVRO_METADATA.get(action)
+        if schema is None:
+            raise HoodieNotSupportedError(f"Completing a {action!r} instant is not supported.")
+        return avro_codec.serialize(schema, dict(metadata))
