@@ -180,17 +180,16 @@ class DynamoDBBasedLockProvider(LockProvider):
                 held = self._put("attribute_exists(#pk) AND #ir = :ir", {"#ir": IS_RELEASED},
                                  {":ir": {"S": IS_RELEASED_VALUE}})
             else:
-                rvn = item[RECORD_VERSION_NUMBER]["S"]
-                lease_s = int(item[LEASE_DURATION]["S"]) / 1000
+                version_attr, version, lease_s = _version_and_lease(item)
                 if watched is None:
-                    watched = (rvn, time.monotonic(), lease_s)
+                    watched = (version, time.monotonic(), lease_s)
                     budget += lease_s
-                elif watched[0] != rvn:
-                    watched = (rvn, time.monotonic(), lease_s)  # its holder is alive: start over
+                elif watched[0] != version:
+                    watched = (version, time.monotonic(), lease_s)  # its holder is alive: start over
                 elif time.monotonic() - watched[1] > watched[2]:
                     # unchanged for a whole lease: its holder is gone; take it over that exact version
-                    held = self._put("attribute_exists(#pk) AND #rvn = :rvn", {"#rvn": RECORD_VERSION_NUMBER},
-                                     {":rvn": {"S": rvn}})
+                    held = self._put("attribute_exists(#pk) AND #v = :v", {"#v": version_attr},
+                                     {":v": item[version_attr]})
             if held is not None:
                 self._start(held)
                 return True
@@ -244,7 +243,8 @@ class DynamoDBBasedLockProvider(LockProvider):
         item = self._read()
         if item is None or IS_RELEASED in item:
             return "nobody"
-        return item[OWNER_NAME]["S"]
+        owner = item.get(OWNER_NAME) or item.get("owner") or {"S": "unknown"}
+        return owner["S"]
 
 
 class _Held:
@@ -254,3 +254,22 @@ class _Held:
         self.rvn = rvn
         self.renewed = renewed
         self.lost = False
+
+
+# Before they followed AmazonDynamoDBLockClient, airflow-hoodie's tasks held the item as
+# ``owner`` + ``leaseUntil`` (epoch ms, rewritten every 20 s of a 60 s lease). A task of that
+# version may still hold it during an upgrade: its renewals play the version number's part.
+OLD_VERSION_ATTRIBUTE = "leaseUntil"
+OLD_LEASE_S = 60.0
+
+
+def _version_and_lease(item: dict[str, Any]) -> tuple[str, Any, float]:
+    """The attribute whose change proves the holder alive, its value, and the lease in s."""
+    if RECORD_VERSION_NUMBER in item and LEASE_DURATION in item:
+        return RECORD_VERSION_NUMBER, item[RECORD_VERSION_NUMBER]["S"], int(item[LEASE_DURATION]["S"]) / 1000
+    if OLD_VERSION_ATTRIBUTE in item:
+        return OLD_VERSION_ATTRIBUTE, item[OLD_VERSION_ATTRIBUTE]["N"], OLD_LEASE_S
+    raise HoodieLockError(
+        f"The DynamoDB lock item {KEY_ATTRIBUTE}={item.get(KEY_ATTRIBUTE)} has neither {RECORD_VERSION_NUMBER} "
+        f"and {LEASE_DURATION} (AmazonDynamoDBLockClient, Hudi's) nor {OLD_VERSION_ATTRIBUTE}: something else "
+        "writes to this lock table. Use a table only Hudi lock providers write to (hoodie.write.lock.dynamodb.table).")

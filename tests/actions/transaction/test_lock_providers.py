@@ -226,3 +226,31 @@ def test_an_expired_file_lock_is_broken_once_never_the_fresh_lock_taken_after_it
     first.unlock()
     assert second.try_lock(1)
     second.unlock()
+
+
+def test_a_dynamodb_item_of_our_previous_format_still_excludes_us(tmp_path, request):
+    """During an upgrade a task of the previous version may hold the item as owner +
+    leaseUntil; it is a holder (its renewals are its version), not an error, until it goes."""
+    import boto3
+
+    base = str(tmp_path / "t")
+    settings = {**_settings("dynamodb", base, request), "hoodie.table.name": "upgrading"}
+    ours = lp.lock_provider_for(HoodieConfig(settings), base)
+    ddb = boto3.client("dynamodb", region_name="us-east-1",
+                       endpoint_url=settings["hoodie.write.lock.dynamodb.endpoint_url"])
+    key = {"key": {"S": "upgrading"}}
+    ddb.put_item(TableName="hudi_locks", Item={**key, "owner": {"S": "old-task"},
+                                               "leaseUntil": {"N": str(int(time.time() * 1000) + 60000)}})
+    import threading
+
+    # the old task releases it a little later; a waiter watches its 60 s lease meanwhile
+    release = threading.Timer(1.0, lambda: ddb.delete_item(TableName="hudi_locks", Key=key))
+    try:
+        assert ours.holder() == "old-task"
+        started = time.monotonic()
+        release.start()
+        assert ours.try_lock(5)
+        assert time.monotonic() - started >= 1.0  # excluded until the old task's item went
+    finally:
+        release.cancel()
+        ours.close()
