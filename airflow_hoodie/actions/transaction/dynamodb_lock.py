@@ -127,11 +127,13 @@ class DynamoDBBasedLockProvider(LockProvider):
             raise HoodieLockError(f"Taking the {self.describe()} failed: {exc}") from exc
         return _Held(rvn, sent)
 
-    def _beat(self) -> bool:
+    def _beat(self, confirm: bool = False) -> bool:
         """One heartbeat: a new record version number, conditioned on the one we wrote
         last and on our owner name. False when the lock is no longer ours (stolen after
         our lease ran out, or our local lease already ran out, which the Java client
-        treats the same way: a waiter may be taking it right now)."""
+        treats the same way: a waiter may be taking it right now). A failed call is
+        not a lost lock (the next beat or the lease decides) unless ``confirm`` asks
+        for a heartbeat that landed."""
         with self._mutex:
             held = self._held
             if held is None or held.lost:
@@ -154,7 +156,7 @@ class DynamoDBBasedLockProvider(LockProvider):
                 held.lost = True
                 return False
             except (ClientError, BotoCoreError):
-                return True  # not known lost; the next beat or the lease decides
+                return not confirm
             held.rvn, held.renewed = rvn, sent
             return True
 
@@ -206,11 +208,11 @@ class DynamoDBBasedLockProvider(LockProvider):
 
     def ensure_held(self) -> None:
         """A heartbeat now: if it lands, nobody can take the lock for a whole lease from now."""
-        if self._held is None or not self._beat():
+        if self._held is None or not self._beat(confirm=True):
             raise HoodieLockError(
-                f"The {self.describe()} is no longer ours: its lease ran out (this process stalled longer than "
-                f"{self.lease_ms} ms, {WAIT_TIME_MS}) and another writer may have taken it. Nothing was completed; "
-                "retry the task.")
+                f"The {self.describe()} is no longer ours, or DynamoDB could not confirm it: its lease ran out "
+                f"(this process stalled longer than {self.lease_ms} ms, {WAIT_TIME_MS}) or the heartbeat failed, and "
+                "another writer may have taken it. Nothing was completed; retry the task.")
 
     def unlock(self) -> None:
         """Delete our item, conditioned on our owner name and current version (the Java
