@@ -23,6 +23,7 @@ from airflow_hoodie.actions.transaction.failed_writes import live_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
+from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_held
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -113,7 +114,7 @@ def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None)
         "hoodieRestoreMetadata": rollbacks, "version": 1,
         "restoreInstantInfo": plan["instantsToRollback"],
     }
-    table.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), meta)
+    table.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), meta, ensure_locks_held)
     # Hudi 0.14 keeps the rollbacks only inside the restore metadata, not on the timeline
     for metas in rollbacks.values():
         for rb_meta in metas:

@@ -18,6 +18,7 @@ from airflow_hoodie.actions.transaction.failed_writes import live_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
+from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_held
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
@@ -179,7 +180,8 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
     writer.delete_instant_files(target, action, completed_first=True)
     mk.delete_marker_dir(storage, table.base_path, target)
     # a write that never completed put no file in any listing
-    table.complete(Instant(ts, Action.ROLLBACK, State.INFLIGHT), md, changes_listing=target_completed)
+    table.complete(Instant(ts, Action.ROLLBACK, State.INFLIGHT), md, ensure_locks_held,
+                   changes_listing=target_completed)
     if hasattr(table, "reload_timeline"):
         table.reload_timeline()
     return ts

@@ -18,6 +18,7 @@ from airflow_hoodie.actions.service_common import (
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
+from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_held
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -75,7 +76,7 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
     sp = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
     if not table.storage.exists(writer.path_of(sp)):
         writer.create_inflight(sp)
-    table.complete(sp, meta, changes_listing=False)
+    table.complete(sp, meta, ensure_locks_held, changes_listing=False)
     table.reload_timeline()
     return {"instant": instant_time, "action": Action.SAVEPOINT, "state": "completed",
             "files": sum(len(v) for v in files.values()), "partitions": len(files)}

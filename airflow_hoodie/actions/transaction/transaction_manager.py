@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Iterator, Mapping
 
 from airflow_hoodie.actions.transaction import lock_provider as lp
@@ -25,6 +26,20 @@ from airflow_hoodie.config_keys.concurrency import (
 )
 from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
 from airflow_hoodie.table.storage.storage import Storage
+
+
+# The table locks this thread (task) holds now, innermost last: what a completion checks.
+_HELD: ContextVar[tuple[lp.LockProvider, ...]] = ContextVar("hoodie_held_locks", default=())
+
+
+def ensure_locks_held() -> None:
+    """Raise :class:`HoodieLockError` if a table lock this task holds was lost meanwhile
+    (ZooKeeper session expired, DynamoDB lease taken over after a stall). Completions run
+    it right before writing the completed instant: after that write it is too late,
+    before it the instant can still be rolled back. No-op when no lock is held (single
+    writer, or a step that runs outside the lock)."""
+    for provider in _HELD.get():
+        provider.ensure_held()
 
 
 class TransactionManager:
@@ -49,7 +64,6 @@ class TransactionManager:
         self.base_uri = base_uri
         self.storage_options = dict(storage_options or {})
         self.heartbeats = Heartbeats(storage, base_path, config)
-        self._held: list[lp.LockProvider] = []  # locks of the transactions open now, innermost last
 
     @property
     def is_occ(self) -> bool:
@@ -65,22 +79,18 @@ class TransactionManager:
         provider = lp.lock_provider_for(self.config, self.base_uri, self.storage_options)
         try:
             self._acquire(provider, purpose)
-            self._held.append(provider)
+            held = _HELD.set(_HELD.get() + (provider,))
             try:
                 yield
             finally:
-                self._held.remove(provider)
+                _HELD.reset(held)
                 provider.unlock()
         finally:
             provider.close()
 
     def ensure_lock_held(self) -> None:
-        """Raise :class:`HoodieLockError` if the lock of the innermost open transaction was
-        lost meanwhile (ZooKeeper session expired, DynamoDB lease taken after a stall).
-        Call it right before the write that completes an instant: after that write it is
-        too late, before it the instant can still be rolled back. No-op without a lock."""
-        if self._held:
-            self._held[-1].ensure_held()
+        """:func:`ensure_locks_held`, for callers that have the manager at hand."""
+        ensure_locks_held()
 
     def _acquire(self, provider: lp.LockProvider, purpose: str) -> None:
         cfg = self.config

@@ -26,6 +26,7 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.transaction import lock_provider as lp
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieLockError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.transaction.java_lock_clients import CuratorMutex, DynamoDBLockClient
@@ -346,3 +347,40 @@ def test_a_compaction_whose_dynamodb_lease_was_taken_over_does_not_complete(dyna
     execute_pending_compactions(HoodieTable.load(base), LocalExecutor(), HoodieConfig(conf))  # the retry
     assert plan.timestamp in _completed(base, "commit")
     assert sorted(read_table(base, columns=["v"]).column("v").to_pylist()) == ["c", "d"]
+
+
+def _expire_session(hosts: str, client: KazooClient) -> None:
+    """Close ``client``'s session from a second connection that joins it: the server
+    expires it at once, as it does for a process stalled past the session timeout."""
+    twin = KazooClient(hosts=hosts, client_id=client.client_id)
+    twin.start(timeout=30)
+    twin.stop()
+    twin.close()
+
+
+def test_a_savepoint_whose_zookeeper_session_expired_under_the_lock_is_not_completed(zookeeper, kazoo, tmp_path,
+                                                                                      monkeypatch):
+    from airflow_hoodie.actions import savepoint
+    from airflow_hoodie.actions.transaction import transaction_manager
+
+    table = _name()
+    base = str(tmp_path / table)
+    conf = _table_conf(_zk_settings(zookeeper, table))
+    write_arrow(base, pa.table({"id": [1, 2], "ts": [1, 1], "v": ["a", "b"]}), "upsert", conf)
+    [commit] = _completed(base, "commit")
+    java = CuratorMutex(kazoo, f"{ZK_BASE}/{table}")
+    real_files = savepoint.savepoint_files
+
+    def lose_the_lock_meanwhile(*args, **kwargs):  # runs under the savepoint's lock
+        [ours] = transaction_manager._HELD.get()
+        _expire_session(zookeeper, ours.client)
+        assert java.acquire(30)  # the Java side holds the lock now
+        return real_files(*args, **kwargs)
+
+    monkeypatch.setattr(savepoint, "savepoint_files", lose_the_lock_meanwhile)
+    try:
+        with pytest.raises(HoodieLockError, match="is no longer ours"):
+            savepoint.create_savepoint(HoodieTable.load(base), commit, config=HoodieConfig(conf))
+        assert _completed(base, "savepoint") == []
+    finally:
+        java.release()
