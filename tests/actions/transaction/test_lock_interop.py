@@ -312,7 +312,7 @@ def test_a_write_whose_zookeeper_session_expired_aborts_before_completing(zookee
     _stalled_writer_aborts(str(tmp_path / table), conf, steal=lambda: java.acquire(40), release=java.release)
 
 
-def _java_ddb(ddb, conf: dict[str, str], tmp_path: Path, table: str) -> tuple[DynamoDBLockClient, object]:
+def _java_ddb(ddb, conf: dict[str, str], tmp_path: Path) -> tuple[DynamoDBLockClient, object]:
     lp.lock_provider_for(HoodieConfig(conf), str(tmp_path)).close()  # the lock table exists
     java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=2000)
 
@@ -325,7 +325,7 @@ def _java_ddb(ddb, conf: dict[str, str], tmp_path: Path, table: str) -> tuple[Dy
 def test_a_write_whose_dynamodb_lease_was_taken_over_aborts_before_completing(dynamodb, ddb, tmp_path):
     table = _name()
     conf = _table_conf(_ddb_settings(dynamodb, table, 2000))
-    java, release = _java_ddb(ddb, conf, tmp_path, table)
+    java, release = _java_ddb(ddb, conf, tmp_path)
     _stalled_writer_aborts(str(tmp_path / table), conf, steal=lambda: java.acquire(table, 20000), release=release)
 
 
@@ -333,7 +333,7 @@ def test_a_compaction_whose_dynamodb_lease_was_taken_over_does_not_complete(dyna
     table = _name()
     base = str(tmp_path / table)
     conf = _table_conf(_ddb_settings(dynamodb, table, 2000), **{"hoodie.table.type": "MERGE_ON_READ"})
-    java, release = _java_ddb(ddb, conf, tmp_path, table)
+    java, release = _java_ddb(ddb, conf, tmp_path)
     write_arrow(base, pa.table({"id": [1, 2], "ts": [1, 1], "v": ["a", "b"]}), "upsert", conf)
     write_arrow(base, pa.table({"id": [1, 2], "ts": [2, 2], "v": ["c", "d"]}), "upsert", conf)  # logs
     schedule_compaction(HoodieTable.load(base), HoodieConfig(conf), force=True)
