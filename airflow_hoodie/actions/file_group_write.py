@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_hoodie.actions.index import LOC_FILE
 from airflow_hoodie.actions.schema_evolution import align_to_schema
 from airflow_hoodie.actions.write_config import PRECOMBINE_FIELD
 from airflow_hoodie.actions.write_records import (
@@ -264,6 +265,8 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     for r in results:
         by_path.setdefault(r.log_path, []).append(r)
     n_up = upserts.num_rows
+    # records the index did not locate are inserts appended to a small slice's log
+    n_ins = upserts.column(LOC_FILE).null_count if LOC_FILE in upserts.column_names else 0
     for i, (path, rs) in enumerate(by_path.items()):
         name = path.rsplit("/", 1)[-1]
         rel = f"{task.partition_path}/{name}" if task.partition_path else name
@@ -275,7 +278,8 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         stats.append(write_stat(
             fileId=task.file_id, path=rel, prevCommit=task.base_instant or "null",
             numWrites=n_up if i == 0 else 0, numDeletes=deletes.num_rows if i == 0 else 0,
-            numUpdateWrites=n_up if i == 0 else 0, totalWriteBytes=appended,
+            numUpdateWrites=n_up - n_ins if i == 0 else 0, numInserts=n_ins if i == 0 else 0,
+            totalWriteBytes=appended,
             partitionPath=task.partition_path, totalLogBlocks=len(rs),
             fileSizeInBytes=storage.size(path), logVersion=version, logOffset=rs[0].offset,
             baseFile=(task.base_file or "").rsplit("/", 1)[-1],

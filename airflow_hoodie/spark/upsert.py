@@ -320,7 +320,8 @@ def _routed(spark: Any, tagged: Any, tasks: list[FileGroupTask], insert_plan: Ma
 def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], data_columns: list[str]
                    ) -> list[dict[str, Any]]:
     """One task per bucket writes its file group; the write stats come back."""
-    keep = [RECORD_KEY, PARTITION_PATH, OP_COL, BUCKET_COL] + list(data_columns)
+    # the located file tells a log append which of its records are inserts (small files)
+    keep = [RECORD_KEY, PARTITION_PATH, OP_COL, BUCKET_COL, LOC_FILE] + list(data_columns)
     try:
         rows = (routed.groupBy(BUCKET_COL)
                 .applyInArrow(_group_writer(ctx, {t.bucket: t for t in tasks}, keep), "stat string").collect())

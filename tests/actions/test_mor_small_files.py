@@ -146,9 +146,12 @@ def test_an_index_that_sees_log_files_appends_inserts_to_small_slices(tmp_path):
         stats = stats_of(base, result.instant)
         assert {st.file_id for st in stats} == {fid}
         assert all(".log." in st.path for st in stats)
+        assert (result.inserts, result.updates) == (5, 0)
+    result = write_arrow(base, to_arrow(rows(range(27, 33), "c", ts=2)), "upsert", conf)
+    assert (result.inserts, result.updates) == (3, 3)  # the log append tells inserts from updates
     latest, _ = slices(base)
     assert list(latest) == [fid] and latest[fid][1] >= 1
-    assert read_table(base).num_rows == 30
+    assert read_table(base).num_rows == 33
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
 
 
@@ -204,4 +207,24 @@ def test_spark_paths_fill_the_same_small_file(spark, tmp_path, engine):
             assert [(st.file_id, st.path.endswith(".parquet")) for st in stats] == [(fid, True)]
     assert list(slices(base)[0]) == [fid]
     assert read_table(base).num_rows == 30
+    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+
+
+@pytest.mark.parametrize("engine", ["dataframe", "driver_batch_tasks"])
+def test_spark_paths_append_inserts_to_small_slices_with_an_index_that_sees_logs(spark, tmp_path, engine):
+    from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES, DRIVER_FILES_MAX_BYTES
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    extra = {"dataframe": {DRIVER_BATCH_MAX_BYTES: "0"},
+             "driver_batch_tasks": {DRIVER_BATCH_MAX_BYTES: str(32 << 20), DRIVER_FILES_MAX_BYTES: "0"}}[engine]
+    cfg = HoodieConfig(dict(BASE_CONF, **{"hoodie.index.type": "IN_MEMORY"}, **extra))
+    base = str(tmp_path / "t")
+    upsert_dataframe(spark, spark.createDataFrame(to_arrow(rows(range(5), "a"))), base, "insert", cfg, "t")
+    (fid,) = slices(base)[0]
+    result = upsert_dataframe(spark, spark.createDataFrame(to_arrow(rows(range(2, 8), "b", ts=2))), base, "upsert", cfg)
+    assert (result.inserts, result.updates) == (3, 3)
+    stats = stats_of(base, result.instant)
+    assert {st.file_id for st in stats} == {fid} and all(".log." in st.path for st in stats)
+    got = {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"]).to_pylist()}
+    assert got == {i: f"a{i}" if i < 2 else f"b{i}" for i in range(8)}
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
