@@ -9,6 +9,8 @@ from airflow.sdk.execution_time.xcom import XCom
 
 #: XCom key the operators push the job's Spark UI / tracking URL under
 SPARK_UI_XCOM_KEY = "spark_ui_url"
+#: an operator that ran in this process holds its job's URL here ("" when the job reported none)
+RAN_HERE_ATTR = "_spark_ui_url"
 
 
 class SparkUILink(BaseOperatorLink):
@@ -17,4 +19,10 @@ class SparkUILink(BaseOperatorLink):
     name = "Spark UI"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        # Airflow asks right after the task ran, in the same process: the operator knows
+        # whether its job reported a UI. Asking XCom for one that was never pushed (a failed
+        # job, a job with nothing to do) makes the API client log an error on a good task.
+        known = getattr(operator, RAN_HERE_ATTR, None)
+        if known is not None:
+            return known
         return XCom.get_value(ti_key=ti_key, key=SPARK_UI_XCOM_KEY) or ""

@@ -200,6 +200,7 @@ class HoodieHook(BaseHook):
         self._jobs_dir = jobs_dir
         self._config: HoodieConnectionConfig | None = None
         self._submit_hook: CapturingSparkSubmitHook | None = None
+        self._fallback_logged = False
 
     # ---------------------------------------------------------------- connection
     def get_conn(self) -> HoodieConnectionConfig:
@@ -322,8 +323,10 @@ class HoodieHook(BaseHook):
         fallback = None
         if spark_conn_id == DEFAULT_SPARK_CONN_ID and not self._spark_connection_exists(spark_conn_id):
             fallback = LOCAL_FALLBACK_MASTER
-            self.log.info("Spark connection %r does not exist; running on %s (the driver runs in this "
-                          "worker). Create it to use a cluster.", spark_conn_id, fallback)
+            if not self._fallback_logged:  # once per task, however many submit hooks it builds
+                self._fallback_logged = True
+                self.log.info("Spark connection %r does not exist; running on %s (the driver runs in this "
+                              "worker). Create it to use a cluster.", spark_conn_id, fallback)
         kwargs = dict(self._spark_submit_kwargs)
         conf = dict(cfg.spark_conf)
         conf.update({str(k): _to_str(v) for k, v in (extra_spark_conf or {}).items()})
@@ -398,7 +401,9 @@ class HoodieHook(BaseHook):
             except HoodieJobError:
                 raise
             except Exception as exc:
-                raise HoodieJobError(self._failure_message(job, hook, exc)) from exc
+                # not chained: the provider's exception repeats the ~1,000-character command
+                # (logged above when submitted) and the output tail the job's error is part of
+                raise HoodieJobError(self._failure_message(job, hook, exc)) from None
             result = self._read_result(job, hook, result_file, cluster_mode)
         if result.get("status") == "submitted" and write_id:
             result = self.result_from_timeline(write_id, hoodie_conf)

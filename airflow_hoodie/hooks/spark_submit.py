@@ -135,6 +135,16 @@ class CapturingSparkSubmitHook(SparkSubmitHook):
             data["master"] = self._local_fallback_master
         return data
 
+    def get_connection(self, conn_id: str | None) -> Any:
+        """The local fallback as a connection: the caller already knows the Spark connection
+        does not exist, so the provider need not look it up again (and log, for every hook
+        built, that it defaults to yarn, which it then does not)."""
+        if self._local_fallback_master and conn_id == self._conn_id:
+            from airflow.sdk import Connection
+
+            return Connection(conn_id=conn_id, conn_type="spark", host=self._local_fallback_master)
+        return super().get_connection(conn_id)
+
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
         def tee() -> Iterator[Any]:
             for raw in itr:
@@ -142,8 +152,10 @@ class CapturingSparkSubmitHook(SparkSubmitHook):
                 self.output_tail.append(line)
                 stripped = line.strip()
                 if stripped.startswith("ERROR:"):
+                    # the job's cause: it becomes the task's exception, which Airflow logs once
                     self.error_lines.append(stripped)
-                elif stripped.startswith("{") and stripped.endswith("}"):
+                    continue
+                if stripped.startswith("{") and stripped.endswith("}"):
                     self.json_lines.append(stripped)
                 yield raw
 

@@ -39,7 +39,7 @@ from airflow_hoodie.errors import HoodieJobError, HoodieTableNotFoundError
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
 from airflow_hoodie.lineage import operator_lineage
-from airflow_hoodie.links import SPARK_UI_XCOM_KEY, SparkUILink
+from airflow_hoodie.links import RAN_HERE_ATTR, SPARK_UI_XCOM_KEY, SparkUILink
 from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
 from airflow_hoodie.triggers.write import (
     ACTIVE_DRIVER_STATES,
@@ -192,6 +192,7 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
             return False
 
     def execute(self, context: Any) -> dict[str, Any]:
+        setattr(self, RAN_HERE_ATTR, "")  # the Spark UI link: none until the job reports one
         self._hook = self.get_hook()
         write_id = self.write_id(context)
         defer = self.deferrable and write_id is not None
@@ -261,6 +262,7 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Back from the triggerer: the instant's result, or the driver's failure."""
+        setattr(self, RAN_HERE_ATTR, "")
         if not event or event.get("status") != "success":
             raise HoodieJobError(f"Hudi job {self.job} failed: {(event or {}).get('message', 'no event')}")
         self._hook = self.get_hook()
@@ -285,6 +287,7 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
         ui_url = (result.get("spark") or {}).get("ui_url") if isinstance(result.get("spark"), Mapping) else None
         if ui_url:
             self.log.info("Spark UI: %s (application %s)", ui_url, result["spark"].get("app_id"))
+            setattr(self, RAN_HERE_ATTR, ui_url)
         if ti is not None:
             ti.xcom_push(key="instant", value=result.get("instant"))
             if ui_url:
@@ -321,11 +324,28 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
             if isinstance(outlet, AssetAlias):
                 events[outlet].add(hoodie_table_asset(base_uri), extra=extra)
             elif getattr(outlet, "uri", None) == table_uri:
-                try:
-                    events[outlet].extra = {**events[outlet].extra, **extra}
-                except Exception as exc:  # noqa: BLE001 - the SDK raises its own runtime error types
-                    self.log.info("No DAG declares the Asset %s, so no event is recorded for it (%s); declare "
-                                  "it with hoodie_table_asset() where you schedule on the table.", table_uri, exc)
+                # The outlet is Asset.ref(uri=...); an event's details go to the Asset it resolves
+                # to, whose name is the one its author gave. Resolving the ref asks for the Asset
+                # and makes the API client log an error for every write to a table no DAG
+                # declares, so: the Asset named by the table's latest event, else the spelling of
+                # hoodie_table_asset() (ignored by Airflow when no DAG declares that Asset).
+                target = outlet if isinstance(outlet, Asset) else (
+                    self._table_asset_with_events(table_uri) or hoodie_table_asset(base_uri))
+                events[target].extra = {**events[target].extra, **extra}
+
+    def _table_asset_with_events(self, table_uri: str) -> Asset | None:
+        """The Asset a DAG declared for the table, as its author named it, found through its
+        latest event (a query that answers "none" quietly)."""
+        try:
+            from airflow.sdk.execution_time.context import InletEventsAccessor
+
+            latest = list(InletEventsAccessor(asset_uri=table_uri).limit(1))
+        except Exception as exc:  # noqa: BLE001 - outside a task runner (tests), or an API error
+            self.log.debug("No asset events for %s: %s", table_uri, exc)
+            return None
+        if not latest:
+            return None
+        return Asset(name=latest[0].asset.name, uri=latest[0].asset.uri)
 
     def on_kill(self) -> None:
         if self._hook is not None:
