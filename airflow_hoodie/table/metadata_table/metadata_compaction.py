@@ -1,0 +1,286 @@
+"""The metadata table's own table services: compaction and clean, as Hudi 0.14 runs them.
+
+HoodieBackedTableMetadataWriter.performTableServices, which Hudi's data writer runs before
+its next delta commit on the metadata table (we run it at the same point: right before the
+delta commit of the data instant being completed, under the data table's lock):
+
+1. a compaction left pending by a crashed run is finished first;
+2. clean (``cleanIfNecessary``): not within three completed instants of the latest
+   compaction (a reader that opened the log files just before it must not lose them), else
+   KEEP_LATEST_COMMITS with 20 commits retained (the metadata table's fixed cleaner
+   config), as clean ``<latest delta commit>002``;
+3. compaction (``compactIfNecessary``), only when no data-table instant at or before the
+   latest delta commit is pending (a compacted base file at T stands for every data
+   instant up to T: one still pending could yet fail, and Hudi then refuses to roll it
+   back past the compaction) and no compaction of the metadata table is pending: once
+   ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
+   compaction (all of them, the initializing one included, before the first), compaction
+   ``<latest delta commit>001`` merges the ``files-0000-0`` slice into a new base HFile.
+
+The merge is the reader's (files_listing.merge_file_slice): base records, then the blocks of
+valid instants in log order; tombstones are dropped from the result, since the new base
+holds the whole state and nothing older is merged under it. Every record names its new
+file in ``_hoodie_file_name``, as Hudi's merge handle writes it.
+
+The data table's archival stops before the latest compaction (actions/archive.py): the
+blocks after it are only valid while their data instants are on the active timeline.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.metadata_table import COMPACT_MAX_DELTA_COMMITS, MAX_DELTA_COMMITS_WHEN_PENDING
+from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
+from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
+from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
+from airflow_hoodie.table.metadata_table.files_listing import (
+    FILES_PARTITION,
+    _Merger,
+    block_instants,
+    merge_file_slice,
+)
+from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema_json
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+
+if TYPE_CHECKING:  # the table imports this module
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+#: HoodieTableMetadataUtil's operation suffixes on metadata-table instant times
+COMPACTION_SUFFIX = "001"
+CLEAN_SUFFIX = "002"
+#: HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED (KEEP_LATEST_COMMITS, fixed)
+CLEANER_COMMITS_RETAINED = 20
+#: cleanIfNecessary waits until this many instants completed after the latest compaction
+CLEAN_WAIT_INSTANTS = 3
+#: a compaction's base file is written by one task; a rerun of the same plan rewrites it
+COMPACTION_WRITE_TOKEN = make_write_token(0, 0, 0)
+MB = 1024 * 1024
+
+
+@dataclass
+class TableServicesResult:
+    """What one round of the metadata table's services did (instant times)."""
+
+    compacted: list[str] = field(default_factory=list)
+    cleaned: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+def _delta_commits_since_compaction(timeline: Timeline) -> list[Instant]:
+    """CompactionUtils.getDeltaCommitsSinceLatestCompaction: delta commits in any state after
+    the latest completed compaction commit, or all of them before the first."""
+    done = [i.timestamp for i in timeline.instants if i.action == Action.COMMIT and i.is_completed]
+    deltas = [i for i in timeline.instants if i.action == Action.DELTA_COMMIT]
+    return [d for d in deltas if d.timestamp > done[-1]] if done else deltas
+
+
+def _latest_compaction(timeline: Timeline) -> str | None:
+    done = [i.timestamp for i in timeline.instants if i.action == Action.COMMIT and i.is_completed]
+    return done[-1] if done else None
+
+
+# ---------------------------------------------------------------------------- compaction
+def _operation_metrics(fs: FileSlice) -> dict[str, float]:
+    """CompactionStrategy.captureMetrics of the operation (sizes in whole MB)."""
+    log_size = sum(max(int(lf.size or 0), 0) for lf in fs.log_files)
+    base_size = int(fs.base_file.size) if fs.base_file is not None else 0
+    read = (base_size + log_size) // MB
+    write = base_size // MB
+    return {"TOTAL_IO_READ_MB": float(read), "TOTAL_IO_WRITE_MB": float(write), "TOTAL_IO_MB": float(read + write),
+            "TOTAL_LOG_FILES_SIZE": float(log_size), "TOTAL_LOG_FILES": float(len(fs.log_files))}
+
+
+def _schedule_compaction(mdt: HoodieTable, instant_time: str) -> bool:
+    """Write ``instant_time.compaction.requested`` for the files slice; False when the slice
+    has no log file to compact (Hudi then schedules nothing)."""
+    slices = [s for s in mdt.file_system_view(mdt.reload_timeline()).latest_file_slices(FILES_PARTITION)
+              if s.log_files]
+    if not slices:
+        return False
+    ops = [CompactionOperation(
+        base_instant_time=s.base_instant, file_id=s.file_id, partition_path=FILES_PARTITION,
+        data_file_path=s.base_file.file_name if s.base_file is not None else None,
+        delta_file_paths=[lf.file_name for lf in s.log_files], metrics=_operation_metrics(s)) for s in slices]
+    TimelineWriter(mdt.storage, mdt.base_path).create_requested(
+        Instant(instant_time, Action.COMPACTION, State.REQUESTED), CompactionPlan(operations=ops).to_bytes())
+    return True
+
+
+def _operation_slice(mdt: HoodieTable, op: CompactionOperation) -> FileSlice:
+    folder = mdt.storage.join(mdt.base_path, op.partition_path or FILES_PARTITION)
+    base = None
+    if op.data_file_path:
+        path = mdt.storage.join(folder, op.data_file_path.rsplit("/", 1)[-1])
+        base = BaseFile.from_path(path, mdt.storage.size(path), FILES_PARTITION)
+    logs = []
+    for name in op.delta_file_paths or []:
+        path = mdt.storage.join(folder, name.rsplit("/", 1)[-1])
+        logs.append(LogFile.from_path(path, mdt.storage.size(path), FILES_PARTITION))
+    logs.sort(key=lambda lf: lf.sort_key)
+    return FileSlice(FILES_PARTITION, op.file_id or "", op.base_instant_time or "", base, logs)
+
+
+def _compact_operation(table: HoodieTable, mdt: HoodieTable, instant_time: str, op: CompactionOperation,
+                       schema: str) -> WriteStat:
+    """Merge one slice into ``<fileId>_<token>_<instant>.hfile``; its write stat."""
+    fs = _operation_slice(mdt, op)
+    mdt_timeline = mdt.timeline
+    valid, pending = block_instants(Timeline.load(table.storage, table.base_path), mdt_timeline)
+    latest = instant_time[: -len(COMPACTION_SUFFIX)]
+    valid = {ts for ts in valid if ts <= latest}
+    merger = _Merger()
+    merged = merge_file_slice(mdt.storage, fs, valid, pending, merger)
+    name = base_file_name(fs.file_id, COMPACTION_WRITE_TOKEN, instant_time, ".hfile")
+    records = []
+    for key in sorted(merger.records):
+        live = {n: info for n, info in merger.records[key].items() if not info.get("isDeleted")}
+        records.append((key.encode("utf-8"), encode_record({
+            "_hoodie_file_name": name, "key": "", "type": merger.types[key], "filesystemMetadata": live})))
+    data = write_hfile(records, schema)
+    mdt.storage.write_bytes(mdt.storage.join(mdt.base_path, FILES_PARTITION, name), data)
+    updated = len(merged.base_keys & set(merger.records))
+    log_size = sum(int(lf.size or 0) for lf in fs.log_files)
+    return WriteStat.new(
+        fileId=fs.file_id, path=f"{FILES_PARTITION}/{name}", prevCommit=fs.base_instant, numWrites=len(records),
+        numDeletes=len(merged.base_keys - set(merger.records)), numUpdateWrites=updated,
+        numInserts=len(records) - updated, totalWriteBytes=len(data), partitionPath=FILES_PARTITION,
+        totalLogRecords=merged.log_records, totalLogFilesCompacted=len(fs.log_files),
+        totalLogSizeCompacted=log_size, totalUpdatedRecordsCompacted=updated, totalLogBlocks=merged.log_blocks,
+        fileSizeInBytes=len(data))
+
+
+def _execute_compaction(table: HoodieTable, mdt: HoodieTable, instant_time: str) -> None:
+    """requested -> inflight -> new base HFile(s) -> ``instant_time.commit`` (compacted)."""
+    timeline = mdt.reload_timeline()
+    current = timeline.get(instant_time, Action.COMPACTION) or timeline.get(instant_time, Action.COMMIT)
+    if current is not None and current.is_completed:
+        return
+    requested = Instant(instant_time, Action.COMPACTION, State.REQUESTED)
+    plan = CompactionPlan.from_bytes(timeline.read_plan(requested))
+    if current is None or current.state == State.REQUESTED:
+        TimelineWriter(mdt.storage, mdt.base_path).transition_to_inflight(requested)
+        mdt.reload_timeline()
+    schema = metadata_record_schema_json()
+    meta = CommitMetadata(operation_type="COMPACT", compacted=True, extra_metadata={"schema": schema})
+    for op in plan.operations or []:
+        meta.add_write_stat(FILES_PARTITION, _compact_operation(table, mdt, instant_time, op, schema))
+    mdt.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), meta)
+
+
+def _data_instants_pending_up_to(table: HoodieTable, instant_time: str) -> list[str]:
+    """validateTimelineBeforeSchedulingCompaction: data-table instants (any action) still
+    requested or inflight at or before the metadata table's latest delta commit."""
+    data = Timeline.load(table.storage, table.base_path)
+    return [i.timestamp for i in data.instants if not i.is_completed and i.timestamp <= instant_time]
+
+
+def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, config: HoodieConfig) -> str | None:
+    timeline = mdt.timeline
+    pending_data = _data_instants_pending_up_to(table, latest)
+    if pending_data:
+        # checkNumDeltaCommits: a data instant that never finishes must not let the
+        # metadata table's log grow without end
+        limit = config.get_int(MAX_DELTA_COMMITS_WHEN_PENDING)
+        since = len(_delta_commits_since_compaction(timeline))
+        if since > limit:
+            raise HoodieTimelineError(
+                f"The metadata table of {table.base_uri} has {since} delta commits since its last compaction, more "
+                f"than {MAX_DELTA_COMMITS_WHEN_PENDING}={limit}: the pending data-table instant(s) "
+                f"{', '.join(pending_data[:5])} keep it from compacting. Finish or roll back those instants "
+                f"(or raise {MAX_DELTA_COMMITS_WHEN_PENDING}), then run this task again.")
+        return None
+    if any(i.action == Action.COMPACTION and not i.is_completed for i in timeline.instants):
+        return None
+    instant_time = latest + COMPACTION_SUFFIX
+    if timeline.get(instant_time) is not None:
+        return None  # compacted at this delta commit already (a later one failed and was retried)
+    if len(_delta_commits_since_compaction(timeline)) < config.get_int(COMPACT_MAX_DELTA_COMMITS):
+        return None
+    if not _schedule_compaction(mdt, instant_time):
+        return None
+    _execute_compaction(table, mdt, instant_time)
+    return instant_time
+
+
+# ---------------------------------------------------------------------------- clean
+def _clean_inputs() -> Any:
+    # the data table's cleaner rules, run on the metadata table with its fixed config;
+    # imported here: the cleaner lives with the actions, which import this layer
+    from airflow_hoodie.actions import clean  # noqa: PLC0415
+
+    return clean
+
+
+def _execute_clean(mdt: HoodieTable, instant_time: str) -> None:
+    clean = _clean_inputs()
+    started = time.time()
+    timeline = mdt.reload_timeline()
+    requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
+    data = timeline.read_plan(requested)
+    plan = clean.deserialize_plan("HoodieCleanerPlan", data)
+    current = timeline.get(instant_time, Action.CLEAN)
+    if current is not None and current.state == State.REQUESTED:
+        TimelineWriter(mdt.storage, mdt.base_path).transition_to_inflight(requested, data)
+    results = []
+    for partition, infos in sorted((plan.get("filePathsToBeDeletedPerPartition") or {}).items()):
+        for info in infos:
+            uri = info["filePath"]  # a full URI; the metadata table's files all sit in its partitions
+            mdt.storage.delete(mdt.storage.join(mdt.base_path, partition, uri.rsplit("/", 1)[-1]))
+            results.append((partition, uri, True))
+    meta = clean.build_clean_metadata(plan, instant_time, results, int((time.time() - started) * 1000))
+    mdt.complete(Instant(instant_time, Action.CLEAN, State.INFLIGHT), meta)
+
+
+def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
+    timeline = mdt.timeline
+    done: list[str] = []
+    for inst in [i for i in timeline.instants if i.action == Action.CLEAN and not i.is_completed]:
+        _execute_clean(mdt, inst.timestamp)  # Hudi finishes a pending clean before planning one
+        done.append(inst.timestamp)
+    timeline = mdt.reload_timeline()
+    last = _latest_compaction(timeline)
+    if last is not None and sum(1 for i in timeline.instants if i.is_completed and i.timestamp > last) \
+            < CLEAN_WAIT_INSTANTS:
+        return done
+    instant_time = latest + CLEAN_SUFFIX
+    if timeline.get(instant_time) is not None:
+        return done
+    clean = _clean_inputs()
+    config = HoodieConfig({clean.POLICY: clean.KEEP_LATEST_COMMITS, clean.COMMITS_RETAINED: str(CLEANER_COMMITS_RETAINED)})
+    instant, _plan, _reason = clean.plan_clean(mdt, config, instant_time)
+    if instant is not None:
+        _execute_clean(mdt, instant.timestamp)
+        done.append(instant.timestamp)
+    return done
+
+
+# ---------------------------------------------------------------------------- entry point
+def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesResult:
+    """performTableServices on ``mdt``, the metadata table of ``table`` (whose write options,
+    ``table.write_config``, carry the metadata keys)."""
+    config = table.write_config
+    result = TableServicesResult()
+    timeline = mdt.reload_timeline()
+    for inst in [i for i in timeline.instants if i.action == Action.COMPACTION and not i.is_completed]:
+        _execute_compaction(table, mdt, inst.timestamp)  # runPendingTableServicesOperations
+        result.compacted.append(inst.timestamp)
+    timeline = mdt.reload_timeline()
+    deltas = [i.timestamp for i in timeline.instants if i.action == Action.DELTA_COMMIT and i.is_completed]
+    if not deltas:
+        result.reason = "no completed delta commit"
+        return result
+    latest = deltas[-1]
+    result.cleaned = _clean_if_necessary(mdt, latest)
+    mdt.reload_timeline()
+    compacted = _compact_if_necessary(table, mdt, latest, config)
+    if compacted is not None:
+        result.compacted.append(compacted)
+    return result
