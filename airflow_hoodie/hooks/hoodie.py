@@ -280,6 +280,23 @@ class HoodieHook(BaseHook):
         except AirflowNotFoundException:
             return False
 
+    def check_write(self, source: str, source_format: str, operation: str, table_name: str | None, *,
+                    props_file: str | None = None) -> bool:
+        """The write job's checks that need no Spark, run here before spark-submit: a missing
+        key column fails in seconds instead of after the JVM started. Settings as the job
+        reads them: ``props_file``, then the connection's and the task's ``hoodie_conf``."""
+        from airflow_hoodie.config import parse_properties
+        from airflow_hoodie.hooks.write_check import check_write
+
+        cfg = self.get_conn()
+        values: dict[str, str] = {}
+        if props_file and os.path.isfile(props_file):
+            with open(props_file, encoding="utf-8") as f:
+                values.update(parse_properties(f.read()))
+        values.update(cfg.hoodie_conf)
+        return check_write(self.require_base_path(), cfg.storage_options, HoodieConfig(values), source,
+                           source_format, operation, table_name)
+
     def job_arguments(
         self,
         job_args: Sequence[str] = (),

@@ -164,6 +164,9 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
     def is_nothing_to_do(self, result: Mapping[str, Any]) -> bool:
         return result.get("instant") is None
 
+    def check_before_submit(self, context: Any) -> None:
+        """What can be refused before spark-submit starts a JVM (writing operators check their batch)."""
+
     # ------------------------------------------------------------------ execution
     def get_hook(self) -> HoodieHook:
         return HoodieHook(
@@ -194,6 +197,7 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         setattr(self, RAN_HERE_ATTR, "")  # the Spark UI link: none until the job reports one
         self._hook = self.get_hook()
+        self.check_before_submit(context)
         write_id = self.write_id(context)
         defer = self.deferrable and write_id is not None
         if self.deferrable and write_id is None:
@@ -377,6 +381,13 @@ class HoodieUpsertOperator(HoodieBaseOperator):
 
     def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
         return (self.source,)
+
+    def check_before_submit(self, context: Any) -> None:
+        started = time.monotonic()
+        if self._hook.check_write(self.source, self.source_format, self.operation, self.table_name,
+                                  props_file=self.props_file):
+            self.log.info("Batch checked against the table in %.1f s (schema from the source's footers)",
+                          time.monotonic() - started)
 
     def job_args(self, context: Any) -> list[str]:
         return ["--table-name", self.table_name, "--source", self.source,
