@@ -37,13 +37,41 @@ def _what_happened(log_text: str) -> list[str]:
     return [m.group(1).strip() for line in log_text.splitlines() if (m := _WHAT_HAPPENED.search(line))]
 
 
-def _run(cmd: list[str], env: dict[str, str], log_dir: pathlib.Path, label: str) -> None:
-    """Run one step, keeping its (long) output in a log file and showing what it did."""
+#: the longest the demo stays silent while a step runs: a user waiting 100 s without a line
+#: cannot tell a slow Spark start from a hang
+HEARTBEAT_SECONDS = 20.0
+
+
+def _run(cmd: list[str], env: dict[str, str], log_dir: pathlib.Path, label: str,
+         heartbeat: float = HEARTBEAT_SECONDS) -> None:
+    """Run one step, keeping its (long) output in a log file and showing what it does as it
+    happens, with a line at least every ``heartbeat`` seconds."""
     log = log_dir / f"{label}.log"
     print(f"  {label} ...", flush=True)
-    started = time.monotonic()
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+    started = last_line = time.monotonic()
+    poll = min(1.0, heartbeat / 4)
+    pending = ""
+    with open(log, "w", encoding="utf-8") as out, open(log, encoding="utf-8", errors="replace") as follow:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        while True:
+            try:
+                proc.wait(timeout=poll)
+            except subprocess.TimeoutExpired:
+                pass
+            pending += follow.read()
+            complete, _, pending = pending.rpartition("\n")
+            now = time.monotonic()
+            for line in _what_happened(complete):
+                print(f"      {line}", flush=True)
+                last_line = now
+            if proc.poll() is not None:
+                pending += follow.read()  # what it wrote after the last read
+                break
+            if now - last_line >= heartbeat:
+                print(f"      ... {label}: still running ({now - started:.0f} s)", flush=True)
+                last_line = now
+    for line in _what_happened(pending):
+        print(f"      {line}", flush=True)
     took = time.monotonic() - started
     # `airflow dags test` can exit 0 for a run whose tasks failed: check the run's state too
     failed_run = re.search(r"DagRun Finished:.*state=failed", log.read_text(encoding="utf-8", errors="replace"))
@@ -51,8 +79,6 @@ def _run(cmd: list[str], env: dict[str, str], log_dir: pathlib.Path, label: str)
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         print("\n".join(tail), file=sys.stderr)
         raise SystemExit(f"demo step {label!r} failed (exit {proc.returncode}); full log: {log}")
-    for line in _what_happened(log.read_text(encoding="utf-8", errors="replace")):
-        print(f"      {line}")
     print(f"  {label:<40} ok  {took:6.1f}s", flush=True)
 
 

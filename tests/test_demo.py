@@ -23,3 +23,30 @@ def test_demo_shows_progress_nothing_to_do_and_results_only():
         "| instant       | 20261124140220123",
         "| inserts       | 100",
     ]
+
+
+def test_a_step_shows_its_progress_as_it_happens_and_a_line_at_least_every_heartbeat(tmp_path, monkeypatch):
+    """The demo used to be silent for 100 to 120 s per step (issue 20): it printed a step's
+    lines only once the step ended."""
+    import sys
+    import time
+
+    from airflow_hoodie import demo
+
+    printed: list[tuple[float, str]] = []
+    monkeypatch.setattr(demo, "print", lambda *a, **k: printed.append((time.monotonic(), " ".join(map(str, a)))),
+                        raising=False)
+    step = ("import time; print('hoodie: indexing 1 records', flush=True); time.sleep(3); "
+            "print('hoodie: committed commit 1 in 3.0 s', flush=True)")
+    started = time.monotonic()
+    demo._run([sys.executable, "-c", step], {}, tmp_path, "step", heartbeat=0.5)
+    ended = time.monotonic()
+    texts = [t for _, t in printed]
+    assert texts[0] == "  step ..." and texts[-1].startswith("  step") and texts[-1].split()[-2] == "ok"
+    progress = [(at, t.strip()) for at, t in printed if "hoodie:" in t]
+    assert [t for _, t in progress] == ["hoodie: indexing 1 records", "hoodie: committed commit 1 in 3.0 s"]
+    assert progress[0][0] < ended - 2  # shown while the step still ran, not at its end
+    assert any("still running" in t for t in texts)
+    gaps = [b - a for a, b in zip([started] + [at for at, _ in printed], [at for at, _ in printed] + [ended])]
+    assert max(gaps) < 0.5 + 0.5  # the heartbeat plus one poll and some slack
+    assert demo.HEARTBEAT_SECONDS <= 30  # the promise: a line at least every 30 s

@@ -62,10 +62,12 @@ SUMMARY_KEYS = ("instant", "action", "operation", "state", "inserts", "updates",
 
 
 def summary_table(result: Mapping[str, Any]) -> str:
-    """The job's result as a short two-column table for the task log."""
+    """The job's result as a short two-column table for the task log; a value the job left
+    empty (clean's earliest_commit_to_retain under a policy that keeps file versions) gets no row."""
     rows = [(k, result[k]) for k in SUMMARY_KEYS if k in result and result[k] not in (None, [], "")]
     rows += [(k, v) for k, v in result.items()
-             if k not in SUMMARY_KEYS and k not in ("spark", "base_path") and isinstance(v, (str, int, float, bool))]
+             if k not in SUMMARY_KEYS and k not in ("spark", "base_path") and isinstance(v, (str, int, float, bool))
+             and v != ""]
     width = max((len(k) for k, _ in rows), default=0)
     return "\n".join(f"| {k.ljust(width)} | {f'{v:,}' if isinstance(v, int) and not isinstance(v, bool) else v}"
                      for k, v in rows)

@@ -22,6 +22,7 @@ from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.spark.session import active_session_summary
 from airflow_hoodie.storage_secrets import STORAGE_SECRETS_ENV
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.timeline.instant import State
 
 EXIT_FAILURE = 1
 
@@ -74,8 +75,17 @@ def storage_options(args: argparse.Namespace) -> dict[str, str]:
     return options
 
 
+def hudi_state(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The result with its instant state in Hudi's spelling (HoodieInstant.State: REQUESTED,
+    INFLIGHT, COMPLETED), whichever action produced it: users compare states across jobs."""
+    state = result.get("state")
+    if isinstance(state, str) and state.lower() in {s.value for s in State}:
+        return {**result, "state": State(state.lower()).name}
+    return dict(result)
+
+
 def emit_result(result: Mapping[str, Any], result_file: str | None) -> None:
-    line = json.dumps(result, sort_keys=True, default=str)
+    line = json.dumps(hudi_state(result), sort_keys=True, default=str)
     if result_file:
         with open(result_file, "w", encoding="utf-8") as f:
             f.write(line + "\n")

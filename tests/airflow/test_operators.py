@@ -130,3 +130,14 @@ def test_failed_job_exception_message_direct(airflow_db, fake_jobs_dir, tmp_path
     op = HoodieCleanOperator(task_id="clean", base_path=str(tmp_path / "t"))
     with pytest.raises(HoodieJobError, match="ERROR: HoodieError: record key field 'uuid'"):
         op.execute({})
+
+
+def test_the_summary_shows_no_empty_rows():
+    """Clean under KEEP_LATEST_FILE_VERSIONS retains by versions: its result's
+    earliest_commit_to_retain is empty, and showed as an empty row (issue 20)."""
+    from airflow_hoodie.operators.hoodie import summary_table
+
+    table = summary_table({"instant": "20240101000000000", "action": "clean", "state": "COMPLETED",
+                           "files_deleted": 3, "earliest_commit_to_retain": "", "policy": "KEEP_LATEST_FILE_VERSIONS"})
+    assert "earliest_commit_to_retain" not in table
+    assert "| policy" in table and "| files_deleted | 3" in table

@@ -72,20 +72,20 @@ def test_job_results_and_errors(tmp_path):
     assert res["instant"] is None and "not met" in res["reason"]
     out = tmp_path / "r.json"
     proc, res = run("compaction_plan", "--base-path", base, "--result-file", str(out))
-    assert res["state"] == "requested" and json.loads(out.read_text()) == res
+    assert res["state"] == "REQUESTED" and json.loads(out.read_text()) == res  # Hudi's spelling, every job
     proc, res2 = run("compaction_execute", "--base-path", base, "--local")
-    assert res2["instant"] == res["instant"] and res2["state"] == "completed"
+    assert res2["instant"] == res["instant"] and res2["state"] == "COMPLETED"
     proc, res3 = run("compaction_execute", "--base-path", base, "--local")
     assert res3["instant"] is None
     proc, res = run("clustering", "--base-path", base, "--mode", "scheduleAndExecute", "--local",
                     "--hoodie-conf", "hoodie.clustering.plan.strategy.sort.columns=id")
-    assert res["state"] == "completed"
+    assert res["state"] == "COMPLETED"
     proc, res = run("clean", "--base-path", base, "--local", "--hoodie-conf", "hoodie.cleaner.policy=KEEP_LATEST_FILE_VERSIONS",
                     "--hoodie-conf", "hoodie.cleaner.fileversions.retained=1")
-    assert res["state"] == "completed" and res["files_deleted"] > 0
+    assert res["state"] == "COMPLETED" and res["files_deleted"] > 0
     first = sorted(f.split(".")[0] for f in timeline_files(base) if f.endswith(".deltacommit"))[-1]
     proc, res = run("savepoint", "--base-path", base, "--instant-time", first)
-    assert res["state"] == "completed"
+    assert res["state"] == "COMPLETED"
     proc, res = run("savepoint", "--base-path", base, "--instant-time", first, "--delete")
     assert res["state"] == "deleted"
     proc, res = run("archive", "--base-path", base)
@@ -122,7 +122,7 @@ def test_sigkill_compaction_and_clustering_then_rerun(tmp_path, point):
     assert rc == -9
     assert snapshot(base) == model.table()  # partial output invisible
     rc, res = fast(*args, tmp=str(tmp_path))
-    assert rc == 0 and res["state"] == "completed"
+    assert rc == 0 and res["state"] == "COMPLETED"
     assert snapshot(base) == model.table()
     assert snapshot(base, query_type="read_optimized") == model.table() or point.startswith("clustering")
     written = [f for f in data_files(base) if f.endswith(f"_{ts}.parquet")]
@@ -144,7 +144,7 @@ def test_sigkill_clean_then_rerun(tmp_path, point):
     assert rc == -9
     assert snapshot(base) == model.table()
     rc, res = fast("clean", "--base-path", base, "--local", *conf, tmp=str(tmp_path))
-    assert res["state"] == "completed" and res["resumed"]
+    assert res["state"] == "COMPLETED" and res["resumed"]
     kept = {f.rsplit("_", 1)[-1].split(".")[0] for f in data_files(base)}
     assert len(kept) == 3
     assert snapshot(base) == model.table()
@@ -181,7 +181,7 @@ def test_savepoint_job_restore(tmp_path):
         model.upsert(b)
     at = model.table()
     rc, res = fast("savepoint", "--base-path", base, "--instant-time", commits[-1], tmp=str(tmp_path))
-    assert rc == 0 and res["state"] == "completed"
+    assert rc == 0 and res["state"] == "COMPLETED"
     for t in range(5, 8):
         write(base, batch(range(t, t + 3), t), cfg)
     rc, res = fast("savepoint", "--base-path", base, "--instant-time", commits[-1], "--restore", tmp=str(tmp_path))
