@@ -394,7 +394,7 @@ def run_archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
     """Archive what the rules allow; then merge small archive files if enabled. Under
     the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
     timeline that archival deletes from."""
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     with transaction_manager_for(table, config).transaction("archive the timeline"):
         return _archive(table, config)
 

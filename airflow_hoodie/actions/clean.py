@@ -306,7 +306,7 @@ def run_clean(table: HoodieTable, config: HoodieConfig, executor: Executor,
     Under ``hoodie.cleaner.policy.failed.writes=LAZY`` (required with optimistic
     concurrency) clean is what rolls back failed writes: those whose heartbeat expired.
     """
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     tm = transaction_manager_for(table, config)
     rolled = rollback_failed_writes(table, tm, config) if tm.failed_writes_policy == LAZY else []
     tl = table.reload_timeline()

@@ -223,7 +223,7 @@ def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: 
     """Plan clustering and write ``T.replacecommit.requested`` under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     with transaction_manager_for(table, config).transaction("schedule a clustering"):
         return _schedule_clustering(table, config, instant_time)
 
@@ -348,7 +348,7 @@ def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     with executing(transaction_manager_for(table, config), "clustering", instant_time) as token:
         return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 

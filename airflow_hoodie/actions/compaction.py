@@ -240,7 +240,7 @@ def schedule_compaction(
     Returns ``instant=None`` with the reason when the trigger is not met or no slice has
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     with transaction_manager_for(table, config).transaction("schedule a compaction"):
         table.reload_timeline()
         return _schedule_compaction(table, config, instant_time, force)
@@ -404,7 +404,7 @@ def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": "already completed", "operations": 0}
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     with executing(transaction_manager_for(table, config), "compaction", instant_time) as token:
         return _execute_compaction(table, instant_time, executor, config, storage_options, started, token)
 

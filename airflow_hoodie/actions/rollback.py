@@ -220,7 +220,7 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
     and done under the table lock; a pending write whose heartbeat is live is refused (it
     belongs to a running task)."""
 
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     tm = transaction_manager_for(table, config)
     with tm.transaction("roll back an instant"):
         tl = table.reload_timeline()

@@ -36,7 +36,7 @@ def create_savepoint(table: HoodieTable, instant_time: str, user: str = "", comm
     """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is
     reported). Under the table lock, so a clean planned meanwhile either sees the
     savepoint or ran entirely before it (and then the check below refuses)."""
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     with transaction_manager_for(table, config).transaction(f"savepoint {instant_time}"):
         return _create_savepoint(table, instant_time, user, comments)
 
@@ -84,7 +84,7 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
 
 def delete_savepoint(table: HoodieTable, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Remove the savepoint at ``instant_time`` (idempotent), under the table lock."""
-    table.prepare_for_change()
+    table.prepare_for_change(config)
     with transaction_manager_for(table, config).transaction(f"delete savepoint {instant_time}"):
         return _delete_savepoint(table, instant_time)
 

@@ -261,13 +261,15 @@ class WriteClient:
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
         if self.table is not None:
-            self.table.prepare_for_change()
+            self.table.prepare_for_change(self.config)
         with self.txn.transaction("start a write"):
             if self.table is not None and self.txn.is_occ:
                 # under the lock no other instant can take this time (Hudi 1.x does the same)
                 last = self.table.reload_timeline().last()
                 if last is not None and instant_time <= last.timestamp:
                     instant_time = self.new_instant_time()
+            if self.table is not None:
+                self.table.ensure_metadata_table()
             # the heartbeat first, as Hudi's startCommit does: a pending write without one
             # is judged failed, so it must exist before the instant does
             self.txn.heartbeats.start(instant_time)

@@ -139,6 +139,8 @@ def settle_previous_try(base_uri: str, storage_options: Mapping[str, str] | None
     found = find_write(table.timeline, config, write_id)
     if found.completed is not None:
         return {**result_of(found, base_uri), "retry_of_completed_write": True}
+    if found.pending:
+        table.prepare_for_change(config)
     for instant in found.pending:
         rollback_instant(table, instant.timestamp, config)
     return None

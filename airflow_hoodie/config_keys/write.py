@@ -11,6 +11,7 @@ PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
 PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
 SMALL_FILE_GROUP_CANDIDATES_LIMIT = "hoodie.merge.small.file.group.candidates.limit"
 LOG_TO_PARQUET_RATIO = "hoodie.logfile.to.parquet.compression.ratio"
+METADATA_ENABLE = "hoodie.metadata.enable"
 SET_NULL_FOR_MISSING_COLUMNS = "hoodie.write.set.null.for.missing.columns"
 ALLOW_COLUMN_DROP = "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"
 #: our keys (Hudi has no driver-side write path): see their docs below
@@ -75,7 +76,10 @@ register(
     ConfigKey("hoodie.database.name", None, ""),
     ConfigKey("hoodie.write.markers.type", "DIRECT", "we write direct markers"),
     ConfigKey("hoodie.rollback.using.markers", "true", ""),
-    ConfigKey("hoodie.metadata.enable", "false", "the metadata table is not maintained by airflow-hoodie"),
+    ConfigKey(METADATA_ENABLE, "true",
+              "Keep the table's metadata table true (its files partition; column_stats, partition_stats and "
+              "bloom_filters are dropped); false drops the whole metadata table before the first change, as a Hudi "
+              "writer with it disabled does"),
     ConfigKey(COMMIT_META_PREFIX, "_", "Write options whose key starts with this prefix are copied "
               "into the commit's extraMetadata (checkpoints, write identities)."),
 )

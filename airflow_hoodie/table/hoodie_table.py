@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieCorruptedDataError,
@@ -21,7 +23,15 @@ from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
 )
-from airflow_hoodie.table.metadata_table.removal import has_metadata_table, remove_metadata_table
+from airflow_hoodie.table.metadata_table.files_change import files_change
+from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
+from airflow_hoodie.table.metadata_table.maintenance import (
+    ensure_files_partition,
+    prepare_metadata_table,
+    unmaintained_partitions,
+)
+from airflow_hoodie.table.metadata_table.metadata_writer import update_files_partition
+from airflow_hoodie.table.metadata_table.removal import has_metadata_table
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.supported_features import check_supported
@@ -69,6 +79,11 @@ class HoodieTable:
         #: and table services list storage, as a Hudi writer with the metadata table
         #: disabled does, and remove the metadata table before they change anything
         self.use_metadata_table = False
+        #: hoodie.metadata.enable of the change in progress (set by :meth:`prepare_for_change`):
+        #: None before it, so a change that skipped it cannot complete beside a metadata table
+        self.metadata_enabled: bool | None = None
+        #: the write options of the change in progress (the metadata table's services read theirs)
+        self.write_config = HoodieConfig({})
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -202,23 +217,31 @@ class HoodieTable:
         """Complete ``instant`` (inflight) with ``metadata``: the one commit path of every
         action (write, compaction, clustering, clean, rollback, restore, savepoint).
 
-        Runs the caller's ``pre_commit`` step (conflict check, marker reconciliation), then
-        the table's own: the metadata table must not have come back (a Hudi writer with it
-        enabled may rebuild it while our task runs: completing would leave its listing
-        without our change), then serializes ``metadata`` for the table's version and
-        writes the completed instant file. Callers that run concurrently hold the lock.
+        Runs the caller's ``pre_commit`` step (conflict check, lost-lock check, marker
+        reconciliation), then the table's own: the metadata-table delta commit of this
+        instant (or, without one, a check that no writer built a metadata table meanwhile:
+        completing would leave its listing without our change), then serializes ``metadata``
+        for the table's version and writes the completed instant file. Callers that run concurrently hold the lock.
         ``changes_listing=False``: the instant adds or removes no file a listing holds (a
         savepoint, the rollback of a write that never completed)."""
         if pre_commit is not None:
             pre_commit()
         body = self.format.serialize_completed(instant.action, metadata)
-        if changes_listing and has_metadata_table(self, reload=True):
+        if changes_listing and self.metadata_enabled and files_partition_ready(self.reload_config()):
+            blocked = unmaintained_partitions(self)
+            if blocked:
+                raise HoodieConcurrentWriterError(
+                    f"Another writer added the metadata-table partition(s) {', '.join(blocked)} to {self.base_uri} "
+                    f"while this task ran ({instant.action} {instant.timestamp}); airflow-hoodie cannot keep them true, "
+                    "so nothing of this task is visible. Retry the task; it stops before changing anything and says "
+                    "what to do.")
+            update_files_partition(self, instant.timestamp, files_change(instant.action, metadata))
+        elif changes_listing and has_metadata_table(self, reload=True):
             raise HoodieConcurrentWriterError(
-                f"Another writer created a metadata table under {self.base_uri}/.hoodie/metadata while this task ran "
-                f"({instant.action} {instant.timestamp}); airflow-hoodie does not maintain it yet, and completing "
-                "would leave its file listing stale. Nothing of this task is visible. Retry the task: it removes "
-                "the metadata table before changing the table, as a Hudi writer with hoodie.metadata.enable=false "
-                "does.")
+                f"Another writer created (or is building) a metadata table under {self.base_uri}/.hoodie/metadata "
+                f"while this task ran without one ({instant.action} {instant.timestamp}); completing would leave its "
+                "file listing stale. Nothing of this task is visible. Retry the task: it then keeps the metadata "
+                "table true, or drops it first with hoodie.metadata.enable=false, as a Hudi writer does.")
         return TimelineWriter(self.storage, self.base_path).complete(instant, body)
 
     def check_latest_commit(self) -> None:
@@ -243,15 +266,24 @@ class HoodieTable:
                 "file: the instant becomes pending again and, once its heartbeat window has passed (2 minutes by "
                 "default), the next write (or clean, with LAZY failed-write cleaning) rolls it back.") from exc
 
-    def prepare_for_change(self) -> None:
+    def prepare_for_change(self, config: HoodieConfig | None = None) -> None:
         """Before a write or table service changes anything: the version must be one we
-        write, and the metadata table (which we do not maintain) goes, so no reader is ever
-        left with a stale file listing."""
+        write, and the metadata table must be one the change keeps true (with
+        ``hoodie.metadata.enable=false`` it goes, so no reader is left with a stale listing;
+        see :mod:`metadata_table.maintenance`)."""
 
         self.check_writable()
         self.check_latest_commit()
-        remove_metadata_table(self)
+        self.write_config = config or HoodieConfig({})
+        self.metadata_enabled = self.write_config.get_bool(METADATA_ENABLE)
+        prepare_metadata_table(self, self.metadata_enabled)
         remove_stale_temp_files(self.storage, self.meta_path)
+
+    def ensure_metadata_table(self) -> None:
+        """A write (under the table lock, before its instant exists) builds the metadata table
+        when it is enabled and missing; see :mod:`metadata_table.maintenance`."""
+        if self.metadata_enabled:
+            ensure_files_partition(self)
 
     def update_config(self, updates: Mapping[str, str], deletes: tuple[str, ...] = ()) -> TableConfig:
         """Change ``hoodie.properties`` (e.g. metadata partitions) with Hudi's backup protocol."""

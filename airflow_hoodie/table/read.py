@@ -20,6 +20,7 @@ strings (hudi-rs style); they are converted to the column's type.
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from airflow_hoodie.errors import HoodieConfigError, HoodieError
+from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError, HoodieError, HoodieIOError
 from airflow_hoodie.table.file_group.file_slice_reader import (
     META_COLUMNS,
     SliceReadOptions,
@@ -448,7 +449,17 @@ def read_table(
         base_only=query_type == "read_optimized" or not table.is_mor,
         schema=schema,
     )
-    parts = [t for t in _read_slices(table.storage, slices, opts, partition_values) if t.num_columns]
+    try:
+        parts = [t for t in _read_slices(table.storage, slices, opts, partition_values) if t.num_columns]
+    except HoodieIOError as exc:
+        gone = re.search(r"File '([^']+)' does not exist", str(exc))
+        if gone is None or not view.lists_through_metadata_table:
+            raise
+        # the metadata table lists what the timeline wrote; storage has lost it
+        raise HoodieCorruptedDataError(
+            f"{gone.group(1)} is missing: the table's metadata table lists it as a live file, and reading without it "
+            "would silently return older data. Nothing was read. Put the file back (object-store versioning, a "
+            "backup), or restore the table to a savepoint before the commit that wrote it, then retry.") from exc
     if not parts:
         return _empty(schema, columns)
     return _as_returned(unify_tables(parts), table, schema, columns)

@@ -16,12 +16,16 @@ from tests.actions.services_fixtures import Model, batch, load, snapshot, table_
 
 #: these rules are the table's own: its metadata table goes (before its first compaction it
 #: would fence all archival, as in Hudi; tests/actions/test_archive_metadata_table.py)
-CONF = {ar.MIN_COMMITS: "4", ar.MAX_COMMITS: "6", ar.BATCH: "2", cl.COMMITS_RETAINED: "3", "hoodie.metadata.enable": "false"}
+# the archival rules alone: with a metadata table, nothing past its latest compaction is
+# archived (tests/table/metadata_table/test_metadata_compaction.py)
+NO_METADATA_TABLE = {"hoodie.metadata.enable": "false"}
+CONF = {ar.MIN_COMMITS: "4", ar.MAX_COMMITS: "6", ar.BATCH: "2", cl.COMMITS_RETAINED: "3",
+        "hoodie.metadata.enable": "false"}
 
 
 def _commits(tmp_path, n, table_type="COPY_ON_WRITE"):
     base = str(tmp_path / table_type)
-    cfg = table_config(table_type)
+    cfg = table_config(table_type, **NO_METADATA_TABLE)
     model = Model()
     out = []
     for t in range(1, n + 1):
@@ -137,7 +141,7 @@ def test_merge_small_archive_files_and_recovery(tmp_path):
 def test_a_few_qualifying_instants_are_archived_whatever_the_batch_size(tmp_path):
     """hoodie.commits.archival.batch sizes archive blocks in Hudi; it is not a minimum count."""
     base = str(tmp_path / "t")
-    cfg = table_config("COPY_ON_WRITE")
+    cfg = table_config("COPY_ON_WRITE", **NO_METADATA_TABLE)
     for t in range(1, 9):
         write(base, batch(range(t, t + 2), t), cfg)
     res = ar.run_archive(load(base), HoodieConfig({ar.MIN_COMMITS: "6", ar.MAX_COMMITS: "7", ar.BATCH: "10",

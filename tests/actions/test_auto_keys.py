@@ -14,6 +14,7 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.errors import HoodieKeyError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
+from tests.table.metadata_table.test_metadata_maintained import assert_listing_true
 from tests.table.normalize import hudi_rs_rows, normalize_table
 
 AUTO_KEY = re.compile(r"^(\d{17})_(\d+)_(\d+)$")
@@ -45,8 +46,8 @@ def test_appending_to_a_real_hudi_auto_key_table(conformance_next, tmp_path, ope
     assert len(new) == 4
     keys = [r["_hoodie_record_key"] for r in new]
     assert len(set(keys)) == 4 and all(AUTO_KEY.match(k) and k.startswith(result.instant + "_") for k in keys)
-    # the table's metadata table was removed before the change, so every reader lists storage
-    assert not (base / ".hoodie" / "metadata").exists()
+    # the table's metadata table is kept true: it lists exactly the files on storage
+    assert_listing_true(base, operation)
     assert normalize_table(after) == hudi_rs_rows(str(base))
 
 

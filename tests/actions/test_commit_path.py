@@ -18,7 +18,7 @@ from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.actions import restore as rs
 from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
-from airflow_hoodie.actions.rollback import rollback_instant
+from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.write import ArrowWriteEngine, write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieNotSupportedError
@@ -65,7 +65,7 @@ def test_every_action_completes_through_the_table(tmp_path, monkeypatch):
     kept = write(base, batch(range(0, 6), 5), cfg)
     sp.create_savepoint(load(base), kept)
     last = write(base, batch(range(0, 3), 9), cfg)
-    rollback_instant(load(base), last)
+    rollback_latest_or(load(base), last)
     write(base, batch(range(0, 3), 10), cfg)
     rs.restore_to(load(base), kept)
 
@@ -73,28 +73,30 @@ def test_every_action_completes_through_the_table(tmp_path, monkeypatch):
     assert {"deltacommit", "compaction", "replacecommit", "savepoint", "rollback", "restore", "clean"} <= set(seen)
 
 
-def test_a_metadata_table_created_meanwhile_stops_the_commit(tmp_path, monkeypatch):
-    """A Hudi writer with the metadata table on may rebuild it while our task runs; our
-    completion would then leave its listing stale. The write is rolled back instead."""
+@pytest.mark.parametrize("enabled", [False, True])
+def test_a_metadata_table_changed_meanwhile_stops_the_commit(tmp_path, monkeypatch, enabled):
+    """A Hudi writer may build the metadata table (we run with it disabled) or add an index
+    partition we cannot keep true (with it enabled) while our task runs; completing would
+    leave its listing stale. The write is rolled back instead."""
     base = tmp_path / "t"
-    cfg = table_config("COPY_ON_WRITE")
+    cfg = {**table_config("COPY_ON_WRITE"), "hoodie.metadata.enable": str(enabled).lower()}
     write_arrow(str(base), batch(range(0, 4), 1), "upsert", cfg)
     real_write = ArrowWriteEngine.write
 
-    def write_then_java_builds_the_metadata_table(self, tasks, insert_plan, ctx):
+    def write_then_java_changes_the_metadata_table(self, tasks, insert_plan, ctx):
         stats = real_write(self, tasks, insert_plan, ctx)
         table = HoodieTable.load(str(base))
-        table.update_config({"hoodie.table.metadata.partitions": "files"})
-        (base / ".hoodie" / "metadata" / ".hoodie").mkdir(parents=True)
+        table.update_config({"hoodie.table.metadata.partitions": "files,record_index"})
+        (base / ".hoodie" / "metadata" / ".hoodie").mkdir(parents=True, exist_ok=True)
         return stats
 
-    monkeypatch.setattr(ArrowWriteEngine, "write", write_then_java_builds_the_metadata_table)
-    with pytest.raises(HoodieConcurrentWriterError, match="metadata table.*stale"):
+    monkeypatch.setattr(ArrowWriteEngine, "write", write_then_java_changes_the_metadata_table)
+    with pytest.raises(HoodieConcurrentWriterError, match="metadata.table.*(stale|cannot keep them true)"):
         write_arrow(str(base), batch(range(2, 6), 2), "upsert", cfg)
     table = HoodieTable.load(str(base))
     assert not table.timeline.pending().instants  # rolled back
     assert len(table.timeline.completed_commits().instants) == 1
-    remove_metadata_table(table)  # the stand-in has no files partition to read through
+    remove_metadata_table(table)  # the stand-in has no record index to read
     assert sorted(read_table(str(base)).column("id").to_pylist()) == [f"k{i:04d}" for i in range(4)]
 
 

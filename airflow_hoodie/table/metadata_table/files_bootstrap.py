@@ -12,22 +12,13 @@ and builds the metadata tables the listing benchmark and tests read.
 
 from __future__ import annotations
 
-import io
-import json
-from typing import TYPE_CHECKING, Any, Mapping
-
-import fastavro
+from typing import TYPE_CHECKING, Mapping
 
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
-from airflow_hoodie.table.metadata_table.files_listing import (
-    ALL_PARTITIONS_KEY,
-    FILES_PARTITION,
-    NON_PARTITIONED_NAME,
-    TYPE_FILE_LIST,
-    TYPE_PARTITION_LIST,
-    metadata_table_path,
-)
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
+from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
 from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -40,23 +31,6 @@ if TYPE_CHECKING:  # the table imports this module
 INIT_INSTANT = "00000000000000010"
 FILE_GROUP = "files-0000-0"
 WRITE_TOKEN = "0-0-0"
-
-#: HoodieMetadataRecord as far as the files partition uses it (the readers resolve the
-#: other index fields to their null defaults)
-METADATA_RECORD_SCHEMA: dict[str, Any] = {
-    "type": "record", "name": "HoodieMetadataRecord", "namespace": "org.apache.hudi.avro.model",
-    "doc": "A record saved within the Metadata Table",
-    "fields": [
-        {"name": "key", "type": "string"},
-        {"name": "type", "type": "int", "doc": "Type of the metadata record"},
-        {"name": "filesystemMetadata", "doc": "Contains information about partitions and files within the dataset",
-         "type": ["null", {"type": "map", "values": {
-             "type": "record", "name": "HoodieMetadataFileInfo",
-             "fields": [{"name": "size", "type": "long", "doc": "Size of the file"},
-                        {"name": "isDeleted", "type": "boolean", "doc": "True if this file has been deleted"}]}}],
-         "default": None},
-    ],
-}
 
 _MDT_PROPERTIES = {
     "hoodie.table.type": "MERGE_ON_READ",
@@ -72,46 +46,26 @@ _MDT_PROPERTIES = {
 }
 
 
-def _encode(record: Mapping[str, Any], parsed: Any) -> bytes:
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, parsed, dict(record))
-    return buf.getvalue()
-
-
-def files_partition_records(listing: Mapping[str, Mapping[str, int]]) -> list[tuple[bytes, bytes]]:
-    """(key, Avro value) of every files-partition record for ``listing``, sorted by key."""
-    parsed = fastavro.parse_schema(METADATA_RECORD_SCHEMA)
-    names = {part: (part or NON_PARTITIONED_NAME) for part in listing}
-    records = {ALL_PARTITIONS_KEY: {"key": "", "type": TYPE_PARTITION_LIST, "filesystemMetadata": {
-        name: {"size": 0, "isDeleted": False} for name in names.values()}}}
-    for part, files in listing.items():
-        records[names[part]] = {"key": "", "type": TYPE_FILE_LIST, "filesystemMetadata": {
-            name: {"size": int(size), "isDeleted": False} for name, size in files.items()}}
-    return sorted((key.encode("utf-8"), _encode(rec, parsed)) for key, rec in records.items())
-
-
 def initialize_files_partition(table: HoodieTable, listing: Mapping[str, Mapping[str, int]]) -> str:
     """Build ``.hoodie/metadata`` with ``listing`` (partition -> file name -> size) and list
     the ``files`` partition in the table config; returns the base HFile's path."""
     storage, mdt = table.storage, metadata_table_path(table.base_path)
     config = TableConfig({**_MDT_PROPERTIES, "hoodie.table.name": f"{table.table_name}_metadata"})
-    config.save(storage, mdt, create=True)
+    metadata_table = type(table)(storage, mdt, config.save(storage, mdt, create=True))
     writer = TimelineWriter(storage, mdt)
     writer.create_requested(Instant(INIT_INSTANT, Action.DELTA_COMMIT, State.REQUESTED))
     writer.transition_to_inflight(Instant(INIT_INSTANT, Action.DELTA_COMMIT, State.REQUESTED))
     write_partition_metadata(storage, mdt, FILES_PARTITION, INIT_INSTANT)
     name = f"{FILE_GROUP}_{WRITE_TOKEN}_{INIT_INSTANT}.hfile"
     path = storage.join(mdt, FILES_PARTITION, name)
-    schema = json.dumps(METADATA_RECORD_SCHEMA)
-    data = write_hfile(files_partition_records(listing), schema)
+    schema = metadata_record_schema_json()
+    data = write_hfile(files_partition_records(listing, {part: False for part in listing}), schema)
     storage.write_bytes(path, data)
-    stat = {"fileId": FILE_GROUP, "path": f"{FILES_PARTITION}/{name}", "prevCommit": "null",
-            "numWrites": len(listing) + 1, "numDeletes": 0, "numUpdateWrites": 0, "numInserts": len(listing) + 1,
-            "totalWriteBytes": len(data), "totalWriteErrors": 0, "partitionPath": FILES_PARTITION,
-            "fileSizeInBytes": len(data)}
-    metadata = {"partitionToWriteStats": {FILES_PARTITION: [stat]}, "compacted": False,
-                "extraMetadata": {"schema": schema}, "operationType": "BULK_INSERT"}
-    writer.complete(Instant(INIT_INSTANT, Action.DELTA_COMMIT, State.INFLIGHT),
-                    json.dumps(metadata, indent=2).encode("utf-8"))
+    meta = CommitMetadata(operation_type="BULK_INSERT", extra_metadata={"schema": schema})
+    meta.add_write_stat(FILES_PARTITION, WriteStat.new(
+        fileId=FILE_GROUP, path=f"{FILES_PARTITION}/{name}", prevCommit="null", numWrites=len(listing) + 1,
+        numInserts=len(listing) + 1, totalWriteBytes=len(data), partitionPath=FILES_PARTITION,
+        fileSizeInBytes=len(data)))
+    metadata_table.complete(Instant(INIT_INSTANT, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     table.update_config({METADATA_PARTITIONS: FILES_PARTITION})
     return path

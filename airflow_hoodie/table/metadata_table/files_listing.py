@@ -29,6 +29,12 @@ from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    ALL_PARTITIONS_KEY,
+    NON_PARTITIONED_NAME,
+    TYPE_FILE_LIST,
+    TYPE_PARTITION_LIST,
+)
 from airflow_hoodie.table.metadata_table.removal import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
@@ -39,11 +45,6 @@ from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 FILES_PARTITION = "files"
-ALL_PARTITIONS_KEY = "__all_partitions__"
-#: how the metadata table names the partition of a non-partitioned table
-NON_PARTITIONED_NAME = "."
-TYPE_PARTITION_LIST = 1
-TYPE_FILE_LIST = 2
 #: the metadata table's own initial commits carry this prefix (SOLO_COMMIT_TIMESTAMP)
 INIT_INSTANT_PREFIX = "00000000000000"
 
@@ -141,6 +142,55 @@ def valid_data_instants(data_timeline: Timeline, metadata_timeline: Timeline) ->
     return valid
 
 
+def block_instants(data_timeline: Timeline, metadata_timeline: Timeline) -> tuple[set[str], set[str]]:
+    """(instants whose log blocks count, instants still pending on the metadata table)."""
+    committed = {i.timestamp for i in metadata_timeline.instants if i.is_completed}
+    valid = committed & valid_data_instants(data_timeline, metadata_timeline)
+    return valid, {i.timestamp for i in metadata_timeline.instants if not i.is_completed}
+
+
+@dataclass
+class SliceMerge:
+    """What merging one file slice read (compaction reports it in its write stat)."""
+
+    files_read: int = 0
+    base_keys: set[str] = field(default_factory=set)
+    log_records: int = 0
+    log_blocks: int = 0
+
+
+def merge_file_slice(storage: Storage, fs: Any, valid: set[str], pending: set[str], merger: _Merger) -> SliceMerge:
+    """Feed ``fs`` into ``merger``: its base HFile, then the blocks of ``valid`` instants in
+    log order (what a reader and the metadata table's compaction both see)."""
+    out = SliceMerge()
+    if fs.base_file is not None:
+        out.files_read += 1
+        hfile = HFile(storage.read_bytes(fs.base_file.path), storage.uri(fs.base_file.path))
+        for key, record in _decode_values(hfile.records(), hfile.schema_json, hfile.where):
+            merger.add(key, record, hfile.where)
+            out.base_keys.add(key)
+    logs = [lf.path for lf in fs.log_files]
+    out.files_read += len(logs)
+    scan = scan_log_files(storage, logs, None, valid, inflight_instants=pending, decode=False)
+    for block in scan.blocks:
+        where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
+        out.log_blocks += 1
+        if block.block_type == BlockType.DELETE:
+            for rec in decode_delete_block(block.block):
+                if rec.record_key:
+                    merger.delete(rec.record_key)
+                    out.log_records += 1
+        elif block.block_type == BlockType.HFILE_DATA:
+            inner = HFile(block.block.content or b"", where)
+            for key, record in _decode_values(inner.records(), block.block.schema or inner.schema_json, where):
+                merger.add(key, record, where)
+                out.log_records += 1
+        else:
+            raise HoodieNotSupportedError(f"{where}: a {block.block.type_name} block in the metadata table's "
+                                          "files partition; Hudi writes HFile data and delete blocks there.")
+    return out
+
+
 def load_files_listing(storage: Storage, base_path: str, data_timeline: Timeline) -> FilesListing:
     """The merged ``files`` partition of the table at ``base_path``."""
     # the metadata table's own view: the data table's view lists through this module
@@ -149,33 +199,11 @@ def load_files_listing(storage: Storage, base_path: str, data_timeline: Timeline
     mdt_base = metadata_table_path(base_path)
     mdt_timeline = Timeline.load(storage, mdt_base)
     view = FileSystemView(storage, mdt_base, mdt_timeline, TableConfig.load(storage, mdt_base))
-    committed = {i.timestamp for i in mdt_timeline.instants if i.is_completed}
-    valid = committed & valid_data_instants(data_timeline, mdt_timeline)
-    pending = {i.timestamp for i in mdt_timeline.instants if not i.is_completed}
+    valid, pending = block_instants(data_timeline, mdt_timeline)
     merger = _Merger()
     listing = FilesListing()
     for fs in view.latest_merged_file_slices(FILES_PARTITION):
-        if fs.base_file is not None:
-            listing.files_read += 1
-            hfile = HFile(storage.read_bytes(fs.base_file.path), storage.uri(fs.base_file.path))
-            for key, record in _decode_values(hfile.records(), hfile.schema_json, hfile.where):
-                merger.add(key, record, hfile.where)
-        logs = [lf.path for lf in fs.log_files]
-        listing.files_read += len(logs)
-        scan = scan_log_files(storage, logs, None, valid, inflight_instants=pending, decode=False)
-        for block in scan.blocks:
-            where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
-            if block.block_type == BlockType.DELETE:
-                for rec in decode_delete_block(block.block):
-                    if rec.record_key:
-                        merger.delete(rec.record_key)
-            elif block.block_type == BlockType.HFILE_DATA:
-                inner = HFile(block.block.content or b"", where)
-                for key, record in _decode_values(inner.records(), block.block.schema or inner.schema_json, where):
-                    merger.add(key, record, where)
-            else:
-                raise HoodieNotSupportedError(f"{where}: a {block.block.type_name} block in the metadata table's "
-                                              "files partition; Hudi writes HFile data and delete blocks there.")
+        listing.files_read += merge_file_slice(storage, fs, valid, pending, merger).files_read
     return _listing_from(merger, listing)
 
 

@@ -25,6 +25,7 @@ from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieTimelineErr
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.instant import Instant, State
+from tests.actions.test_archive_table import NO_METADATA_TABLE
 from tests.actions.test_write import conf
 from tests.actions.transaction.test_occ_writes import OCC, RunsMeanwhile, rows
 from tests.actions.write_model import to_arrow
@@ -66,7 +67,7 @@ class RollsBackBetweenFiles(LocalExecutor):
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_live_writer_rolled_back_meanwhile_leaves_nothing_even_after_archival(tmp_path, table_type):
     base = str(tmp_path / "t")
-    c = conf(table_type, **OCC)
+    c = conf(table_type, **OCC, **NO_METADATA_TABLE)
     write_arrow(base, to_arrow(rows(range(10), 1, "a", p="a") + rows(range(10, 20), 1, "a", p="b")), "upsert", c,
                 table_name="t")
     before = normalize_table(read_table(base))
@@ -120,7 +121,7 @@ def _conflict_then_archival(tmp_path, monkeypatch, force: bool) -> tuple[str, li
     from airflow_hoodie.actions import archive as ar
 
     base = str(tmp_path / "t")
-    c = conf("COPY_ON_WRITE", **OCC)
+    c = conf("COPY_ON_WRITE", **OCC, **NO_METADATA_TABLE)
     write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
     held = HoldsBeforeWriting()
     first = threading.Thread(target=write_arrow, args=(base, to_arrow(rows(range(5), 2, "w0")), "upsert", c),
@@ -191,7 +192,7 @@ def test_restore_refuses_while_a_writer_it_would_undo_runs(tmp_path):
 
 def test_the_latest_commit_is_not_rolled_back_under_a_writer_that_built_on_it(tmp_path):
     base = str(tmp_path / "t")
-    c = conf("COPY_ON_WRITE", **OCC)
+    c = conf("COPY_ON_WRITE", **OCC, **NO_METADATA_TABLE)
     write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
     latest = write_arrow(base, to_arrow(rows(range(5), 2, "b")), "upsert", c)
 
@@ -222,7 +223,7 @@ def test_a_failed_write_rollback_never_takes_a_write_that_completed_after_all(tm
 
 def test_a_write_pending_at_our_start_that_was_rolled_back_is_no_conflict(tmp_path):
     base = str(tmp_path / "t")
-    c = conf("COPY_ON_WRITE", **OCC)
+    c = conf("COPY_ON_WRITE", **OCC, **NO_METADATA_TABLE)
     write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
     other = WriteClient(base, HoodieConfig(dict(c)))
     other.load_table()

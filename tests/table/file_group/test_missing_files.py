@@ -49,7 +49,10 @@ def test_missing_latest_file_is_named_by_reads_and_writes(tmp_path, table_type, 
     gone = _latest(base, kind)
     gone.unlink()
     before = _snapshot(base)
-    for read in (lambda: read_table(str(base)), lambda: read_table(str(base), query_type="read_optimized")):
+    # the metadata table lists the file still, so a snapshot read through it names the loss when it
+    # opens the file; a read-optimized read of a lost log file sees it only by listing storage
+    for read in (lambda: read_table(str(base)), lambda: read_table(str(base), metadata_enable=False),
+                 lambda: read_table(str(base), query_type="read_optimized", metadata_enable=False)):
         with pytest.raises(HoodieCorruptedDataError, match=f"{gone.name} is missing.*Put the file back"):
             read()
     # the next upsert must not build on the older slice and make the loss permanent

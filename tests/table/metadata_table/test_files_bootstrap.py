@@ -18,8 +18,10 @@ from airflow_hoodie.table.read import read_table
 from tests.table.normalize import normalize_table
 from tests.table.table_files import storage_listing
 
+# tables made without a metadata table, given one built from a listing here
 CONF = {"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p"}
+        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.metadata.enable": "false"}
 
 
 def _hudi_rs(base: str, metadata: bool) -> list[dict]:
@@ -60,12 +62,11 @@ def test_hudi_rs_really_lists_through_our_hfile(conformance_next, tmp_path):
     """hudi-rs lists through the metadata table of version 8+ tables only, so our HFile
     replaces the files partition of a Hudi 1.1 table; it leaves out region=eu, and hudi-rs
     then reads no row of region=eu: it parsed our trailer, index, cells and records."""
-    import json
     import shutil
 
-    from airflow_hoodie.table.metadata_table.files_bootstrap import (
-        METADATA_RECORD_SCHEMA,
+    from airflow_hoodie.table.metadata_table.metadata_record import (
         files_partition_records,
+        metadata_record_schema_json,
     )
     from airflow_hoodie.table.storage.storage import Storage
     from airflow_hoodie.table.timeline.timeline import Timeline
@@ -83,7 +84,7 @@ def test_hudi_rs_really_lists_through_our_hfile(conformance_next, tmp_path):
             f.unlink()
     last = [i for i in Timeline.load(Storage.local(), str(base / ".hoodie" / "metadata")).instants if i.is_completed][-1]
     (files / f"files-0000-0_0-0-0_{last.timestamp}.hfile").write_bytes(
-        write_hfile(files_partition_records(listing), json.dumps(METADATA_RECORD_SCHEMA)))
+        write_hfile(files_partition_records(listing, {p: False for p in listing}), metadata_record_schema_json()))
     rows = _hudi_rs(str(base), metadata=True)
     assert rows == [r for r in everything if r["_hoodie_partition_path"] != "region=eu"]
     assert len(rows) < len(everything)

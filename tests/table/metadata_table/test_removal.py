@@ -1,5 +1,7 @@
-"""A table with a metadata table, changed by us: the metadata table goes before the change,
-so engines that list through it never see a stale listing."""
+"""A table with a metadata table, changed by us with ``hoodie.metadata.enable=false``: the
+metadata table goes before the change, as a Hudi writer with it disabled drops it, so engines
+that list through it never see a stale listing. (Enabled, the default, we keep it true:
+tests/table/metadata_table/test_metadata_maintained.py.)"""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.table.normalize import normalize_table
 
+OFF = {"hoodie.metadata.enable": "false"}
 CONF = {"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p"}
+        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p", **OFF}
 
 
 def _hudi_rs_with_metadata(base: str) -> list[dict]:
@@ -62,9 +65,9 @@ def test_table_services_remove_a_real_hudi_metadata_table(conformance_next, tmp_
     before = normalize_table(read_table(str(base)))
     table = HoodieTable.load(str(base))
     if service == "clean":
-        run_clean(table, HoodieConfig({}), LocalExecutor())
+        run_clean(table, HoodieConfig(OFF), LocalExecutor())
     else:
-        create_savepoint(table, table.timeline.completed_commits().last().timestamp)
+        create_savepoint(table, table.timeline.completed_commits().last().timestamp, config=HoodieConfig(OFF))
     table = HoodieTable.load(str(base))
     assert not (table.config.get("hoodie.table.metadata.partitions") or "").strip()
     assert not (base / ".hoodie" / "metadata").exists()
@@ -102,16 +105,16 @@ def test_mor_services_leave_no_stale_metadata_listing(conformance_next, tmp_path
     before = normalize_table(read_table(str(base), metadata_enable=False))
     table = HoodieTable.load(str(base))
     if service == "compaction":
-        schedule_compaction(table, HoodieConfig({}), force=True)
-        execute_pending_compactions(HoodieTable.load(str(base)), LocalExecutor())
+        schedule_compaction(table, HoodieConfig(OFF), force=True)
+        execute_pending_compactions(HoodieTable.load(str(base)), LocalExecutor(), HoodieConfig(OFF))
     elif service == "clustering":
-        run_clustering(table, HoodieConfig({"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)}),
+        run_clustering(table, HoodieConfig({"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30), **OFF}),
                        LocalExecutor())
     elif service == "rollback":
-        rollback_latest_or(table, None)
+        rollback_latest_or(table, None, HoodieConfig(OFF))
     else:
         ar.run_archive(table, HoodieConfig({ar.MIN_COMMITS: "2", ar.MAX_COMMITS: "3",
-                                            "hoodie.cleaner.commits.retained": "1"}))
+                                            "hoodie.cleaner.commits.retained": "1", **OFF}))
     expected = after_rollback if service == "rollback" else before
     table = HoodieTable.load(str(base))
     listed = (table.config.get("hoodie.table.metadata.partitions") or "").strip()

@@ -1,0 +1,101 @@
+"""Which of a table's metadata-table partitions a change keeps true, drops or cannot touch.
+
+Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, default true):
+- disabled: the whole metadata table goes, as a Hudi writer with it disabled does;
+- ``files``: kept true, one delta commit per data instant (:mod:`metadata_writer`);
+- ``column_stats``, ``partition_stats``, ``bloom_filters``: dropped the way Hudi drops a
+  partition (config entry first, then the folder; index definitions exist from table
+  version 8, which comes with the Hudi 1.x work), because
+  stale statistics make Spark prune files that hold matches: wrong answers, silently;
+- anything else (record index, secondary and expression indexes): the job stops before it
+  changes anything, naming them, since dropping a record index costs a full rebuild.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
+from airflow_hoodie.table.metadata_table.removal import (
+    METADATA_PARTITIONS,
+    METADATA_PARTITIONS_INFLIGHT,
+    has_metadata_table,
+    remove_metadata_table,
+)
+from airflow_hoodie.table.storage.storage import Storage
+
+if TYPE_CHECKING:  # the table imports this module
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+#: statistics partitions a writer that cannot maintain them must drop
+DROPPABLE = ("column_stats", "partition_stats", "bloom_filters")
+
+
+def _listed(table: HoodieTable, key: str) -> list[str]:
+    return [p.strip() for p in (table.config.get(key) or "").split(",") if p.strip()]
+
+
+def _drop_partitions(table: HoodieTable, names: list[str]) -> None:
+    keep = [p for p in _listed(table, METADATA_PARTITIONS) if p not in names]
+    table.update_config({METADATA_PARTITIONS: ",".join(keep)})
+    for name in names:
+        folder = Storage.join(metadata_table_path(table.base_path), name)
+        if table.storage.exists(folder):
+            table.storage.delete_dir(folder)
+
+
+def unmaintained_partitions(table: HoodieTable) -> list[str]:
+    """Listed or building partitions other than ``files`` and the droppable statistics."""
+    listed = _listed(table, METADATA_PARTITIONS) + _listed(table, METADATA_PARTITIONS_INFLIGHT)
+    return [p for p in listed if p != FILES_PARTITION and p not in DROPPABLE]
+
+
+def prepare_metadata_table(table: HoodieTable, enabled: bool) -> bool:
+    """Make the metadata table one our change keeps true; whether there is one to maintain."""
+    if not has_metadata_table(table):
+        return False
+    if not enabled:
+        remove_metadata_table(table)
+        return False
+    blocked = unmaintained_partitions(table)
+    if blocked:
+        raise HoodieNotSupportedError(
+            f"The metadata table of {table.base_uri} has the partition(s) {', '.join(blocked)}, which airflow-hoodie "
+            "cannot keep true yet; nothing was changed. Run this job with hoodie.metadata.enable=false to drop the "
+            "whole metadata table first, as a Hudi writer with it disabled does (Hudi rebuilds it, and the record "
+            "index with a full scan), or run the job with Hudi itself.")
+    stale = [p for p in _listed(table, METADATA_PARTITIONS) if p in DROPPABLE]
+    if stale:
+        _drop_partitions(table, stale)
+    # without its files partition listed, the folder is one being built (or whose building
+    # died): the write that builds it does so under the table lock (ensure_files_partition)
+    return FILES_PARTITION in _listed(table, METADATA_PARTITIONS)
+
+
+def committed_listing(table: HoodieTable) -> dict[str, dict[str, int]]:
+    """Partition -> file name -> size of every file of a committed slice (each version that
+    no clean removed yet): what the files partition starts from, as Hudi's bootstrap of the
+    metadata table lists the table."""
+    listing: dict[str, dict[str, int]] = {p: {} for p in table.file_system_view().partitions()}
+    for group in table.file_system_view().file_groups(include_replaced=True):
+        for sl in group.slices:
+            files = ([sl.base_file] if sl.base_file is not None else []) + list(sl.log_files)
+            for f in files:
+                listing.setdefault(group.partition_path, {})[f.file_name] = f.size
+    return listing
+
+
+def ensure_files_partition(table: HoodieTable) -> bool:
+    """Under the table lock, before a write's instant exists: build the metadata table from
+    the committed files when there is none (or only a half-built one), as a Hudi writer with
+    it enabled does. Returns whether the table now has one."""
+    from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition  # noqa: PLC0415
+
+    table.reload_config()
+    if FILES_PARTITION in _listed(table, METADATA_PARTITIONS):
+        return True
+    if has_metadata_table(table):
+        remove_metadata_table(table)
+    initialize_files_partition(table, committed_listing(table))
+    return True

@@ -1,0 +1,96 @@
+"""Keeping the ``files`` partition of a table's metadata table true, one instant at a time.
+
+Hudi's HoodieBackedTableMetadataWriter, for table version 6: every data-table instant is
+mirrored by a metadata-table delta commit *with the same instant time*, completed before
+the data instant. It appends one HFile data block (HoodieMetadataRecords keyed by
+partition, plus ``__all_partitions__``) to a new log version of the ``files-0000-0`` file
+group, as Hudi's Spark writer does on every commit. Readers take such a block only once
+the data instant completed too (files_listing.valid_data_instants), so a data instant that
+fails after this step leaves nothing visible, and a retry writes the same records again
+(merging them is idempotent: a file keeps its largest size, a tombstone removes it).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING
+
+from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.file_group.file_naming import make_write_token
+from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
+from airflow_hoodie.table.log.log_writer import LogWriter
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
+from airflow_hoodie.table.metadata_table.files_change import FilesChange
+from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
+from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
+from airflow_hoodie.table.properties import TableConfig
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
+from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+
+if TYPE_CHECKING:  # the table imports this module
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+#: the file group Hudi keeps the files partition in (one, for every table size)
+FILES_FILE_GROUP = "files-0000-0"
+
+
+def _metadata_table(table: HoodieTable) -> HoodieTable:
+    """The metadata table as a table of its own (MERGE_ON_READ, HFile base files)."""
+    path = metadata_table_path(table.base_path)
+    return type(table)(table.storage, path, TableConfig.load(table.storage, path))
+
+
+def _latest_base_instant(mdt: HoodieTable) -> str:
+    slices = [s for s in mdt.file_system_view().latest_file_slices(FILES_PARTITION) if s.file_id == FILES_FILE_GROUP]
+    if not slices:
+        raise HoodieNotSupportedError(
+            f"The metadata table of {mdt.base_uri.rsplit('/.hoodie', 1)[0]} has no {FILES_FILE_GROUP} file group in its "
+            "files partition; airflow-hoodie keeps only Hudi's one-file-group layout true. Run with "
+            "hoodie.metadata.enable=false to drop the metadata table (a Hudi writer rebuilds it).")
+    return slices[0].base_instant
+
+
+def _begin(writer: TimelineWriter, timeline: Timeline, instant_time: str) -> bool:
+    """Requested and inflight for our delta commit; False when it completed already (a
+    retried data commit whose metadata-table step ran before)."""
+    existing = timeline.get(instant_time, Action.DELTA_COMMIT)
+    if existing is not None and existing.is_completed:
+        return False
+    if existing is None:
+        writer.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
+    if existing is None or existing.state == State.REQUESTED:
+        writer.transition_to_inflight(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
+    return True
+
+
+def update_files_partition(table: HoodieTable, instant_time: str, change: FilesChange) -> str | None:
+    """Mirror ``change`` (what data instant ``instant_time`` did to the file listing) into the
+    metadata table as its delta commit ``instant_time``; returns the log file written, or
+    None when there was nothing to write or it was written before."""
+    mdt = _metadata_table(table)
+    writer = TimelineWriter(mdt.storage, mdt.base_path)
+    if not _begin(writer, mdt.reload_timeline(), instant_time):
+        return None
+    schema = metadata_record_schema_json()
+    block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
+                     content=write_hfile(files_partition_records(change.files, change.partitions), schema))
+    base_instant = _latest_base_instant(mdt)
+    # a new log version per delta commit, with this writer's own token (Hudi's Spark writer
+    # rolls over the same way; a store without append gets no special case)
+    token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)
+    log = LogWriter(mdt.storage, mdt.storage.join(mdt.base_path, FILES_PARTITION), FILES_FILE_GROUP, base_instant,
+                    token, max_file_size=0)
+    try:
+        (result,) = log.append([block])
+    finally:
+        log.close()
+    name = result.log_path.rsplit("/", 1)[-1]
+    meta = CommitMetadata(operation_type="UPSERT_PREPPED", extra_metadata={"schema": schema})
+    meta.add_write_stat(FILES_PARTITION, WriteStat.new(
+        fileId=FILES_FILE_GROUP, path=f"{FILES_PARTITION}/{name}", prevCommit=base_instant,
+        numWrites=len(change.files) + 1, numUpdateWrites=len(change.files) + 1, totalWriteBytes=result.size,
+        partitionPath=FILES_PARTITION, totalLogBlocks=1, fileSizeInBytes=mdt.storage.size(result.log_path),
+        logVersion=result.version, logOffset=result.offset, baseFile="", logFiles=[name]))
+    mdt.complete(Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), meta)
+    return result.log_path
