@@ -14,8 +14,6 @@ from airflow_hoodie.errors import HoodieConfigError
 
 from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, timeline_files, write
 
-#: these rules are the table's own: its metadata table goes (before its first compaction it
-#: would fence all archival, as in Hudi; tests/actions/test_archive_metadata_table.py)
 # the archival rules alone: with a metadata table, nothing past its latest compaction is
 # archived (tests/table/metadata_table/test_metadata_compaction.py)
 NO_METADATA_TABLE = {"hoodie.metadata.enable": "false"}

@@ -12,7 +12,8 @@ delta commit of the data instant being completed, under the data table's lock):
 3. compaction (``compactIfNecessary``), only when no data-table instant at or before the
    latest delta commit is pending (a compacted base file at T stands for every data
    instant up to T: one still pending could yet fail, and Hudi then refuses to roll it
-   back past the compaction) and no compaction of the metadata table is pending: once
+   back past the compaction), no data-table rollback or restore is pending (ours: see
+   ``_data_instants_holding_compaction``) and no compaction of the metadata table is pending: once
    ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
    compaction (all of them, the initializing one included, before the first), compaction
    ``<latest delta commit>001`` merges the ``files-0000-0`` slice into a new base HFile.
@@ -175,16 +176,20 @@ def _execute_compaction(table: HoodieTable, mdt: HoodieTable, instant_time: str)
     mdt.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), meta)
 
 
-def _data_instants_pending_up_to(table: HoodieTable, instant_time: str) -> list[str]:
+def _data_instants_holding_compaction(table: HoodieTable, instant_time: str) -> list[str]:
     """validateTimelineBeforeSchedulingCompaction: data-table instants (any action) still
-    requested or inflight at or before the metadata table's latest delta commit."""
+    requested or inflight at or before the metadata table's latest delta commit; and any
+    pending rollback or restore. Ours: the instants a rollback undoes leave the timeline
+    before it completes, and only its completed metadata makes their blocks valid again
+    (files_listing.valid_data_instants), so a compaction meanwhile would drop them."""
     data = Timeline.load(table.storage, table.base_path)
-    return [i.timestamp for i in data.instants if not i.is_completed and i.timestamp <= instant_time]
+    return [i.timestamp for i in data.instants if not i.is_completed
+            and (i.timestamp <= instant_time or i.action in (Action.ROLLBACK, Action.RESTORE))]
 
 
 def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, config: HoodieConfig) -> str | None:
     timeline = mdt.timeline
-    pending_data = _data_instants_pending_up_to(table, latest)
+    pending_data = _data_instants_holding_compaction(table, latest)
     if pending_data:
         # checkNumDeltaCommits: a data instant that never finishes must not let the
         # metadata table's log grow without end
@@ -254,7 +259,8 @@ def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
     if timeline.get(instant_time) is not None:
         return done
     clean = _clean_inputs()
-    config = HoodieConfig({clean.POLICY: clean.KEEP_LATEST_COMMITS, clean.COMMITS_RETAINED: str(CLEANER_COMMITS_RETAINED)})
+    config = HoodieConfig({clean.POLICY: clean.KEEP_LATEST_COMMITS,
+                           clean.COMMITS_RETAINED: str(CLEANER_COMMITS_RETAINED)})
     instant, _plan, _reason = clean.plan_clean(mdt, config, instant_time)
     if instant is not None:
         _execute_clean(mdt, instant.timestamp)

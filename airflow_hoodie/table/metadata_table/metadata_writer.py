@@ -23,6 +23,7 @@ from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteS
 from airflow_hoodie.table.metadata_table.files_change import FilesChange
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_services
 from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -69,6 +70,7 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
     metadata table as its delta commit ``instant_time``; returns the log file written, or
     None when there was nothing to write or it was written before."""
     mdt = _metadata_table(table)
+    run_table_services(table, mdt)  # Hudi's writer runs them before its next delta commit
     writer = TimelineWriter(mdt.storage, mdt.base_path)
     if not _begin(writer, mdt.reload_timeline(), instant_time):
         return None

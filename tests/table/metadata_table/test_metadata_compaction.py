@@ -217,3 +217,52 @@ def test_a_crashed_compaction_is_finished_before_the_next_delta_commit(tmp_path,
     assert _compactions(base) == [pending[0].timestamp]
     assert _listing(base) == storage_listing(base)
     _same_rows(base)
+
+
+def test_every_action_keeps_the_compacting_metadata_table_true(tmp_path):
+    """Writes and every table service of a MERGE_ON_READ table, with the metadata table
+    compacting every 3 delta commits: its listing is storage's after each step."""
+    from airflow_hoodie.actions import clean as cl
+    from airflow_hoodie.actions import clustering as cu
+    from airflow_hoodie.actions import compaction as c
+    from airflow_hoodie.actions import restore as rs
+    from airflow_hoodie.actions import savepoint as sp
+    from airflow_hoodie.actions.executor import LocalExecutor
+    from airflow_hoodie.actions.rollback import rollback_latest_or
+    from airflow_hoodie.config import HoodieConfig
+    from tests.actions.services_fixtures import batch, load, table_config, write
+
+    base = tmp_path / "mor"
+    cfg = table_config("MERGE_ON_READ", **{MAX_DELTAS: "3"})
+    services = HoodieConfig({MAX_DELTAS: "3"})
+    steps = []
+
+    def check(step: str) -> None:
+        steps.append(step)
+        assert _listing(base) == storage_listing(base), f"after {step}"
+
+    for t in range(1, 5):
+        write(str(base), batch(range(0, 6), t), cfg)
+        check(f"write {t}")
+    c.schedule_compaction(load(str(base)), services, force=True)
+    c.execute_pending_compactions(load(str(base)), LocalExecutor(), services)
+    check("compaction")
+    cu.run_clustering(load(str(base)), services, LocalExecutor())
+    check("clustering")
+    cl.run_clean(load(str(base)), services.with_values({cl.POLICY: "KEEP_LATEST_FILE_VERSIONS",
+                                                         cl.FILE_VERSIONS_RETAINED: "1"}), LocalExecutor())
+    check("clean")
+    kept = write(str(base), batch(range(0, 6), 5), cfg)
+    sp.create_savepoint(load(str(base)), kept, config=services)
+    check("savepoint")
+    last = write(str(base), batch(range(0, 3), 9), cfg)
+    rollback_latest_or(load(str(base)), last, services)
+    check("rollback")
+    write(str(base), batch(range(0, 3), 10), cfg)
+    rs.restore_to(load(str(base)), kept, services)
+    check("restore")
+    for t in range(11, 15):
+        write(str(base), batch(range(0, 4), t), cfg)
+        check(f"write {t}")
+    assert len(_compactions(base)) >= 3
+    _same_rows(base)
