@@ -70,3 +70,25 @@ def test_archival_stops_at_the_metadata_tables_latest_compaction_and_the_listing
     assert _latest_compaction(base) > fence
     ar.run_archive(HoodieTable.load(str(base)), HoodieConfig(CONF))
     _listing_is_storage(base)
+
+
+def test_without_the_barrier_archival_would_lose_files_from_the_listing(tmp_path, monkeypatch):
+    """Why the barrier: a log block counts only while its data instant is on the active
+    timeline, so archiving past the latest compaction drops the files those blocks listed."""
+    import dataclasses
+
+    base = tmp_path / "t"
+    _write(base, 0)
+    if not (base / ".hoodie" / "metadata").exists():
+        initialize_files_partition(HoodieTable.load(str(base)), storage_listing(base))
+    for n in range(1, 8):
+        _write(base, n)
+    fenced = ar._archive_context
+    monkeypatch.setattr(ar, "_archive_context",
+                        lambda table, tl: dataclasses.replace(fenced(table, tl), has_metadata_table=False))
+    archived = ar.run_archive(HoodieTable.load(str(base)), HoodieConfig(CONF))["archived_instants"]
+    assert [ts for ts in archived if ts > _latest_compaction(base)]
+    table = HoodieTable.load(str(base))
+    listing = load_files_listing(table.storage, table.base_path, table.timeline).files
+    assert listing != storage_listing(base)
+    assert sum(map(len, listing.values())) < sum(map(len, storage_listing(base).values()))
