@@ -189,12 +189,15 @@ def _data_instants_holding_compaction(table: HoodieTable, instant_time: str) -> 
 
 def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, config: HoodieConfig) -> str | None:
     timeline = mdt.timeline
+    since = len(_delta_commits_since_compaction(timeline))
+    due = since >= config.get_int(COMPACT_MAX_DELTA_COMMITS)
+    limit = config.get_int(MAX_DELTA_COMMITS_WHEN_PENDING)
+    if not due and since <= limit:
+        return None  # nothing to decide: the data timeline need not be read
     pending_data = _data_instants_holding_compaction(table, latest)
     if pending_data:
         # checkNumDeltaCommits: a data instant that never finishes must not let the
         # metadata table's log grow without end
-        limit = config.get_int(MAX_DELTA_COMMITS_WHEN_PENDING)
-        since = len(_delta_commits_since_compaction(timeline))
         if since > limit:
             raise HoodieTimelineError(
                 f"The metadata table of {table.base_uri} has {since} delta commits since its last compaction, more "
@@ -202,13 +205,11 @@ def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, con
                 f"{', '.join(pending_data[:5])} keep it from compacting. Finish or roll back those instants "
                 f"(or raise {MAX_DELTA_COMMITS_WHEN_PENDING}), then run this task again.")
         return None
-    if any(i.action == Action.COMPACTION and not i.is_completed for i in timeline.instants):
+    if not due or any(i.action == Action.COMPACTION and not i.is_completed for i in timeline.instants):
         return None
     instant_time = latest + COMPACTION_SUFFIX
     if timeline.get(instant_time) is not None:
         return None  # compacted at this delta commit already (a later one failed and was retried)
-    if len(_delta_commits_since_compaction(timeline)) < config.get_int(COMPACT_MAX_DELTA_COMMITS):
-        return None
     if not _schedule_compaction(mdt, instant_time):
         return None
     _execute_compaction(table, mdt, instant_time)
@@ -250,7 +251,8 @@ def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
     for inst in [i for i in timeline.instants if i.action == Action.CLEAN and not i.is_completed]:
         _execute_clean(mdt, inst.timestamp)  # Hudi finishes a pending clean before planning one
         done.append(inst.timestamp)
-    timeline = mdt.reload_timeline()
+    if done:
+        timeline = mdt.reload_timeline()
     last = _latest_compaction(timeline)
     if last is not None and sum(1 for i in timeline.instants if i.is_completed and i.timestamp > last) \
             < CLEAN_WAIT_INSTANTS:
@@ -265,6 +267,8 @@ def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
     if instant is not None:
         _execute_clean(mdt, instant.timestamp)
         done.append(instant.timestamp)
+    if done:
+        mdt.reload_timeline()
     return done
 
 
@@ -278,14 +282,14 @@ def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesRes
     for inst in [i for i in timeline.instants if i.action == Action.COMPACTION and not i.is_completed]:
         _execute_compaction(table, mdt, inst.timestamp)  # runPendingTableServicesOperations
         result.compacted.append(inst.timestamp)
-    timeline = mdt.reload_timeline()
+    if result.compacted:
+        timeline = mdt.reload_timeline()
     deltas = [i.timestamp for i in timeline.instants if i.action == Action.DELTA_COMMIT and i.is_completed]
     if not deltas:
         result.reason = "no completed delta commit"
         return result
     latest = deltas[-1]
     result.cleaned = _clean_if_necessary(mdt, latest)
-    mdt.reload_timeline()
     compacted = _compact_if_necessary(table, mdt, latest, config)
     if compacted is not None:
         result.compacted.append(compacted)
