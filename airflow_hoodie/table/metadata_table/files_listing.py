@@ -143,9 +143,16 @@ def valid_data_instants(data_timeline: Timeline, metadata_timeline: Timeline) ->
 
 
 def block_instants(data_timeline: Timeline, metadata_timeline: Timeline) -> tuple[set[str], set[str]]:
-    """(instants whose log blocks count, instants still pending on the metadata table)."""
+    """(instants whose log blocks count, instants still pending on the metadata table).
+
+    A delta commit the metadata table archived still counts, as in Hudi's log scanner
+    (containsOrBeforeTimelineStarts): Hudi's writer archives the metadata table's timeline
+    up to the data table's earliest instant, which can leave blocks of archived delta
+    commits in the latest file slice while a pending data instant holds compaction back."""
     committed = {i.timestamp for i in metadata_timeline.instants if i.is_completed}
-    valid = committed & valid_data_instants(data_timeline, metadata_timeline)
+    first = metadata_timeline.completed_commits().first()
+    valid = {ts for ts in valid_data_instants(data_timeline, metadata_timeline)
+             if ts in committed or (first is not None and ts < first.timestamp)}
     return valid, {i.timestamp for i in metadata_timeline.instants if not i.is_completed}
 
 

@@ -266,3 +266,20 @@ def test_every_action_keeps_the_compacting_metadata_table_true(tmp_path):
         check(f"write {t}")
     assert len(_compactions(base)) >= 3
     _same_rows(base)
+
+
+def test_delta_commits_archived_from_the_metadata_timeline_still_count(tmp_path):
+    """Hudi's writer archives the metadata table's timeline up to the data table's earliest
+    instant; while a pending data instant holds compaction back, the latest slice keeps
+    blocks of archived delta commits, and Hudi's log scanner still reads them."""
+    base = _new_table(tmp_path, CONF)
+    for n in range(1, 6):
+        write_arrow(str(base), _batch(n), "upsert", CONF)
+    assert _compactions(base) == []
+    mdt_meta = base / ".hoodie" / "metadata" / ".hoodie"
+    archived = [i for i in _mdt_timeline(base).instants if i.action == Action.DELTA_COMMIT][:3]
+    for inst in archived:  # what Hudi's archiver leaves: the instant files gone, the blocks kept
+        for state in (inst.requested(), inst.inflight(), inst.completed()):
+            (mdt_meta / state.file_name).unlink()
+    assert _listing(base) == storage_listing(base)
+    _same_rows(base)
