@@ -109,7 +109,7 @@ def _report(table_path: str) -> None:
     print(f"\nTable {table_path} ({table.table_type})")
     print("\nTimeline (active):")
     for instant in table.timeline.instants:
-        print(f"  {instant.timestamp}  {instant.action:<14} {instant.state.value}")
+        print(f"  {instant.timestamp}  {instant.action:<14} {instant.state.name}")
     archived = table.archived_timeline()
     archived_instants = getattr(archived, "instants", [])
     print(f"Archived instants: {len(archived_instants)}")
