@@ -50,3 +50,18 @@ def test_a_step_shows_its_progress_as_it_happens_and_a_line_at_least_every_heart
     gaps = [b - a for a, b in zip([started] + [at for at, _ in printed], [at for at, _ in printed] + [ended])]
     assert max(gaps) < 0.5 + 0.5  # the heartbeat plus one poll and some slack
     assert demo.HEARTBEAT_SECONDS <= 30  # the promise: a line at least every 30 s
+
+
+def test_the_report_spells_states_as_hudi_does(tmp_path, capsys):
+    import pyarrow as pa
+
+    from airflow_hoodie import demo
+    from airflow_hoodie.actions.write import write_arrow
+
+    base = str(tmp_path / "t")
+    write_arrow(base, pa.table({"id": ["a"], "ts": [1]}), "upsert",
+                {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+                 "hoodie.datasource.write.partitionpath.field": ""})
+    demo._report(base)
+    timeline = [line for line in capsys.readouterr().out.splitlines() if line.strip().endswith("COMPLETED")]
+    assert len(timeline) == 1 and " commit " in timeline[0]
