@@ -1,9 +1,8 @@
-"""The write settings: the keys the write flow owns, and what they derive.
+"""The write settings: what a write derives from its keys (key generator class,
+hoodie.properties of a new table, dedupe and ordering rules).
 
-Keys another module reads first (key generator fields, log file sizes, bloom filter
-settings, payload merge settings) are registered there; this module registers the rest
-of a write's keys, each once, and derives what a write needs from them (key generator
-class, hoodie.properties of a new table, dedupe and ordering rules).
+The keys themselves are declared once, in the catalog :mod:`airflow_hoodie.config_keys`
+(``write``, ``keygen``, ``log``, ``bloom``, ``merge``).
 """
 
 from __future__ import annotations
