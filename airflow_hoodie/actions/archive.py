@@ -18,6 +18,7 @@ pending.
 from __future__ import annotations
 
 import time
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -49,6 +50,7 @@ from airflow_hoodie.config_keys.archive import (
     MERGE_SMALL_FILE_LIMIT,
     MIN_COMMITS,
 )
+from airflow_hoodie.config_keys.metadata_table import COMPACT_MAX_DELTA_COMMITS as METADATA_COMPACT_MAX_DELTA_COMMITS
 from airflow_hoodie.errors import HoodieConfigError, HoodieTimelineError
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.file_naming import (
@@ -63,6 +65,9 @@ from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
+)
+from airflow_hoodie.table.metadata_table.metadata_compaction import (
+    CLEANER_COMMITS_RETAINED as METADATA_CLEANER_COMMITS_RETAINED,
 )
 from airflow_hoodie.table.metadata_table.removal import (
     METADATA_FOLDER,
@@ -137,6 +142,9 @@ class ArchiveContext:
     has_metadata_table: bool = False
     #: the metadata table's latest completed compaction, if it has one
     metadata_latest_compaction: str | None = None
+    #: archiving a metadata table: its data table's earliest commit or pending instant,
+    #: which nothing at or after is archived (TimelineUtils.getEarliestInstantForMetadataArchival)
+    data_table_earliest: str | None = None
 
 
 def _sorted(instants: Sequence[Instant]) -> list[Instant]:
@@ -280,6 +288,8 @@ def instants_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: Ar
     if ctx.has_metadata_table:
         fence = ctx.metadata_latest_compaction
         chosen = [] if fence is None else [i for i in chosen if i.timestamp < fence]
+    if ctx.data_table_earliest is not None:
+        chosen = [i for i in chosen if i.timestamp < ctx.data_table_earliest]
     return sorted(set(chosen), key=lambda i: i.sort_key)
 
 
@@ -399,14 +409,51 @@ def run_archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
         return _archive(table, config)
 
 
-def _archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
+def metadata_table_settings(config: HoodieConfig) -> ArchiveSettings:
+    """The archival settings of a metadata table, as Hudi derives its write config from the
+    data table's (HoodieMetadataWriteUtils): keep.min/max one above the data table's, its
+    own cleaner (KEEP_LATEST_COMMITS, 20 commits) and compaction trigger, the other keys at
+    their defaults."""
+    defaults = HoodieConfig({})
+    return ArchiveSettings(config.get_int(MIN_COMMITS) + 1, config.get_int(MAX_COMMITS) + 1,
+                           defaults.get_int(BATCH), defaults.get_bool(BEYOND_SAVEPOINT), "KEEP_LATEST_COMMITS",
+                           METADATA_CLEANER_COMMITS_RETAINED, defaults.get_int(HOURS_RETAINED), "NUM_COMMITS",
+                           config.get_int(METADATA_COMPACT_MAX_DELTA_COMMITS))
 
 
+def data_table_earliest(data_timeline: Timeline) -> str | None:
+    """TimelineUtils.getEarliestInstantForMetadataArchival (not beyond savepoints): the earlier
+    of the data table's first commit (any state) and its first pending instant (any action).
+    Cleans and rollbacks do not count: an old one would hold the metadata timeline back."""
+    first_commit = next((i.timestamp for i in data_timeline.instants if i.action in Action.COMMITS), None)
+    first_pending = next((i.timestamp for i in data_timeline.instants if not is_completed(i)), None)
+    found = [ts for ts in (first_commit, first_pending) if ts is not None]
+    return min(found) if found else None
+
+
+def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, config: HoodieConfig) -> dict[str, Any] | None:
+    """Archive the metadata table's own timeline, as Hudi's writer does after the metadata
+    table's compaction and clean (under the data table's lock, inside its commit). Skipped
+    while too few instants are completed for any rule to archive one."""
+    settings = metadata_table_settings(config)
+    done = [i for i in mdt.timeline.instants if is_completed(i)]
+    if (sum(1 for i in done if i.action in Action.COMMITS) <= settings.max_commits
+            and all(sum(1 for i in done if i.action == a) <= settings.max_commits
+                    for a in (Action.CLEAN, Action.ROLLBACK))):
+        return None
+    earliest = data_table_earliest(Timeline.load(data.storage, data.base_path))
+    if earliest is None:
+        return None
+    return _archive(mdt, HoodieConfig({}), settings, earliest)
+
+
+def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings | None = None,
+             data_table_earliest: str | None = None) -> dict[str, Any]:
     started = time.time()
-    settings = ArchiveSettings.from_config(config)
+    settings = settings or ArchiveSettings.from_config(config)
     merged = recover_merge(table)
     tl = table.reload_timeline()
-    ctx = _archive_context(table, tl)
+    ctx = dataclasses.replace(_archive_context(table, tl), data_table_earliest=data_table_earliest)
     chosen = instants_to_archive(tl.instants, settings, ctx)
     if not chosen:
         merge = merge_archive_files_if_needed(table, config)

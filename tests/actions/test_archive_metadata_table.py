@@ -92,3 +92,30 @@ def test_without_the_barrier_archival_would_lose_files_from_the_listing(tmp_path
     listing = load_files_listing(table.storage, table.base_path, table.timeline).files
     assert listing != storage_listing(base)
     assert sum(map(len, listing.values())) < sum(map(len, storage_listing(base).values()))
+
+
+def test_the_metadata_tables_own_timeline_is_archived_behind_the_data_tables(tmp_path):
+    """Hudi's writer archives the metadata table too (keep.min/max one above the data
+    table's, never at or after the data table's earliest commit or pending instant); its
+    listing stays storage's, its archive reads back."""
+    base = tmp_path / "t"
+    _write(base, 0)
+    if not (base / ".hoodie" / "metadata").exists():
+        initialize_files_partition(HoodieTable.load(str(base)), storage_listing(base))
+    mdt_path = str(base / ".hoodie" / "metadata")
+    for n in range(1, 31):
+        _write(base, n)
+        ar.run_archive(HoodieTable.load(str(base)), HoodieConfig(CONF))
+        table = HoodieTable.load(str(base))
+        assert load_files_listing(table.storage, table.base_path, table.timeline).files == storage_listing(base)
+    mdt = HoodieTable.load(mdt_path)
+    archived = {e["commitTime"] for e in mdt.archived_timeline().entries}
+    assert len(archived) > 10 and "00000000000000010" in archived
+    active = mdt.reload_timeline()
+    assert not archived & set(active.timestamps)
+    data = HoodieTable.load(str(base)).reload_timeline()
+    # every delta commit of a data instant still active stays on the metadata timeline
+    assert {i.timestamp for i in data.instants} <= set(active.timestamps) | {
+        i.timestamp for i in data.instants if i.action in (Action.SAVEPOINT,)}
+    assert max(archived) < ar.data_table_earliest(data)
+    _listing_is_storage(base)

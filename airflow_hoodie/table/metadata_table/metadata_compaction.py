@@ -1,4 +1,4 @@
-"""The metadata table's own table services: compaction and clean, as Hudi 0.14 runs them.
+"""The metadata table's own table services: compaction, clean and archival, as Hudi 0.14 runs them.
 
 HoodieBackedTableMetadataWriter.performTableServices, which Hudi's data writer runs before
 its next delta commit on the metadata table (we run it at the same point: right before the
@@ -17,6 +17,9 @@ delta commit of the data instant being completed, under the data table's lock):
    ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
    compaction (all of them, the initializing one included, before the first), compaction
    ``<latest delta commit>001`` merges the ``files-0000-0`` slice into a new base HFile.
+4. archival of the metadata table's timeline (actions/archive.archive_metadata_table):
+   the data table's rules with keep.min/max one higher, and nothing at or after the data
+   table's earliest commit or pending instant.
 
 The merge is the reader's (files_listing.merge_file_slice): base records, then the blocks of
 valid instants in log order; tombstones are dropped from the result, since the new base
@@ -72,6 +75,7 @@ class TableServicesResult:
 
     compacted: list[str] = field(default_factory=list)
     cleaned: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
     reason: str = ""
 
 
@@ -225,6 +229,13 @@ def _clean_inputs() -> Any:
     return clean
 
 
+def _archiver() -> Any:
+    # the data table's archival rules, with the metadata table's settings (as for clean)
+    from airflow_hoodie.actions import archive  # noqa: PLC0415
+
+    return archive
+
+
 def _execute_clean(mdt: HoodieTable, instant_time: str) -> None:
     clean = _clean_inputs()
     started = time.time()
@@ -293,4 +304,8 @@ def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesRes
     compacted = _compact_if_necessary(table, mdt, latest, config)
     if compacted is not None:
         result.compacted.append(compacted)
+        mdt.reload_timeline()
+    archived = _archiver().archive_metadata_table(table, mdt, config)
+    if archived is not None:
+        result.archived = list(archived.get("archived_instants") or [])
     return result
