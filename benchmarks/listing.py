@@ -1,13 +1,16 @@
 """Benchmark (not a test): listing the file groups of a 1,000-partition table through its
-metadata table vs by listing storage.
+metadata table vs by listing storage, and what keeping the metadata table true adds to an
+upsert.
 
-    .venv/bin/python benchmarks/listing.py [--partitions 1000] [--latency-ms 0]
+    .venv/bin/python benchmarks/listing.py [--partitions 1000] [--latency-ms 0] [--repeat 5]
 
-Writes a COPY_ON_WRITE table with one file group per partition, builds its metadata
-table's ``files`` partition, then builds the file-system view both ways, counting the
-storage calls each makes (list, read, stat, open) and timing it (median of 5). With
-``--latency-ms`` every storage call also sleeps that long, a stand-in for an object
-store's per-request latency (S3 lists are ~20-50 ms each).
+Writes a COPY_ON_WRITE table with one file group per partition (the write keeps its
+metadata table's ``files`` partition, hoodie.metadata.enable's default), then builds the
+file-system view both ways, counting the storage calls each makes (list, read, stat, open)
+and timing it (median of --repeat). With ``--latency-ms`` every storage call also sleeps
+that long, a stand-in for an object store's per-request latency (S3 lists are ~20-50 ms
+each). Then it times upserts of the same batch (updates in 100 partitions) into copies of
+the table with the metadata table kept and without one (median of --repeat).
 """
 
 from __future__ import annotations
@@ -55,12 +58,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--latency-ms", type=float, default=0.0)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
     from airflow_hoodie.actions.write import write_arrow
     from airflow_hoodie.table.file_group.file_system_view import FileSystemView
     from airflow_hoodie.table.hoodie_table import HoodieTable
-    from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition
 
     tmp = tempfile.mkdtemp(prefix="listing-bench-")
     base = os.path.join(tmp, "t")
@@ -71,13 +74,13 @@ def main() -> None:
     write_arrow(base, pa.table({"id": list(range(n)), "ts": [1] * n, "p": [f"p{i:04d}" for i in range(n)]}),
                 "insert", cfg, table_name="listing")
     build_s = time.perf_counter() - t0
-    initialize_files_partition(HoodieTable.load(base), storage_listing(base))
+    assert HoodieTable.load(base).config.get("hoodie.table.metadata.partitions") == "files"
 
     results = {}
     slices = {}
     for mode in ("storage", "metadata_table"):
         times, calls = [], Counter()
-        for _ in range(5):
+        for _ in range(args.repeat):
             table = HoodieTable.load(base)
             counting = CountingStorage(table.storage, args.latency_ms / 1000)
             view = FileSystemView(counting, table.base_path, table.timeline, table.config, mode == "metadata_table")
@@ -89,17 +92,66 @@ def main() -> None:
         results[mode] = {"seconds_median": round(statistics.median(times), 4), "storage_calls": dict(calls),
                          "storage_calls_total": sum(calls.values()), "file_slices": len(got)}
     assert slices["storage"] == slices["metadata_table"], "the two listings differ"
+    assert {p: f for p, f in storage_listing(base).items()} == _mdt_listing(base), "the metadata table is stale"
+
+    # the upsert: the same batch into copies kept with and without their metadata table
+    batch = pa.table({"id": list(range(0, n, max(1, n // 100))), "ts": [2] * len(range(0, n, max(1, n // 100))),
+                      "p": [f"p{i:04d}" for i in range(0, n, max(1, n // 100))]})
+    import airflow_hoodie.table.hoodie_table as hoodie_table_module
+
+    step: list[float] = []  # the metadata-table delta commit itself, timed where it runs
+    update = hoodie_table_module.update_files_partition
+
+    def timed_update(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return update(*a, **k)
+        finally:
+            step.append(time.perf_counter() - t0)
+
+    hoodie_table_module.update_files_partition = timed_update
+    times: dict[str, list[float]] = {"metadata_table": [], "no_metadata_table": []}
+    step_s: list[float] = []
+    for k in range(args.repeat):  # the modes interleaved: the machine's state drifts between runs
+        for mode, enabled in (("metadata_table", "true"), ("no_metadata_table", "false")):
+            copy = os.path.join(tmp, f"{mode}-{k}")
+            shutil.copytree(base, copy)
+            # one small write first in both modes (it drops the metadata table in the second), so
+            # both timed writes meet a table with the same history and warm files
+            write_arrow(copy, batch.slice(0, 1), "upsert", {**cfg, "hoodie.metadata.enable": enabled})
+            del step[:]
+            t0 = time.perf_counter()
+            write_arrow(copy, batch, "upsert", {**cfg, "hoodie.metadata.enable": enabled})
+            times[mode].append(time.perf_counter() - t0)
+            if enabled == "true":
+                step_s.append(sum(step))
+            shutil.rmtree(copy)
+    upsert_s = {mode: round(statistics.median(t), 4) for mode, t in times.items()}
     figures = {"partitions": n, "latency_ms_per_call": args.latency_ms, "table_build_s": round(build_s, 2),
-               **results}
+               **results, "upsert_rows": batch.num_rows,
+               "upsert_s_median": upsert_s,
+               "upsert_ratio_with_metadata_table": round(upsert_s["metadata_table"] / upsert_s["no_metadata_table"], 3),
+               "metadata_table_step_s_median": round(statistics.median(step_s), 4)}
     print(figures)
     rows = [(f"file-system view of {n:,} partitions through the metadata table "
              f"({results['metadata_table']['storage_calls_total']} storage calls)",
              results["metadata_table"]["seconds_median"], results["storage"]["seconds_median"],
-             f"listing storage ({results['storage']['storage_calls_total']} calls)")]
+             f"listing storage ({results['storage']['storage_calls_total']} calls)"),
+            (f"upsert of {batch.num_rows} rows into {batch.num_rows} of {n:,} partitions, metadata table kept",
+             upsert_s["metadata_table"], upsert_s["no_metadata_table"], "the same without a metadata table")]
     print_table(rows)
     name = "listing" if not args.latency_ms else f"listing_{args.latency_ms:g}ms"
     print(f"figures: {write_report(name, figures, rows)}")
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _mdt_listing(base: str) -> dict[str, dict[str, int]]:
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+    from airflow_hoodie.table.metadata_table.files_listing import load_files_listing
+
+    table = HoodieTable.load(base)
+    listing = load_files_listing(table.storage, table.base_path, table.timeline)
+    return {p: f for p, f in listing.files.items() if f}
 
 
 if __name__ == "__main__":
