@@ -291,7 +291,11 @@ def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesRes
     result = TableServicesResult()
     timeline = mdt.reload_timeline()
     for inst in [i for i in timeline.instants if i.action == Action.COMPACTION and not i.is_completed]:
-        _execute_compaction(table, mdt, inst.timestamp)  # runPendingTableServicesOperations
+        # runPendingTableServicesOperations; not while a data instant it merges is being
+        # rolled back (its blocks are invalid until the rollback completes)
+        if _data_instants_holding_compaction(table, inst.timestamp[: -len(COMPACTION_SUFFIX)]):
+            break
+        _execute_compaction(table, mdt, inst.timestamp)
         result.compacted.append(inst.timestamp)
     if result.compacted:
         timeline = mdt.reload_timeline()
