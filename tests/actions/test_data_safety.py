@@ -251,3 +251,19 @@ def test_a_broken_hoodie_properties_names_no_backup_that_does_not_exist(tmp_path
         HoodieTable.load(str(base))
     assert "hoodie.properties.backup" not in str(caught.value)
     assert "copy kept outside the table" in str(caught.value)
+
+
+def test_a_file_lock_broken_after_its_expiry_stops_its_holder_before_completing(tmp_path):
+    """With hoodie.write.lock.filesystem.expire set, another task breaks a lock held past it;
+    the old holder must notice before it completes, never after."""
+    from airflow_hoodie.actions.transaction import lock_provider as lp
+    from airflow_hoodie.errors import HoodieLockError
+
+    base = tmp_path / "t"
+    write_arrow(str(base), rows([1]), "upsert", conf(**OCC), table_name="t")
+    holder = lp.lock_provider_for(HoodieConfig(conf(**OCC)), str(base))
+    assert holder.try_lock(1)
+    holder.ensure_held()
+    (base / ".hoodie" / "lock").write_text(json.dumps({**this_process(), "token": "the-breaker"}))
+    with pytest.raises(HoodieLockError, match="taken over"):
+        holder.ensure_held()

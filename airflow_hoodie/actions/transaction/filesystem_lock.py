@@ -109,6 +109,15 @@ class FileSystemBasedLockProvider(LockProvider):
             self.storage.delete(self.path)
         self._token = None
 
+    def ensure_held(self) -> None:
+        """With ``hoodie.write.lock.filesystem.expire`` set, a waiter breaks a lock held past
+        the expiry, live holder or not: the file must still carry our token."""
+        if self._token is not None and self._owner().get("token") != self._token:
+            raise HoodieLockError(
+                f"The {self.describe()} was taken over by another task while this one held it (held past "
+                f"{LOCK_EXPIRE_MIN}={self.expire_s // 60} minutes); nothing was completed. Retry the task, and raise "
+                f"{LOCK_EXPIRE_MIN} above the longest commit of this table.")
+
     def describe(self) -> str:
         return f"lock file {self.storage.uri(self.path)}"
 
