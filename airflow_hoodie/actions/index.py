@@ -25,7 +25,8 @@ from airflow_hoodie.table.bloom.bloom_footer import (
     MAX_KEY,
     MIN_KEY,
 )
-from airflow_hoodie.table.log.log_reader import scan_log_files
+from airflow_hoodie.table.file_group.slice_keys import slice_record_keys
+from airflow_hoodie.table.metadata_table.record_index import read_record_index
 from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -38,16 +39,17 @@ LOC_PART = "_hoodie_loc_part"
 
 def validate_index_type(index_type: str) -> str:
     t = (index_type or "SIMPLE").upper()
-    if t not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "IN_MEMORY"):
+    if t not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "IN_MEMORY", "RECORD_INDEX"):
         raise HoodieConfigError(
             f"hoodie.index.type={index_type!r} is not supported here; use SIMPLE, GLOBAL_SIMPLE, BLOOM, "
-            "GLOBAL_BLOOM or IN_MEMORY.")
+            "GLOBAL_BLOOM, IN_MEMORY or RECORD_INDEX.")
     return t
 
 
 def is_global(index_type: str) -> bool:
-    # IN_MEMORY is Hudi's global in-process hash index
-    return index_type in ("GLOBAL_SIMPLE", "GLOBAL_BLOOM", "IN_MEMORY")
+    # IN_MEMORY is Hudi's global in-process hash index; RECORD_INDEX maps each key to one
+    # file group of the whole table
+    return index_type in ("GLOBAL_SIMPLE", "GLOBAL_BLOOM", "IN_MEMORY", "RECORD_INDEX")
 
 
 @dataclass
@@ -73,23 +75,9 @@ def file_keys(ref: FileRef, wanted: pa.Array | None = None) -> pa.Table:
     ``wanted`` (the batch's keys that may live here) keeps only those: a lookup then moves
     the keys it found, not every key of the table (1M keys for a 100k batch before)."""
     storage, base_path = Storage.for_uri(ref.base_uri, ref.storage_options or None)
-    pieces: list[pa.Array] = []
-    if ref.base_file:
-        t = pq.read_table(storage.open_input(storage.join(base_path, ref.base_file)), columns=[RECORD_KEY])
-        pieces.append(t.column(RECORD_KEY).combine_chunks())
-    if ref.log_files:
-        paths = [storage.join(base_path, p) for p in ref.log_files]
-        res = scan_log_files(storage, paths, ref.latest_instant, set(ref.valid_instants),
-                             timeline_start=ref.timeline_start)
-        cur = pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
-        for blk in res.blocks:
-            if blk.is_delete:
-                gone = pa.array([d.record_key for d in (blk.deletes or [])], pa.string())
-                cur = cur.filter(pc.invert(pc.is_in(cur, value_set=gone)))
-            elif blk.table is not None and RECORD_KEY in blk.table.column_names:
-                cur = pa.concat_arrays([cur, blk.table.column(RECORD_KEY).combine_chunks().cast(pa.string())])
-        pieces = [pc.unique(cur)]
-    keys = pa.concat_arrays(pieces).cast(pa.string()) if pieces else pa.array([], pa.string())
+    keys = slice_record_keys(storage, storage.join(base_path, ref.base_file) if ref.base_file else None,
+                             [storage.join(base_path, p) for p in ref.log_files], ref.latest_instant,
+                             ref.valid_instants, ref.timeline_start)
     if wanted is not None:
         keys = keys.filter(pc.is_in(keys, value_set=wanted))
     n = len(keys)
@@ -98,6 +86,17 @@ def file_keys(ref: FileRef, wanted: pa.Array | None = None) -> pa.Table:
         "partition": pa.repeat(pa.scalar(ref.partition_path, pa.string()), n),
         "file_id": pa.repeat(pa.scalar(ref.file_id, pa.string()), n),
     }, schema=KEYS_SCHEMA)
+
+
+def record_index_lookup(table: Any, keys: pa.Array) -> pa.Table:
+    """(key, partition, file_id) of the ``keys`` the metadata table's record index holds:
+    the keys grouped by the record-index file group they hash to, each group read once
+    (Hudi's SparkMetadataTableRecordIndex), instead of reading the keys of every data file."""
+    found = read_record_index(table, pc.unique(keys.drop_null()).to_pylist())
+    names = list(found)
+    return pa.table({"key": pa.array(names, pa.string()),
+                     "partition": pa.array([found[k][0] for k in names], pa.string()),
+                     "file_id": pa.array([found[k][1] for k in names], pa.string())}, schema=KEYS_SCHEMA)
 
 
 def file_footer(ref: FileRef) -> dict[str, Any]:

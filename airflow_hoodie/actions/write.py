@@ -38,6 +38,7 @@ from airflow_hoodie.actions.index import (
     is_global,
     keys_by_partition,
     probe_file,
+    record_index_lookup,
     validate_index_type,
 )
 from airflow_hoodie.actions.schema_evolution import evolve_schema
@@ -63,12 +64,14 @@ from airflow_hoodie.actions.write_records import (
     tag_records,
 )
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.record_index import RECORD_INDEX_UPDATE_PARTITION_PATH
 from airflow_hoodie.config_keys.write import ALLOW_COLUMN_DROP, SET_NULL_FOR_MISSING_COLUMNS
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
 )
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
+from airflow_hoodie.table.metadata_table.record_index import has_record_index
 from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
     PARTITION_PATH,
@@ -95,6 +98,8 @@ def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[E
     keys = batch.column(RECORD_KEY).combine_chunks()
     if not refs or not len(keys):
         return KEYS_SCHEMA.empty_table()
+    if uses_record_index(client, index_type):
+        return record_index_lookup(client.table, keys)
     bloom = index_type in ("BLOOM", "GLOBAL_BLOOM")
     if is_global(index_type):
         # any file may hold any key: the keys travel once, with the function, not per file
@@ -105,6 +110,12 @@ def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[E
         tables = executor.map(partial(_probe_for_partition, bloom, prune_by_ranges), items)
     found = [t for t in tables if t.num_rows]
     return pa.concat_tables(found) if found else KEYS_SCHEMA.empty_table()
+
+
+def uses_record_index(client: WriteClient, index_type: str) -> bool:
+    """RECORD_INDEX tags through the metadata table's record index when the table has one;
+    without it Hudi's writer falls back to GLOBAL_SIMPLE (so do we: same answer, by scan)."""
+    return index_type == "RECORD_INDEX" and client.table is not None and has_record_index(client.table.config)
 
 
 def _probe_for_all(keys: pa.Array, bloom: bool, prune_by_ranges: bool, ref: Any) -> pa.Table:
@@ -128,6 +139,8 @@ def index_scope(client: WriteClient, operation: str, global_index: bool, batch_p
 
 def update_partition_path(config: HoodieConfig, index_type: str) -> bool:
     """Whether a global index moves a record whose partition changed (delete + insert)."""
+    if index_type == "RECORD_INDEX":
+        return config.get_bool(RECORD_INDEX_UPDATE_PARTITION_PATH)
     return config.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
                            else "hoodie.simple.index.update.partition.path")
 

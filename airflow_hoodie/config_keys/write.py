@@ -42,7 +42,7 @@ register(
     ConfigKey("hoodie.datasource.write.operation", "upsert", ""),
     ConfigKey("hoodie.datasource.write.payload.class", "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload", ""),
     ConfigKey("hoodie.payload.ordering.field", None, "ordering field of DefaultHoodieRecordPayload"),
-    ConfigKey("hoodie.index.type", "SIMPLE", "SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, IN_MEMORY"),
+    ConfigKey("hoodie.index.type", "SIMPLE", "SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, IN_MEMORY, RECORD_INDEX"),
     ConfigKey("hoodie.combine.before.upsert", "true", ""),
     ConfigKey("hoodie.combine.before.insert", "false", ""),
     ConfigKey("hoodie.combine.before.delete", "true", ""),

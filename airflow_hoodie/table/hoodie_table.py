@@ -31,6 +31,7 @@ from airflow_hoodie.table.metadata_table.maintenance import (
     unmaintained_partitions,
 )
 from airflow_hoodie.table.metadata_table.metadata_writer import update_files_partition
+from airflow_hoodie.table.metadata_table.record_index import ensure_record_index, has_record_index, record_index_change
 from airflow_hoodie.table.metadata_table.removal import has_metadata_table
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
@@ -235,7 +236,8 @@ class HoodieTable:
                     f"while this task ran ({instant.action} {instant.timestamp}); airflow-hoodie cannot keep them true, "
                     "so nothing of this task is visible. Retry the task; it stops before changing anything and says "
                     "what to do.")
-            update_files_partition(self, instant.timestamp, files_change(instant.action, metadata))
+            index_change = record_index_change(self, instant, metadata) if has_record_index(self.config) else None
+            update_files_partition(self, instant.timestamp, files_change(instant.action, metadata), index_change)
         elif changes_listing and has_metadata_table(self, reload=True):
             raise HoodieConcurrentWriterError(
                 f"Another writer created (or is building) a metadata table under {self.base_uri}/.hoodie/metadata "
@@ -284,6 +286,7 @@ class HoodieTable:
         when it is enabled and missing; see :mod:`metadata_table.maintenance`."""
         if self.metadata_enabled:
             ensure_files_partition(self)
+            ensure_record_index(self, self.write_config)
 
     def update_config(self, updates: Mapping[str, str], deletes: tuple[str, ...] = ()) -> TableConfig:
         """Change ``hoodie.properties`` (e.g. metadata partitions) with Hudi's backup protocol."""

@@ -86,7 +86,7 @@ def test_a_metadata_table_changed_meanwhile_stops_the_commit(tmp_path, monkeypat
     def write_then_java_changes_the_metadata_table(self, tasks, insert_plan, ctx):
         stats = real_write(self, tasks, insert_plan, ctx)
         table = HoodieTable.load(str(base))
-        table.update_config({"hoodie.table.metadata.partitions": "files,record_index"})
+        table.update_config({"hoodie.table.metadata.partitions": "files,secondary_index_x"})
         (base / ".hoodie" / "metadata" / ".hoodie").mkdir(parents=True, exist_ok=True)
         return stats
 
@@ -96,7 +96,7 @@ def test_a_metadata_table_changed_meanwhile_stops_the_commit(tmp_path, monkeypat
     table = HoodieTable.load(str(base))
     assert not table.timeline.pending().instants  # rolled back
     assert len(table.timeline.completed_commits().instants) == 1
-    remove_metadata_table(table)  # the stand-in has no record index to read
+    remove_metadata_table(table)  # the stand-in has no secondary index to read
     assert sorted(read_table(str(base)).column("id").to_pylist()) == [f"k{i:04d}" for i in range(4)]
 
 

@@ -7,8 +7,9 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
   partition (config entry first, then the folder; index definitions exist from table
   version 8, which comes with the Hudi 1.x work), because
   stale statistics make Spark prune files that hold matches: wrong answers, silently;
-- anything else (record index, secondary and expression indexes): the job stops before it
-  changes anything, naming them, since dropping a record index costs a full rebuild.
+- ``record_index``: kept true, in the same delta commit (:mod:`record_index`);
+- anything else (secondary and expression indexes): the job stops before it changes
+  anything, naming them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
+from airflow_hoodie.table.metadata_table.record_index import RECORD_INDEX_PARTITION
 from airflow_hoodie.table.metadata_table.removal import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
@@ -46,9 +48,12 @@ def _drop_partitions(table: HoodieTable, names: list[str]) -> None:
 
 
 def unmaintained_partitions(table: HoodieTable) -> list[str]:
-    """Listed or building partitions other than ``files`` and the droppable statistics."""
+    """Listed or building partitions other than ``files``, ``record_index`` and the droppable
+    statistics (a record index still being built is not one we can finish)."""
     listed = _listed(table, METADATA_PARTITIONS) + _listed(table, METADATA_PARTITIONS_INFLIGHT)
-    return [p for p in listed if p != FILES_PARTITION and p not in DROPPABLE]
+    inflight = _listed(table, METADATA_PARTITIONS_INFLIGHT)
+    return [p for p in listed if p not in (FILES_PARTITION, RECORD_INDEX_PARTITION) and p not in DROPPABLE
+            or p == RECORD_INDEX_PARTITION and p in inflight]
 
 
 def prepare_metadata_table(table: HoodieTable, enabled: bool) -> bool:

@@ -25,6 +25,7 @@ from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, m
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_services
 from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
+from airflow_hoodie.table.metadata_table.record_index import RecordIndexChange, append_record_index
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
@@ -65,10 +66,12 @@ def _begin(writer: TimelineWriter, timeline: Timeline, instant_time: str) -> boo
     return True
 
 
-def update_files_partition(table: HoodieTable, instant_time: str, change: FilesChange) -> str | None:
+def update_files_partition(table: HoodieTable, instant_time: str, change: FilesChange,
+                           record_index: RecordIndexChange | None = None) -> str | None:
     """Mirror ``change`` (what data instant ``instant_time`` did to the file listing) into the
     metadata table as its delta commit ``instant_time``; returns the log file written, or
-    None when there was nothing to write or it was written before."""
+    None when there was nothing to write or it was written before. ``record_index``: the
+    instant's record-index records, appended in the same delta commit (:mod:`record_index`)."""
     mdt = _metadata_table(table)
     run_table_services(table, mdt)  # Hudi's writer runs them before its next delta commit
     writer = TimelineWriter(mdt.storage, mdt.base_path)
@@ -94,5 +97,7 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
         numWrites=len(change.files) + 1, numUpdateWrites=len(change.files) + 1, totalWriteBytes=result.size,
         partitionPath=FILES_PARTITION, totalLogBlocks=1, fileSizeInBytes=mdt.storage.size(result.log_path),
         logVersion=result.version, logOffset=result.offset, baseFile="", logFiles=[name]))
+    if record_index:
+        append_record_index(mdt, instant_time, record_index, meta)
     mdt.complete(Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     return result.log_path

@@ -1,0 +1,159 @@
+"""The metadata table's record index kept exact (Hudi 0.14's record-level index): after
+every write, rollback and service, each live key maps to the file group that holds it and
+deleted keys are gone; our records are laid out as the ones real Hudi wrote."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import fastavro
+import pyarrow.compute as pc
+import pytest
+
+from airflow_hoodie.actions import clustering as cu
+from airflow_hoodie.actions import compaction as c
+from airflow_hoodie.actions.executor import LocalExecutor
+from airflow_hoodie.actions.rollback import rollback_latest_or
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata_table.hfile_reader import HFile
+from airflow_hoodie.table.metadata_table.record_index import (
+    file_group_count,
+    file_group_index,
+    index_info,
+    location_of,
+    read_record_index,
+)
+from airflow_hoodie.table.read import read_table
+from tests.actions.services_fixtures import batch, table_config
+
+ENABLE = {"hoodie.metadata.record.index.enable": "true"}
+REAL = "tables/cow/v9_txns_simple_meta"
+
+
+def truth(base: Path) -> dict[str, tuple[str, str]]:
+    """key -> (partition, file id) as the snapshot read finds them."""
+    rows = read_table(str(base))
+    names = rows.column("_hoodie_file_name").to_pylist()
+    return {k: (p, n.split("_")[0].lstrip(".")) for k, p, n in zip(rows.column("_hoodie_record_key").to_pylist(),
+                                                                     rows.column("_hoodie_partition_path").to_pylist(),
+                                                                     names)}
+
+
+def assert_index_exact(base: Path, what: str) -> None:
+    assert read_record_index(HoodieTable.load(str(base))) == truth(base), what
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_the_record_index_stays_exact_through_upserts_deletes_and_services(tmp_path, table_type):
+    base = tmp_path / "t"
+    cfg = table_config(table_type, **ENABLE)
+    write_arrow(str(base), batch(range(0, 8), 1), "upsert", cfg)
+    # built on the next write (under the lock, from the table's files), as Hudi's writer does
+    write_arrow(str(base), batch(range(4, 12), 2), "upsert", cfg)
+    table = HoodieTable.load(str(base))
+    assert table.config.get("hoodie.table.metadata.partitions") == "files,record_index"
+    groups = sorted(p.name for p in (base / ".hoodie" / "metadata" / "record_index").glob("record-index-*.hfile"))
+    assert [g.split("_")[0] for g in groups] == [f"record-index-{i:04d}-0" for i in range(10)]
+    assert_index_exact(base, "built, then upsert")
+    write_arrow(str(base), batch(range(10, 16), 3), "upsert", cfg)
+    assert_index_exact(base, "upsert with inserts")
+    write_arrow(str(base), batch(range(0, 3), 4), "delete", cfg)
+    gone = read_record_index(HoodieTable.load(str(base)))
+    assert not {"k0000", "k0001", "k0002"} & set(gone)
+    assert_index_exact(base, "delete")
+    last = write_arrow(str(base), batch(range(30, 34), 5), "upsert", cfg).instant
+    assert "k0030" in read_record_index(HoodieTable.load(str(base)))
+    rollback_latest_or(HoodieTable.load(str(base)), last)
+    assert_index_exact(base, "rollback of an insert")
+    if table_type == "MERGE_ON_READ":
+        c.schedule_compaction(HoodieTable.load(str(base)), HoodieConfig({}), force=True)
+        c.execute_pending_compactions(HoodieTable.load(str(base)), LocalExecutor())
+        assert_index_exact(base, "compaction")
+    cu.run_clustering(HoodieTable.load(str(base)), HoodieConfig({}), LocalExecutor())
+    assert_index_exact(base, "clustering moves every key to a new file group")
+    write_arrow(str(base), batch(range(12, 14), 6), "delete", cfg)
+    assert_index_exact(base, "delete after clustering")
+
+
+def test_record_index_tagging_gives_the_table_global_simple_gives(tmp_path, monkeypatch):
+    from airflow_hoodie.actions import index as ix
+
+    tables = {}
+    for index_type in ("GLOBAL_SIMPLE", "RECORD_INDEX"):
+        base = tmp_path / index_type
+        # a changed partition moves the record (delete + insert) under both (Hudi's defaults differ:
+        # true for GLOBAL_SIMPLE, false for RECORD_INDEX)
+        cfg = table_config("MERGE_ON_READ", **ENABLE, **{"hoodie.index.type": index_type,
+                                                         "hoodie.simple.index.update.partition.path": "true",
+                                                         "hoodie.record.index.update.partition.path": "true"})
+        write_arrow(str(base), batch(range(0, 10), 1), "upsert", cfg)
+        write_arrow(str(base), batch(range(5, 15), 2), "upsert", cfg)  # builds the index, then tags through it
+        if index_type == "RECORD_INDEX":
+            # from here on no data file may be probed for keys: the index answers
+            def no_probe(*args, **kwargs):
+                raise AssertionError("a data file was scanned for keys")
+            monkeypatch.setattr(ix, "file_keys", no_probe)
+        moved = batch(range(12, 18), 3)
+        moved = moved.set_column(1, "p", [["p9"] * moved.num_rows])
+        write_arrow(str(base), moved, "upsert", cfg)
+        write_arrow(str(base), batch(range(0, 4), 4), "delete", cfg)
+        monkeypatch.undo()
+        rows = read_table(str(base)).sort_by("id")
+        tables[index_type] = rows.select(["_hoodie_record_key", "_hoodie_partition_path", "id", "p", "v"])
+        assert_index_exact(base, index_type)
+    assert tables["RECORD_INDEX"] == tables["GLOBAL_SIMPLE"]
+    assert tables["RECORD_INDEX"].num_rows == 14
+    assert tables["RECORD_INDEX"].filter(pc.equal(tables["RECORD_INDEX"].column("id"), "k0012")) \
+        .column("_hoodie_partition_path").to_pylist() == ["p9"]
+
+
+def test_keys_hash_and_locations_encode_as_in_a_real_hudi_record_index(conformance_next, tmp_path):
+    """Hudi's own record index (a v9 table; the record layout is 0.14's plus one field):
+    every key sits in the file group its hash names, and its location decodes to a data file
+    group of the table that holds the key."""
+    base = tmp_path / "real"
+    shutil.copytree(conformance_next / REAL, base)
+    files = sorted((base / ".hoodie" / "metadata" / "record_index").glob("record-index-*.hfile"))
+    count = len(files)
+    seen = {}
+    for path in files:
+        index = int(path.name.split("-")[2])
+        hfile = HFile(path.read_bytes(), str(path))
+        schema = fastavro.parse_schema(json.loads(hfile.schema_json))
+        for key, value in hfile.records():
+            rec = fastavro.schemaless_reader(io.BytesIO(value), schema)
+            assert file_group_index(key.decode(), count) == index
+            info = rec["recordIndexMetadata"]
+            seen[key.decode()] = location_of(info)
+            ours = index_info(*location_of(info), info["instantTime"])
+            assert {k: v for k, v in info.items() if k in ours} == ours
+    assert seen
+    data = {p.name.split("_")[0]: p.parent.name for p in base.glob("region=*/*.parquet")}
+    for part, fid in seen.values():
+        assert data.get(fid) == part
+
+
+def test_hashing_and_sizing_follow_hudi():
+    # Java: "TXN-008".hashCode() % 10 == 1; Integer.MIN_VALUE's hash ("polygenelubricants")
+    assert file_group_index("TXN-008", 10) == 1
+    assert file_group_index("polygenelubricants", 10) == 8
+    assert file_group_index("é😀", 7) == abs(((233 * 31 + 0xD83D) * 31 + 0xDE00) % 7)
+    assert file_group_count(1_000, 10, 10000, 1 << 30, 2.0) == 10
+    assert file_group_count(50_000_000, 10, 10000, 1 << 30, 2.0) == 10  # 5 wanted, at least the minimum
+    assert file_group_count(200_000_000, 10, 10000, 1 << 30, 2.0) == 18
+    assert location_of(index_info("p", "not-a-uuid", 1)) == ("p", "not-a-uuid")
+
+
+def test_a_record_index_still_being_built_stops_the_job(tmp_path):
+    base = tmp_path / "t"
+    cfg = table_config("COPY_ON_WRITE")
+    write_arrow(str(base), batch(range(0, 4), 1), "upsert", cfg)
+    HoodieTable.load(str(base)).update_config({"hoodie.table.metadata.partitions.inflight": "record_index"})
+    with pytest.raises(HoodieNotSupportedError, match="record_index.*hoodie.metadata.enable=false"):
+        write_arrow(str(base), batch(range(4, 6), 2), "upsert", cfg)
