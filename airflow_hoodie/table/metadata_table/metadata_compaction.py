@@ -51,6 +51,7 @@ from airflow_hoodie.table.metadata_table.files_listing import (
 )
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema_json
+from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
 
@@ -191,6 +192,15 @@ def _data_instants_holding_compaction(table: HoodieTable, instant_time: str) -> 
             and (i.timestamp <= instant_time or i.action in (Action.ROLLBACK, Action.RESTORE))]
 
 
+def _other_partitions(table: HoodieTable) -> list[str]:
+    """Metadata-table partitions besides ``files`` (a record index). Hudi compacts every
+    partition at once, and the data table's archival barrier relies on that: blocks of the
+    instants it archives must all be in base files. We compact the files partition only, so
+    with another partition the metadata table is not compacted (and the barrier stays put)."""
+    listed = ",".join(table.config.get(k) or "" for k in (METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT))
+    return [p for p in (x.strip() for x in listed.split(",")) if p and p != FILES_PARTITION]
+
+
 def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, config: HoodieConfig) -> str | None:
     timeline = mdt.timeline
     since = len(_delta_commits_since_compaction(timeline))
@@ -210,6 +220,8 @@ def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, con
                 f"(or raise {MAX_DELTA_COMMITS_WHEN_PENDING}), then run this task again.")
         return None
     if not due or any(i.action == Action.COMPACTION and not i.is_completed for i in timeline.instants):
+        return None
+    if _other_partitions(table):
         return None
     instant_time = latest + COMPACTION_SUFFIX
     if timeline.get(instant_time) is not None:

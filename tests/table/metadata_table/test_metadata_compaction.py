@@ -283,3 +283,25 @@ def test_delta_commits_archived_from_the_metadata_timeline_still_count(tmp_path)
             (mdt_meta / state.file_name).unlink()
     assert _listing(base) == storage_listing(base)
     _same_rows(base)
+
+
+def test_a_metadata_table_with_another_partition_is_not_compacted_files_alone(tmp_path):
+    """Hudi compacts every metadata partition at once and the archival barrier relies on it;
+    we compact only ``files``, so a record index (listed by the table) keeps compaction off."""
+    from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_services
+    from airflow_hoodie.table.properties import TableConfig
+
+    def mdt_of(table: HoodieTable) -> HoodieTable:
+        return HoodieTable.load(str(base / ".hoodie" / "metadata"))
+
+    base = _new_table(tmp_path, CONF)
+    for n in range(1, 9):
+        write_arrow(str(base), _batch(n), "upsert", CONF)
+    assert _compactions(base) == []  # 10 delta commits: due at the next one
+    table = HoodieTable.load(str(base))
+    table.config = TableConfig({**dict(table.config.items()), "hoodie.table.metadata.partitions": "files,record_index"})
+    assert run_table_services(table, mdt_of(table)).compacted == []
+    assert _compactions(base) == []
+    table = HoodieTable.load(str(base))
+    assert len(run_table_services(table, mdt_of(table)).compacted) == 1
+    assert _listing(base) == storage_listing(base)
