@@ -93,6 +93,14 @@ def _latest_compaction(timeline: Timeline) -> str | None:
     return done[-1] if done else None
 
 
+def compacted_through(metadata_timeline: Timeline) -> str | None:
+    """The latest delta commit whose records a compaction merged into a base file: a rollback
+    block can no longer cancel it or anything before it (Hudi's metadata writer then refuses
+    to roll the data instant back: validateRollback)."""
+    latest = _latest_compaction(metadata_timeline)
+    return latest[: -len(COMPACTION_SUFFIX)] if latest and latest.endswith(COMPACTION_SUFFIX) else latest
+
+
 # ---------------------------------------------------------------------------- compaction
 def _operation_metrics(fs: FileSlice) -> dict[str, float]:
     """CompactionStrategy.captureMetrics of the operation (sizes in whole MB)."""

@@ -89,6 +89,9 @@ def test_the_metadata_table_compacts_after_ten_delta_commits_and_lists_storage_a
     latest = compaction[:-3]
     assert compaction.endswith("001") and latest in deltas
     assert len([d for d in deltas if d <= latest]) == 10  # the initializing one counts, as in Hudi
+    from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_through
+
+    assert compacted_through(timeline) == latest
     # the plan names the slice it merged; the new base holds exactly the listing of then
     plan = CompactionPlan.from_bytes(timeline.read_plan(Instant(compaction, Action.COMPACTION, State.REQUESTED)))
     (op,) = plan.operations
