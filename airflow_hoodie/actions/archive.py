@@ -8,8 +8,9 @@ the completed commits; commits are archived only below every bound that still ne
 them: the commit before the oldest pending write, the first savepoint (unless
 ``hoodie.archive.beyond.savepoint``), on MOR the delta commits the compaction trigger
 still counts, the replacecommits whose replaced files the cleaner has not removed yet,
-and the metadata table's latest compaction. ``hoodie.commits.archival.batch`` only sizes
-the records per archive block. Every state file of a chosen instant is written as a
+and the metadata table's latest compaction (a metadata table's own timeline is archived by
+the same rules, behind its data table's earliest instant: :func:`archive_metadata_table`).
+``hoodie.commits.archival.batch`` only sizes the records per archive block. Every state file of a chosen instant is written as a
 ``HoodieArchivedMetaEntry`` in Avro data blocks to
 ``.hoodie/archived/.commits_.archive.N_1-0-1``; then requested/inflight files are
 deleted before the completed ones, so a crash never makes a completed action look
