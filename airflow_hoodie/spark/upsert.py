@@ -39,6 +39,7 @@ from airflow_hoodie.actions.index import (
     is_global,
     keys_by_partition,
     probe_file,
+    record_index_lookup,
 )
 from airflow_hoodie.actions.write import (
     ArrowWriteEngine,
@@ -47,6 +48,7 @@ from airflow_hoodie.actions.write import (
     open_for_write,
     run_write,
     update_partition_path,
+    uses_record_index,
 )
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
@@ -69,6 +71,8 @@ from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.executor import SparkExecutor
 from airflow_hoodie.spark.progress import progress
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata_table.record_index import file_group_index, record_index_file_group_count
 from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
     PARTITION_PATH,
@@ -136,6 +140,20 @@ def _range_pairs(ranges: list[tuple[str, str | None, str | None]], global_index:
             if wanted is not None and len(wanted):
                 yield pa.RecordBatch.from_pydict({"i": pa.repeat(pa.scalar(i, pa.int32()), len(wanted)),
                                                   "key": wanted})
+
+
+def _with_record_index_group(count: int, batches):  # executors
+    for b in batches:
+        keys = b.column(0)
+        groups = pa.array([file_group_index(k, count) for k in keys.to_pylist()], pa.int32())
+        yield pa.RecordBatch.from_arrays([groups, keys], names=["g", "key"])
+
+
+def _record_index_group_lookup(base_uri: str, storage_options: Mapping[str, str] | None):
+    def lookup(table: pa.Table) -> pa.Table:  # applyInArrow body: the keys of one record-index file group
+        hoodie = HoodieTable.load(base_uri, storage_options or None)
+        return record_index_lookup(hoodie, table.column("key").combine_chunks())
+    return lookup
 
 
 def _file_prober(refs: list[FileRef]):
@@ -230,6 +248,13 @@ def _existing_keys(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieCo
     refs = file_refs(client, files)
     if not refs:
         return spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
+    if uses_record_index(client, index_type):
+        # one task per record-index file group the keys hash to; it reads that group once
+        count = record_index_file_group_count(client.table)
+        keyed = prepared.select(RECORD_KEY).where(F.col(RECORD_KEY).isNotNull()).distinct()
+        return keyed.mapInArrow(partial(_with_record_index_group, count), "g int, key string") \
+            .groupBy("g").applyInArrow(_record_index_group_lookup(client.base_uri, client.storage_options),
+                                       from_arrow_schema(KEYS_SCHEMA))
     if index_type not in ("BLOOM", "GLOBAL_BLOOM"):
         return _existing_keys_df(spark, refs)
     prune = cfg.get_bool("hoodie.bloom.index.prune.by.ranges")

@@ -223,6 +223,11 @@ def _merge_group(files: _IndexFiles, fs: FileSlice, wanted: set[str] | None,
     return out
 
 
+def record_index_file_group_count(table: HoodieTable) -> int:
+    """How many file groups the keys hash over (fixed when the index was built)."""
+    return _index_files(table).count
+
+
 def read_record_index(table: HoodieTable, keys: Iterable[str] | None = None) -> dict[str, Location]:
     """key -> (partition, file id) of ``keys`` (every key when None). Only the file groups
     the keys hash to are read, each once for all of its keys."""
