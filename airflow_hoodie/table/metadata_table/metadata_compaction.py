@@ -51,6 +51,7 @@ from airflow_hoodie.table.metadata_table.files_listing import (
 )
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema_json
+from airflow_hoodie.table.metadata_table import record_index as ri
 from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
@@ -68,6 +69,8 @@ CLEAN_WAIT_INSTANTS = 3
 #: a compaction's base file is written by one task; a rerun of the same plan rewrites it
 COMPACTION_WRITE_TOKEN = make_write_token(0, 0, 0)
 MB = 1024 * 1024
+#: the partitions this module compacts (each merged as its reader merges it)
+COMPACTED_PARTITIONS = (FILES_PARTITION, ri.RECORD_INDEX_PARTITION)
 
 
 @dataclass
@@ -115,12 +118,12 @@ def _operation_metrics(fs: FileSlice) -> dict[str, float]:
 def _schedule_compaction(mdt: HoodieTable, instant_time: str) -> bool:
     """Write ``instant_time.compaction.requested`` for the files slice; False when the slice
     has no log file to compact (Hudi then schedules nothing)."""
-    slices = [s for s in mdt.file_system_view(mdt.reload_timeline()).latest_file_slices(FILES_PARTITION)
-              if s.log_files]
+    view = mdt.file_system_view(mdt.reload_timeline())
+    slices = [s for part in COMPACTED_PARTITIONS for s in view.latest_file_slices(part) if s.log_files]
     if not slices:
         return False
     ops = [CompactionOperation(
-        base_instant_time=s.base_instant, file_id=s.file_id, partition_path=FILES_PARTITION,
+        base_instant_time=s.base_instant, file_id=s.file_id, partition_path=s.partition_path,
         data_file_path=s.base_file.file_name if s.base_file is not None else None,
         delta_file_paths=[lf.file_name for lf in s.log_files], metrics=_operation_metrics(s)) for s in slices]
     TimelineWriter(mdt.storage, mdt.base_path).create_requested(
@@ -129,46 +132,61 @@ def _schedule_compaction(mdt: HoodieTable, instant_time: str) -> bool:
 
 
 def _operation_slice(mdt: HoodieTable, op: CompactionOperation) -> FileSlice:
-    folder = mdt.storage.join(mdt.base_path, op.partition_path or FILES_PARTITION)
+    part = op.partition_path or FILES_PARTITION
+    folder = mdt.storage.join(mdt.base_path, part)
     base = None
     if op.data_file_path:
         path = mdt.storage.join(folder, op.data_file_path.rsplit("/", 1)[-1])
-        base = BaseFile.from_path(path, mdt.storage.size(path), FILES_PARTITION)
+        base = BaseFile.from_path(path, mdt.storage.size(path), part)
     logs = []
     for name in op.delta_file_paths or []:
         path = mdt.storage.join(folder, name.rsplit("/", 1)[-1])
-        logs.append(LogFile.from_path(path, mdt.storage.size(path), FILES_PARTITION))
+        logs.append(LogFile.from_path(path, mdt.storage.size(path), part))
     logs.sort(key=lambda lf: lf.sort_key)
-    return FileSlice(FILES_PARTITION, op.file_id or "", op.base_instant_time or "", base, logs)
+    return FileSlice(part, op.file_id or "", op.base_instant_time or "", base, logs)
+
+
+def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, valid: set[str], pending: set[str],
+                    name: str) -> tuple[list[tuple[bytes, bytes]], dict[str, int]]:
+    """The slice's records merged as its partition's reader merges them, encoded for the new
+    base file ``name``; with counts for the write stat."""
+    if fs.partition_path == ri.RECORD_INDEX_PARTITION:
+        files = ri._IndexFiles(mdt.storage, mdt.base_path, [fs], valid, pending,
+                               data_timeline.first_non_savepoint_commit())
+        infos = ri._merge_group(files, fs, None)
+        records = [(key.encode("utf-8"), encode_record({
+            "_hoodie_file_name": name, "key": "", "type": ri.TYPE_RECORD_INDEX, "recordIndexMetadata": info}))
+            for key, info in sorted(infos.items())]
+        return records, {}
+    merger = _Merger()
+    merged = merge_file_slice(mdt.storage, fs, valid, pending, merger)
+    records = []
+    for key in sorted(merger.records):
+        live = {n: info for n, info in merger.records[key].items() if not info.get("isDeleted")}
+        records.append((key.encode("utf-8"), encode_record({
+            "_hoodie_file_name": name, "key": "", "type": merger.types[key], "filesystemMetadata": live})))
+    updated = len(merged.base_keys & set(merger.records))
+    return records, {"numDeletes": len(merged.base_keys - set(merger.records)), "numUpdateWrites": updated,
+                     "numInserts": len(records) - updated, "totalUpdatedRecordsCompacted": updated,
+                     "totalLogRecords": merged.log_records, "totalLogBlocks": merged.log_blocks}
 
 
 def _compact_operation(table: HoodieTable, mdt: HoodieTable, instant_time: str, op: CompactionOperation,
                        schema: str) -> WriteStat:
     """Merge one slice into ``<fileId>_<token>_<instant>.hfile``; its write stat."""
     fs = _operation_slice(mdt, op)
-    mdt_timeline = mdt.timeline
-    valid, pending = block_instants(Timeline.load(table.storage, table.base_path), mdt_timeline)
+    data_timeline = Timeline.load(table.storage, table.base_path)
+    valid, pending = block_instants(data_timeline, mdt.timeline)
     latest = instant_time[: -len(COMPACTION_SUFFIX)]
     valid = {ts for ts in valid if ts <= latest}
-    merger = _Merger()
-    merged = merge_file_slice(mdt.storage, fs, valid, pending, merger)
     name = base_file_name(fs.file_id, COMPACTION_WRITE_TOKEN, instant_time, ".hfile")
-    records = []
-    for key in sorted(merger.records):
-        live = {n: info for n, info in merger.records[key].items() if not info.get("isDeleted")}
-        records.append((key.encode("utf-8"), encode_record({
-            "_hoodie_file_name": name, "key": "", "type": merger.types[key], "filesystemMetadata": live})))
+    records, counts = _merged_records(mdt, fs, data_timeline, valid, pending, name)
     data = write_hfile(records, schema)
-    mdt.storage.write_bytes(mdt.storage.join(mdt.base_path, FILES_PARTITION, name), data)
-    updated = len(merged.base_keys & set(merger.records))
-    log_size = sum(int(lf.size or 0) for lf in fs.log_files)
+    mdt.storage.write_bytes(mdt.storage.join(mdt.base_path, fs.partition_path, name), data)
     return WriteStat.new(
-        fileId=fs.file_id, path=f"{FILES_PARTITION}/{name}", prevCommit=fs.base_instant, numWrites=len(records),
-        numDeletes=len(merged.base_keys - set(merger.records)), numUpdateWrites=updated,
-        numInserts=len(records) - updated, totalWriteBytes=len(data), partitionPath=FILES_PARTITION,
-        totalLogRecords=merged.log_records, totalLogFilesCompacted=len(fs.log_files),
-        totalLogSizeCompacted=log_size, totalUpdatedRecordsCompacted=updated, totalLogBlocks=merged.log_blocks,
-        fileSizeInBytes=len(data))
+        fileId=fs.file_id, path=f"{fs.partition_path}/{name}", prevCommit=fs.base_instant, numWrites=len(records),
+        totalWriteBytes=len(data), partitionPath=fs.partition_path, totalLogFilesCompacted=len(fs.log_files),
+        totalLogSizeCompacted=sum(int(lf.size or 0) for lf in fs.log_files), fileSizeInBytes=len(data), **counts)
 
 
 def _execute_compaction(table: HoodieTable, mdt: HoodieTable, instant_time: str) -> None:
@@ -185,7 +203,8 @@ def _execute_compaction(table: HoodieTable, mdt: HoodieTable, instant_time: str)
     schema = metadata_record_schema_json()
     meta = CommitMetadata(operation_type="COMPACT", compacted=True, extra_metadata={"schema": schema})
     for op in plan.operations or []:
-        meta.add_write_stat(FILES_PARTITION, _compact_operation(table, mdt, instant_time, op, schema))
+        stat = _compact_operation(table, mdt, instant_time, op, schema)
+        meta.add_write_stat(op.partition_path or FILES_PARTITION, stat)
     mdt.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), meta)
 
 
@@ -201,12 +220,13 @@ def _data_instants_holding_compaction(table: HoodieTable, instant_time: str) -> 
 
 
 def _other_partitions(table: HoodieTable) -> list[str]:
-    """Metadata-table partitions besides ``files`` (a record index). Hudi compacts every
+    """Metadata-table partitions we do not compact, or still being built. Hudi compacts every
     partition at once, and the data table's archival barrier relies on that: blocks of the
-    instants it archives must all be in base files. We compact the files partition only, so
-    with another partition the metadata table is not compacted (and the barrier stays put)."""
-    listed = ",".join(table.config.get(k) or "" for k in (METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT))
-    return [p for p in (x.strip() for x in listed.split(",")) if p and p != FILES_PARTITION]
+    instants it archives must all be in base files. With such a partition the metadata table
+    is not compacted (and the barrier stays put)."""
+    listed = [p.strip() for p in (table.config.get(METADATA_PARTITIONS) or "").split(",") if p.strip()]
+    building = [p.strip() for p in (table.config.get(METADATA_PARTITIONS_INFLIGHT) or "").split(",") if p.strip()]
+    return [p for p in listed if p not in COMPACTED_PARTITIONS] + building
 
 
 def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, config: HoodieConfig) -> str | None:

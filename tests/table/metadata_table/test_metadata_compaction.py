@@ -288,9 +288,9 @@ def test_delta_commits_archived_from_the_metadata_timeline_still_count(tmp_path)
     _same_rows(base)
 
 
-def test_a_metadata_table_with_another_partition_is_not_compacted_files_alone(tmp_path):
+def test_a_metadata_table_with_a_partition_we_do_not_compact_is_not_compacted(tmp_path):
     """Hudi compacts every metadata partition at once and the archival barrier relies on it;
-    we compact only ``files``, so a record index (listed by the table) keeps compaction off."""
+    we compact ``files`` and ``record_index``, so another partition keeps compaction off."""
     from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_services
     from airflow_hoodie.table.properties import TableConfig
 
@@ -302,9 +302,44 @@ def test_a_metadata_table_with_another_partition_is_not_compacted_files_alone(tm
         write_arrow(str(base), _batch(n), "upsert", CONF)
     assert _compactions(base) == []  # 10 delta commits: due at the next one
     table = HoodieTable.load(str(base))
-    table.config = TableConfig({**dict(table.config.items()), "hoodie.table.metadata.partitions": "files,record_index"})
+    table.config = TableConfig({**dict(table.config.items()), "hoodie.table.metadata.partitions": "files,expr_index_x"})
     assert run_table_services(table, mdt_of(table)).compacted == []
     assert _compactions(base) == []
     table = HoodieTable.load(str(base))
     assert len(run_table_services(table, mdt_of(table)).compacted) == 1
     assert _listing(base) == storage_listing(base)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_the_record_index_is_compacted_with_the_files_partition_and_stays_exact(tmp_path, table_type):
+    """Hudi compacts every metadata partition at once: the record index's file groups get
+    base files at the same compaction instant, merged as its reader merges (a later record
+    replaces, a delete removes), and every live key still maps to its file group."""
+    from airflow_hoodie.table.metadata_table.record_index import read_record_index
+    from tests.actions.services_fixtures import batch, table_config
+    from tests.table.metadata_table.test_record_index import assert_index_exact
+
+    base = tmp_path / "ri"
+    cfg = table_config(table_type, **{"hoodie.metadata.record.index.enable": "true", MAX_DELTAS: "3"})
+    for t in range(1, 9):
+        write_arrow(str(base), batch(range(t, t + 6), t), "upsert", cfg)
+        if t % 3 == 0:
+            write_arrow(str(base), batch([t + 1], t), "delete", cfg)
+        assert_index_exact(base, f"after write {t}")
+        assert _listing(base) == storage_listing(base), f"after write {t}"
+    compactions = _compactions(base)
+    assert len(compactions) >= 2
+    timeline = _mdt_timeline(base)
+    plan = CompactionPlan.from_bytes(timeline.read_plan(Instant(compactions[-1], Action.COMPACTION, State.REQUESTED)))
+    assert {op.partition_path for op in plan.operations} == {"files", "record_index"}
+    folder = base / ".hoodie" / "metadata" / "record_index"
+    for op in plan.operations:
+        if op.partition_path == "record_index":
+            hfile = folder / f"{op.file_id}_0-0-0_{compactions[-1]}.hfile"
+            ours = HFile(hfile.read_bytes(), str(hfile))
+            schema = fastavro.parse_schema(json.loads(ours.schema_json))
+            recs = [fastavro.schemaless_reader(io.BytesIO(v), schema) for _, v in ours.records()]
+            assert recs and all(r["type"] == 5 and r["recordIndexMetadata"] and r["_hoodie_file_name"] == hfile.name
+                                for r in recs)
+    assert read_record_index(HoodieTable.load(str(base)))
+    _same_rows(base)
