@@ -42,6 +42,7 @@ from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata, WriteStat
 from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
+from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema_json
@@ -200,9 +201,14 @@ def _merge_group(files: _IndexFiles, fs: FileSlice, wanted: set[str] | None,
                 raise HoodieCorruptedDataError(f"{where}: record {key!r} of the record index is not a type-5 record.")
             out[key] = info
 
+    wanted_rows = None if wanted is None else [k.encode("utf-8") for k in wanted]
+
+    def pairs(hfile: HFile) -> Any:  # through the HFile's key index when only some keys are wanted
+        return hfile.records() if wanted_rows is None else get_records(hfile, wanted_rows)
+
     if fs.base_file is not None:
         hfile = HFile(storage.read_bytes(fs.base_file.path), storage.uri(fs.base_file.path))
-        take(hfile.records(), hfile.schema_json, hfile.where)
+        take(pairs(hfile), hfile.schema_json, hfile.where)
     logs = [lf.path for lf in fs.log_files]
     if logs:
         scan = scan_log_files(storage, logs, None, files.valid - skip_instants, inflight_instants=files.pending,
@@ -216,7 +222,7 @@ def _merge_group(files: _IndexFiles, fs: FileSlice, wanted: set[str] | None,
                     out.pop(rec.record_key, None)
             elif block.block_type == BlockType.HFILE_DATA:
                 inner = HFile(block.block.content or b"", where)
-                take(inner.records(), block.block.schema or inner.schema_json, where)
+                take(pairs(inner), block.block.schema or inner.schema_json, where)
             else:
                 raise HoodieNotSupportedError(f"{where}: a {block.block.type_name} block in the record index; Hudi "
                                               "writes HFile data and delete blocks there.")
@@ -230,7 +236,8 @@ def record_index_file_group_count(table: HoodieTable) -> int:
 
 def read_record_index(table: HoodieTable, keys: Iterable[str] | None = None) -> dict[str, Location]:
     """key -> (partition, file id) of ``keys`` (every key when None). Only the file groups
-    the keys hash to are read, each once for all of its keys."""
+    the keys hash to are read, each once for all of its keys, and in each HFile only the
+    data blocks its key index names for them (:mod:`hfile_lookup`)."""
     files = _index_files(table)
     if keys is None:
         groups: dict[int, set[str] | None] = {i: None for i in range(files.count)}

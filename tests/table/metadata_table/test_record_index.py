@@ -157,3 +157,21 @@ def test_a_record_index_still_being_built_stops_the_job(tmp_path):
     HoodieTable.load(str(base)).update_config({"hoodie.table.metadata.partitions.inflight": "record_index"})
     with pytest.raises(HoodieNotSupportedError, match="record_index.*hoodie.metadata.enable=false"):
         write_arrow(str(base), batch(range(4, 6), 2), "upsert", cfg)
+
+
+def test_a_lookup_reads_only_the_hfile_blocks_its_keys_are_in(conformance_next):
+    from airflow_hoodie.table.metadata_table import hfile_lookup
+    from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+
+    rows = [(f"k{i:06d}".encode(), bytes(40)) for i in range(5000)]
+    hfile = HFile(write_hfile(rows, '{"type": "string"}', block_size=2048))
+    read = []
+    real_block = HFile._block
+    hfile._block = lambda offset: read.append(offset) or real_block(hfile, offset)
+    wanted = [b"k000000", b"k002500", b"k004999", b"k0025005", b"a", b"z"]
+    assert dict(hfile_lookup.get_records(hfile, wanted)) == {k: bytes(40) for k in wanted[:3]}
+    assert len(read) == 1 + 3  # the root index, then the three blocks holding a wanted key
+    for path in sorted((conformance_next / REAL).glob(".hoodie/metadata/*/*.hfile")):
+        real = HFile(path.read_bytes(), str(path))
+        everything = dict(real.records())
+        assert dict(hfile_lookup.get_records(real, [*everything, b"missing"])) == everything
