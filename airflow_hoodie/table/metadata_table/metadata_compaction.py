@@ -16,15 +16,17 @@ delta commit of the data instant being completed, under the data table's lock):
    ``_data_instants_holding_compaction``) and no compaction of the metadata table is pending: once
    ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
    compaction (all of them, the initializing one included, before the first), compaction
-   ``<latest delta commit>001`` merges the ``files-0000-0`` slice into a new base HFile.
+   ``<latest delta commit>001`` merges the latest slice of every file group of the ``files``
+   and ``record_index`` partitions into new base HFiles (Hudi compacts all partitions at
+   once; with a partition we do not compact, there is no compaction at all).
 4. archival of the metadata table's timeline (actions/archive.archive_metadata_table):
    the data table's rules with keep.min/max one higher, and nothing at or after the data
    table's earliest commit or pending instant.
 
-The merge is the reader's (files_listing.merge_file_slice): base records, then the blocks of
-valid instants in log order; tombstones are dropped from the result, since the new base
-holds the whole state and nothing older is merged under it. Every record names its new
-file in ``_hoodie_file_name``, as Hudi's merge handle writes it.
+The merge is the reader's (files_listing.merge_file_slice, record_index._merge_group): base
+records, then the blocks of valid instants in log order; file tombstones are dropped from
+the result, since the new base holds the whole state and nothing older is merged under it.
+Every record names its new file in ``_hoodie_file_name``, as Hudi's merge handle writes it.
 
 The data table's archival stops before the latest compaction (actions/archive.py): the
 blocks after it are only valid while their data instants are on the active timeline.
