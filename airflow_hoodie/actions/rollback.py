@@ -36,10 +36,16 @@ from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.log_block import serialize_block
 from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
+from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_through
+from airflow_hoodie.table.metadata_table.files_change import files_change
+from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_of, update_files_partition
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
+#: the metadata table's rollback of a data rollback's target is this suffix after its time
+METADATA_ROLLBACK_SUFFIX = "006"
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction")
 
 
@@ -113,12 +119,14 @@ def _encode(name: str, record: Mapping[str, Any]) -> bytes:
 
 
 def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | None = None,
-                     rollback_time: str | None = None, pending_only: bool = False) -> str:
+                     rollback_time: str | None = None, pending_only: bool = False, latest_only: bool = True) -> str:
     """Roll back instant ``target`` (pending, or the latest completed write); returns the rollback instant.
 
     A pending rollback of the same target (killed earlier) is resumed from its plan.
     ``pending_only`` (failed writes): a target found completed is refused with
     :class:`HoodieTimelineError`, however it was judged before: its writer finished after all.
+    ``latest_only=False`` (the metadata table, whose delta commits a log rollback block can
+    cancel in any order): a completed target need not be the latest.
     """
 
     tl = table.timeline.reload() if hasattr(table.timeline, "reload") else table.timeline
@@ -141,7 +149,7 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
         raise HoodieTimelineError(f"{inst.action} {target} completed meanwhile; a completed write is not rolled "
                                   "back as failed.")
     target_completed = inst is not None and inst.is_completed
-    if target_completed:
+    if target_completed and latest_only:
         later = [i for i in tl.completed_commits().instants if i.timestamp > target]
         if later:
             raise HoodieError(f"Instant {target} is not the latest completed write (later: {later[-1].timestamp}); "
@@ -176,15 +184,37 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
     md = {"startRollbackTime": ts, "timeTakenInMillis": int((time.time() - started) * 1000),
           "totalFilesDeleted": deleted_total, "commitsRollback": [target], "partitionMetadata": part_meta,
           "version": 1, "instantsRollback": [{"commitTime": target, "action": action}]}
+    mirrored = _mirror_in_metadata_table(table, target, ts, md)
     # the target's instant files go before the rollback completes: a crash in between re-runs this plan
     writer.delete_instant_files(target, action, completed_first=True)
     mk.delete_marker_dir(storage, table.base_path, target)
     # a write that never completed put no file in any listing
     table.complete(Instant(ts, Action.ROLLBACK, State.INFLIGHT), md, ensure_locks_held,
-                   changes_listing=target_completed)
+                   changes_listing=target_completed and not mirrored)
     if hasattr(table, "reload_timeline"):
         table.reload_timeline()
     return ts
+
+
+def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapping[str, Any]) -> bool:
+    """What Hudi's metadata writer does for a data rollback ``ts``, before it completes: a
+    delta commit ``ts`` listing the log files the rollback and the rolled-back write left
+    (a rollback block cancels a log's records, it deletes no file), then a rollback of the
+    metadata table's own delta commit of the target, completed or not, at ``ts`` + "006"
+    (HoodieTableMetadataUtil's rollback suffix): its rollback block hides the target's
+    records from every reader. Returns whether the metadata table was kept in step."""
+    if not table.metadata_enabled or not files_partition_ready(table.reload_config()):
+        return False
+    # the delta commit also tombstones the files the rollback deleted: that alone keeps the
+    # listing true when the target's records were compacted into a base file, where no
+    # rollback block reaches them (Hudi refuses that rollback; validateRollback)
+    update_files_partition(table, ts, files_change(Action.ROLLBACK, md))
+    mdt = metadata_table_of(table)
+    timeline = mdt.reload_timeline()
+    compacted = compacted_through(timeline)
+    if timeline.get(target) is not None and (compacted is None or target > compacted):
+        rollback_instant(mdt, target, rollback_time=ts + METADATA_ROLLBACK_SUFFIX, latest_only=False)
+    return True
 
 
 def _append_rollback_block(table: HoodieTable, req: Mapping[str, Any], ts: str, target: str,

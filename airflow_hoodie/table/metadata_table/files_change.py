@@ -65,8 +65,11 @@ def _from_rollback(meta: Mapping[str, Any], change: FilesChange) -> None:
         partition = _partition_of(pm.get("partitionPath", part))
         for path in pm.get("successDeleteFiles") or []:
             change.delete(partition, _name(path))
-        for path, size in (pm.get("rollbackLogFiles") or {}).items():
-            change.add(partition, _name(path), int(size or 0))
+        # a rollback block cancels records and deletes no file: the log files it went to and
+        # the ones the rolled-back write appended to stay listed
+        for key in ("rollbackLogFiles", "logFilesFromFailedCommit"):
+            for path, size in (pm.get(key) or {}).items():
+                change.add(partition, _name(path), int(size or 0))
 
 
 def files_change(action: str, metadata: CommitMetadata | Mapping[str, Any]) -> FilesChange:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the table imports this module
 FILES_FILE_GROUP = "files-0000-0"
 
 
-def _metadata_table(table: HoodieTable) -> HoodieTable:
+def metadata_table_of(table: HoodieTable) -> HoodieTable:
     """The metadata table as a table of its own (MERGE_ON_READ, HFile base files)."""
     path = metadata_table_path(table.base_path)
     return type(table)(table.storage, path, TableConfig.load(table.storage, path))
@@ -72,7 +72,7 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
     metadata table as its delta commit ``instant_time``; returns the log file written, or
     None when there was nothing to write or it was written before. ``record_index``: the
     instant's record-index records, appended in the same delta commit (:mod:`record_index`)."""
-    mdt = _metadata_table(table)
+    mdt = metadata_table_of(table)
     run_table_services(table, mdt)  # Hudi's writer runs them before its next delta commit
     writer = TimelineWriter(mdt.storage, mdt.base_path)
     if not _begin(writer, mdt.reload_timeline(), instant_time):

@@ -171,3 +171,57 @@ def test_statistics_partitions_are_dropped_the_way_hudi_drops_them(conformance_n
     assert HoodieTable.load(str(base)).config.get("hoodie.table.metadata.partitions") == "files"
     assert not stats.exists()
     assert_listing_true(base, "after the drop")
+
+
+def test_a_write_that_fails_after_its_metadata_delta_commit_leaves_a_true_listing(tmp_path, monkeypatch):
+    """The metadata table's delta commit completes before the data instant; when the data
+    instant then fails, its rollback R is mirrored as Hudi's metadata writer does it: a delta
+    commit R listing the log files left behind, then a rollback R + "006" of the failed
+    write's delta commit, so its base files never show."""
+    from airflow_hoodie.table.timeline.timeline import TimelineWriter
+    from tests.actions.services_fixtures import batch, table_config
+
+    base = tmp_path / "t"
+    cfg = table_config("MERGE_ON_READ")
+    write_arrow(str(base), batch(range(0, 6), 1), "upsert", cfg)
+    real_complete = TimelineWriter.complete
+
+    def data_completion_fails(self, instant, content):
+        if "/.hoodie/metadata" not in self.base_path and instant.action == "deltacommit":
+            raise OSError(28, "No space left on device")  # the write's own completion only
+        return real_complete(self, instant, content)
+
+    monkeypatch.setattr(TimelineWriter, "complete", data_completion_fails)
+    with pytest.raises(OSError, match="No space left"):
+        write_arrow(str(base), batch(range(3, 9), 2), "upsert", cfg)
+    monkeypatch.undo()
+    data = HoodieTable.load(str(base))
+    mdt = HoodieTable.load(str(base / ".hoodie" / "metadata"))
+    (rollback,) = [i for i in data.timeline.instants if i.action == "rollback"]
+    assert mdt.timeline.get(rollback.timestamp).action == "deltacommit"
+    assert mdt.timeline.get(rollback.timestamp + "006").action == "rollback"
+    assert_listing_true(base, "after the failed write")
+    assert sorted(read_table(str(base)).column("id").to_pylist()) == [f"k{i:04d}" for i in range(6)]
+
+
+def test_rolling_back_a_write_whose_metadata_records_were_compacted_keeps_the_listing_true(tmp_path):
+    """No rollback block reaches records a metadata-table compaction merged into a base
+    file; the rollback's own delta commit tombstones the files it deleted instead."""
+    from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_through
+    from airflow_hoodie.table.timeline.timeline import Timeline
+    from tests.actions.services_fixtures import batch, table_config
+
+    base = tmp_path / "t"
+    often = {"hoodie.metadata.compact.max.delta.commits": "3"}
+    cfg = table_config("COPY_ON_WRITE", **often)
+    for t in range(1, 5):
+        write_arrow(str(base), batch(range(0, 6), t), "upsert", cfg)
+    last = write_arrow(str(base), batch(range(100, 106), 9), "upsert", cfg).instant
+    # the clean's delta commit first compacts the metadata table, through the last write
+    cl.run_clean(HoodieTable.load(str(base)), HoodieConfig({**often, cl.POLICY: "KEEP_LATEST_FILE_VERSIONS",
+                                                            cl.FILE_VERSIONS_RETAINED: "2"}), LocalExecutor())
+    storage, _ = Storage.for_uri(str(base))
+    assert compacted_through(Timeline.load(storage, str(base / ".hoodie" / "metadata"))) >= last
+    rollback_latest_or(HoodieTable.load(str(base)), last, HoodieConfig(often))
+    assert_listing_true(base, "rollback of a compacted write")
+    assert sorted(read_table(str(base)).column("id").to_pylist()) == [f"k{i:04d}" for i in range(6)]
