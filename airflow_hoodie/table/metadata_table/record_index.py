@@ -17,7 +17,9 @@ hand-over from the write tasks): a file group's keys before the instant against 
 after it; a new file group's keys are all additions (inserts and clustering's moved
 records); the keys of a replaced group that no new group holds are deletions. A rollback
 puts back, for every key the rolled-back instant's blocks touched, the location the index
-had without them. The records go to the file groups' logs in the metadata-table delta
+had without them; when a metadata-table compaction already merged those blocks into base
+files, and for a restore (whose inner rollbacks leave no instant, so their blocks stop
+counting), it compares the whole index with the table's keys instead (a full scan). The records go to the file groups' logs in the metadata-table delta
 commit of the data instant (:func:`metadata_writer.update_files_partition`): an HFile data
 block for additions and a delete block for deletions, as Hudi's append handle writes them.
 """
@@ -234,7 +236,8 @@ def record_index_file_group_count(table: HoodieTable) -> int:
     return _index_files(table).count
 
 
-def read_record_index(table: HoodieTable, keys: Iterable[str] | None = None) -> dict[str, Location]:
+def read_record_index(table: HoodieTable, keys: Iterable[str] | None = None,
+                      skip_instants: frozenset[str] = frozenset()) -> dict[str, Location]:
     """key -> (partition, file id) of ``keys`` (every key when None). Only the file groups
     the keys hash to are read, each once for all of its keys, and in each HFile only the
     data blocks its key index names for them (:mod:`hfile_lookup`)."""
@@ -248,7 +251,7 @@ def read_record_index(table: HoodieTable, keys: Iterable[str] | None = None) -> 
                 groups.setdefault(file_group_index(key, files.count), set()).add(key)  # type: ignore[union-attr]
     out: dict[str, Location] = {}
     for index, wanted in sorted(groups.items()):
-        for key, info in _merge_group(files, files.slices[index], wanted).items():
+        for key, info in _merge_group(files, files.slices[index], wanted, skip_instants).items():
             out[key] = location_of(info)
     return out
 
@@ -358,6 +361,39 @@ def _rollback_change(table: HoodieTable, instants: set[str]) -> RecordIndexChang
     return change
 
 
+def _compacted_past(table: HoodieTable, instants: set[str]) -> bool:
+    """Whether a metadata-table compaction merged the blocks of one of ``instants`` into a
+    base file (a compaction ``<T>001`` holds every delta commit up to ``T``)."""
+    mdt_timeline = Timeline.load(table.storage, metadata_table_path(table.base_path))
+    done = [i.timestamp for i in mdt_timeline.instants if i.action == Action.COMMIT and i.is_completed]
+    if not done:
+        return False
+    through = done[-1][:-3] if len(done[-1]) > 17 else done[-1]
+    return any(ts <= through for ts in instants)
+
+
+def _reconcile_change(table: HoodieTable, skip_instants: frozenset[str] = frozenset()) -> RecordIndexChange:
+    """Every difference between the index and the keys of the table's latest file slices
+    (a full scan, as building the index is): what a rollback past a metadata-table
+    compaction needs, since the rolled-back blocks are merged away and no longer say which
+    keys they touched."""
+    timeline = table.reload_timeline()
+    valid = {i.timestamp for i in timeline.completed().instants}
+    start = timeline.first_non_savepoint_commit()
+    utc = _timezone_utc(table)
+    current = read_record_index(table, skip_instants=skip_instants)
+    change = RecordIndexChange()
+    live: set[str] = set()
+    for fs in table.file_system_view(timeline).latest_merged_file_slices():
+        millis = instant_millis(fs.base_file.commit_time if fs.base_file is not None else fs.base_instant, utc)
+        for key in _slice_keys(table, fs, [], None, valid, start):
+            live.add(key)
+            if current.get(key) != (fs.partition_path, fs.file_id):
+                change.upserts[key] = (fs.partition_path, fs.file_id, millis)
+    change.deletes = set(current) - live
+    return change
+
+
 def record_index_change(table: HoodieTable, instant: Instant, metadata: Any) -> RecordIndexChange:
     """What data instant ``instant`` (about to complete with ``metadata``) does to the index."""
     if isinstance(metadata, CommitMetadata):
@@ -366,7 +402,15 @@ def record_index_change(table: HoodieTable, instant: Instant, metadata: Any) -> 
         return _write_change(table, instant.timestamp, metadata)
     if instant.action in (Action.ROLLBACK, Action.RESTORE):
         instants = _rolled_back(instant.action, metadata)
-        return _rollback_change(table, instants) if instants else RecordIndexChange()
+        if not instants:
+            return RecordIndexChange()
+        if instant.action == Action.RESTORE:
+            # its inner rollbacks leave no instant on the data timeline, so the blocks they
+            # wrote stop counting once the restore completes: its own block holds it all
+            inner = frozenset(rb.get("startRollbackTime") for rbs in (metadata.get("hoodieRestoreMetadata") or {})
+                              .values() for rb in rbs or [] if rb.get("startRollbackTime"))
+            return _reconcile_change(table, inner)
+        return _reconcile_change(table) if _compacted_past(table, instants) else _rollback_change(table, instants)
     return RecordIndexChange()  # clean, savepoint: no key moves
 
 
