@@ -40,6 +40,7 @@ from airflow_hoodie.table.metadata_table.files_listing import files_partition_re
 from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_through
 from airflow_hoodie.table.metadata_table.files_change import files_change
 from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_of, update_files_partition
+from airflow_hoodie.table.metadata_table.record_index import has_record_index, record_index_change
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
@@ -208,7 +209,10 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     # the delta commit also tombstones the files the rollback deleted: that alone keeps the
     # listing true when the target's records were compacted into a base file, where no
     # rollback block reaches them (Hudi refuses that rollback; validateRollback)
-    update_files_partition(table, ts, files_change(Action.ROLLBACK, md))
+    # the record index gets the keys' locations without the target (record_index.py)
+    index_change = record_index_change(table, Instant(ts, Action.ROLLBACK, State.INFLIGHT), md) \
+        if has_record_index(table.config) else None
+    update_files_partition(table, ts, files_change(Action.ROLLBACK, md), index_change)
     mdt = metadata_table_of(table)
     timeline = mdt.reload_timeline()
     compacted = compacted_through(timeline)

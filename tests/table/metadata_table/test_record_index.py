@@ -205,3 +205,24 @@ def test_the_record_index_stays_exact_past_metadata_compaction_archival_and_rest
     index = read_record_index(HoodieTable.load(str(base)))
     assert {"k0100", "k0101"} <= set(index) and "k0105" not in index
     assert_index_exact(base, "restore")
+
+
+def test_a_rollback_keeps_the_record_index_exact_when_its_records_were_compacted(tmp_path):
+    """The rolled-back delete's records were compacted into the metadata table's base files
+    (by the delta commit of a clean after it), where no rollback block reaches them."""
+    from airflow_hoodie.actions import clean as cl
+
+    base = tmp_path / "t"
+    cfg = table_config("MERGE_ON_READ", **ENABLE, **{"hoodie.metadata.compact.max.delta.commits": "1"})
+    write_arrow(str(base), batch(range(0, 8), 1), "upsert", cfg)
+    write_arrow(str(base), batch(range(4, 12), 2), "upsert", cfg)
+    c.schedule_compaction(HoodieTable.load(str(base)), HoodieConfig({}), force=True)
+    c.execute_pending_compactions(HoodieTable.load(str(base)), LocalExecutor())
+    deleted = write_arrow(str(base), batch(range(2, 4), 3), "delete", cfg).instant  # log blocks on the new bases
+    cl.run_clean(HoodieTable.load(str(base)), HoodieConfig({**cfg, cl.POLICY: "KEEP_LATEST_FILE_VERSIONS",
+                                                            cl.FILE_VERSIONS_RETAINED: "1"}), LocalExecutor())
+    assert list((base / ".hoodie" / "metadata" / ".hoodie").glob(f"{deleted}001.commit"))
+    assert not {"k0002", "k0003"} & set(read_record_index(HoodieTable.load(str(base))))
+    rollback_latest_or(HoodieTable.load(str(base)), deleted, HoodieConfig(cfg))
+    assert {"k0002", "k0003"} <= set(read_record_index(HoodieTable.load(str(base))))
+    assert_index_exact(base, "rollback of a compacted delete")
