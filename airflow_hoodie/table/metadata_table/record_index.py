@@ -480,6 +480,27 @@ def _init_instant(table: HoodieTable, mdt_timeline: Timeline) -> str:
     return f"{base}{INIT_SUFFIX + offset:03d}"
 
 
+def _remove_failed_build(table: HoodieTable, mdt: HoodieTable, writer: TimelineWriter) -> None:
+    """A build that died before listing the partition left its folder and a delta commit of
+    its own (a time no data instant has; pending, or completed with only record-index files):
+    both go before building again, as Hudi rolls back a failed metadata-table write (under
+    the table lock, and no reader takes an unlisted partition)."""
+    folder = mdt.storage.join(mdt.base_path, RECORD_INDEX_PARTITION)
+    if not mdt.storage.exists(folder):
+        return
+    data_times = {i.timestamp for i in table.reload_timeline().instants}
+    timeline = mdt.reload_timeline()
+    for inst in timeline.instants:
+        if inst.action != Action.DELTA_COMMIT or inst.timestamp in data_times:
+            continue
+        if inst.is_completed:
+            written = CommitMetadata.from_json(timeline.read_details(inst)).partition_to_write_stats
+            if set(written) != {RECORD_INDEX_PARTITION}:
+                continue
+        writer.delete_instant_files(inst.timestamp, Action.DELTA_COMMIT)
+    mdt.storage.delete_dir(folder)
+
+
 def initialize_record_index(table: HoodieTable, minimum: int, maximum: int, max_group_bytes: int,
                             growth: float) -> str:
     """Build ``record_index`` from the keys of the table's latest file slices (Hudi's
@@ -498,8 +519,9 @@ def initialize_record_index(table: HoodieTable, minimum: int, maximum: int, max_
         for key in _slice_keys(table, fs, [], None, valid, start):
             locations[key] = (fs.partition_path, fs.file_id, millis)
     count = file_group_count(len(locations), minimum, maximum, max_group_bytes, growth)
-    instant = _init_instant(table, mdt.reload_timeline())
     writer = TimelineWriter(storage, mdt_base)
+    _remove_failed_build(table, mdt, writer)
+    instant = _init_instant(table, mdt.reload_timeline())
     writer.create_requested(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
     writer.transition_to_inflight(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
     write_partition_metadata(storage, mdt_base, RECORD_INDEX_PARTITION, instant)

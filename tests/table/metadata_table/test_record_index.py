@@ -226,3 +226,30 @@ def test_a_rollback_keeps_the_record_index_exact_when_its_records_were_compacted
     rollback_latest_or(HoodieTable.load(str(base)), deleted, HoodieConfig(cfg))
     assert {"k0002", "k0003"} <= set(read_record_index(HoodieTable.load(str(base))))
     assert_index_exact(base, "rollback of a compacted delete")
+
+
+def test_a_build_that_died_is_redone_by_the_next_write(tmp_path, monkeypatch):
+    base = tmp_path / "t"
+    cfg = table_config("COPY_ON_WRITE")
+    write_arrow(str(base), batch(range(0, 8), 1), "upsert", cfg)
+    real_update = HoodieTable.update_config
+
+    def dies_before_listing(self, updates, deletes=()):
+        if "record_index" in str(updates):
+            raise RuntimeError("killed")
+        return real_update(self, updates, deletes)
+    monkeypatch.setattr(HoodieTable, "update_config", dies_before_listing)
+    with pytest.raises(RuntimeError, match="killed"):
+        write_arrow(str(base), batch(range(8, 10), 2), "upsert", {**cfg, **ENABLE})
+    monkeypatch.undo()
+    mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie"
+    died = [p.name.split(".")[0] for p in mdt_timeline.glob("*010.deltacommit.inflight") if len(p.name) > 40]
+    assert died  # its delta commit completed, the partition was never listed
+    assert HoodieTable.load(str(base)).config.get("hoodie.table.metadata.partitions") == "files"
+    write_arrow(str(base), batch(range(8, 12), 3), "upsert", {**cfg, **ENABLE})
+    # built again at the same time (the failed build's instant and files went first)
+    assert HoodieTable.load(str(base)).config.get("hoodie.table.metadata.partitions") == "files,record_index"
+    assert (mdt_timeline / f"{died[0]}.deltacommit").exists()
+    assert not list(mdt_timeline.glob("*011.deltacommit*"))
+    assert len(list((base / ".hoodie" / "metadata" / "record_index").glob("*.hfile"))) == 10
+    assert_index_exact(base, "rebuilt")
