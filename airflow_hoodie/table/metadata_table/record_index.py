@@ -27,13 +27,17 @@ block for additions and a delete block for deletions, as Hudi's append handle wr
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import math
 import secrets
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedError
+import fastavro
+
+from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieError, HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
@@ -47,7 +51,11 @@ from airflow_hoodie.table.metadata_table.files_listing import _decode_values, bl
 from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
-from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema_json
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    encode_record,
+    metadata_record_schema,
+    metadata_record_schema_json,
+)
 from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State, parse_instant_time
@@ -130,17 +138,44 @@ def location_of(info: Mapping[str, Any]) -> Location:
     return info.get("partitionName") or "", file_id
 
 
+@lru_cache(maxsize=8)
+def _record_prefix(file_name: str | None) -> bytes:
+    """The Avro bytes of a type-5 record up to its last field, ``recordIndexMetadata``
+    (meta fields, empty key, type 5, three null payloads), then that union's branch 1."""
+    rec: dict[str, Any] = {"key": "", "type": TYPE_RECORD_INDEX, "recordIndexMetadata": None}
+    if file_name is not None:
+        rec["_hoodie_file_name"] = file_name
+    null_last = encode_record(rec)
+    if null_last[-1:] != b"\x00":
+        raise HoodieError("HoodieMetadataRecord.avsc must end with recordIndexMetadata (a bundled-schema bug).")
+    return null_last[:-1] + b"\x02"
+
+
+@lru_cache(maxsize=1)
+def _info_schema() -> Any:
+    field_ = next(f for f in metadata_record_schema()["fields"] if f["name"] == "recordIndexMetadata")
+    return fastavro.parse_schema(next(t for t in field_["type"] if t != "null"))
+
+
+@lru_cache(maxsize=4096)
+def _file_info(partition: str, file_id: str) -> dict[str, Any]:
+    return index_info(partition, file_id, 0)
+
+
 def record_index_records(locations: Mapping[str, tuple[str, str, int]], file_name: str | None = None
                          ) -> list[tuple[bytes, bytes]]:
     """(HFile key, Avro value) of type-5 records for ``key -> (partition, file id, millis)``,
-    sorted by key (HFiles are sorted)."""
+    sorted by key (HFiles are sorted). The bytes are those of the whole HoodieMetadataRecord;
+    only its last field is encoded per key (a 200k-key insert spent 4 s encoding the rest)."""
+    prefix, schema = _record_prefix(file_name), _info_schema()
     out = []
+    buf = io.BytesIO()
     for key in sorted(locations):
         part, fid, millis = locations[key]
-        rec = {"key": "", "type": TYPE_RECORD_INDEX, "recordIndexMetadata": index_info(part, fid, millis)}
-        if file_name is not None:
-            rec["_hoodie_file_name"] = file_name
-        out.append((key.encode("utf-8"), encode_record(rec)))
+        buf.seek(0)
+        buf.truncate()
+        fastavro.schemaless_writer(buf, schema, {**_file_info(part, fid), "instantTime": millis})
+        out.append((key.encode("utf-8"), prefix + buf.getvalue()))
     return out
 
 

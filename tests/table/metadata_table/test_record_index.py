@@ -152,6 +152,21 @@ def test_hashing_and_sizing_follow_hudi():
     assert location_of(index_info("p", "not-a-uuid", 1)) == ("p", "not-a-uuid")
 
 
+def test_record_bytes_are_the_whole_records_encoding():
+    from airflow_hoodie.table.metadata_table.metadata_record import encode_record
+    from airflow_hoodie.table.metadata_table.record_index import record_index_records
+
+    locations = {"a": ("p0", "3940a88a-becc-42a6-b177-6b3eb822870c-0", 1795645340198), "b": ("", "not-a-uuid", 5),
+                 "c": ("x", "3940a88a-becc-42a6-b177-6b3eb822870c", -1)}
+    for name in (None, "record-index-0001-0_0-0-0_20240101000000000001.hfile"):
+        ours = dict(record_index_records(locations, name))
+        for key, (part, fid, millis) in locations.items():
+            whole = {"key": "", "type": 5, "recordIndexMetadata": index_info(part, fid, millis)}
+            if name:
+                whole["_hoodie_file_name"] = name
+            assert ours[key.encode()] == encode_record(whole)
+
+
 def test_a_record_index_still_being_built_stops_the_job(tmp_path):
     base = tmp_path / "t"
     cfg = table_config("COPY_ON_WRITE")
