@@ -268,3 +268,16 @@ def test_a_build_that_died_is_redone_by_the_next_write(tmp_path, monkeypatch):
     assert not list(mdt_timeline.glob("*011.deltacommit*"))
     assert len(list((base / ".hoodie" / "metadata" / "record_index").glob("*.hfile"))) == 10
     assert_index_exact(base, "rebuilt")
+
+
+def test_overwrites_drop_the_keys_of_the_file_groups_they_replace(tmp_path):
+    base = tmp_path / "t"
+    cfg = table_config("COPY_ON_WRITE", **ENABLE)
+    write_arrow(str(base), batch(range(0, 12), 1), "upsert", cfg)
+    write_arrow(str(base), batch([0, 2, 40], 2), "insert_overwrite", cfg)  # partition p0 now holds only these
+    index = read_record_index(HoodieTable.load(str(base)))
+    assert {"k0000", "k0002", "k0040"} <= set(index) and "k0004" not in index and "k0001" in index
+    assert_index_exact(base, "insert_overwrite")
+    write_arrow(str(base), batch([7], 3), "insert_overwrite_table", cfg)
+    assert set(read_record_index(HoodieTable.load(str(base)))) == {"k0007"}
+    assert_index_exact(base, "insert_overwrite_table")
