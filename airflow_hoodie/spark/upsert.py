@@ -466,9 +466,14 @@ def upsert_dataframe(
     if operation == "bulk_insert":  # Hudi's row-writer path: no index, its own layout
         cfg, avro = begin_write(client, in_schema, operation)
         if client.table is None:
-            # the row writer meets each record only in its write task: on a first write run
-            # the key and partition checks first, so a refused batch leaves no table behind
-            _prepared(df, in_schema, cfg, operation, global_keys=False)[0].unpersist()
+            # the row writer meets each record only in its write task: on a first write the
+            # key, partition and ordering checks run first, in one pass without a shuffle, so
+            # a refused batch leaves no table behind
+            try:
+                keyed_dataframe(df, in_schema, key_generator_props(cfg), operation,
+                                checked_ordering_field(cfg, operation)).write.format("noop").mode("overwrite").save()
+            except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+                raise translate_job_error(exc) from exc
         rolled = open_for_write(client, avro)
         return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
     small = driver_batch(df, config)

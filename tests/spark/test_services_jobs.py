@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
+from tests.actions.test_archive_table import NO_METADATA_TABLE
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -153,7 +154,7 @@ def test_sigkill_clean_then_rerun(tmp_path, point):
 @pytest.mark.parametrize("point", ARCHIVE_POINTS)
 def test_sigkill_archive_then_rerun(tmp_path, point):
     base = str(tmp_path / "cow")
-    cfg = table_config("COPY_ON_WRITE")
+    cfg = table_config("COPY_ON_WRITE", **NO_METADATA_TABLE)  # the archival rules alone
     commits = [write(base, batch(range(t, t + 2), t), cfg) for t in range(1, 9)]
     conf = ("--hoodie-conf", "hoodie.keep.min.commits=4", "--hoodie-conf", "hoodie.keep.max.commits=6",
             "--hoodie-conf", "hoodie.cleaner.commits.retained=3", "--hoodie-conf", "hoodie.commits.archival.batch=1")
