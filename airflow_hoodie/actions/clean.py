@@ -308,7 +308,11 @@ def run_clean(table: HoodieTable, config: HoodieConfig, executor: Executor,
     """
     table.prepare_for_change(config)
     tm = transaction_manager_for(table, config)
-    rolled = rollback_failed_writes(table, tm, config) if tm.failed_writes_policy == LAZY else []
+    if tm.failed_writes_policy == LAZY:
+        table.reload_timeline()  # the table may have been loaded long before this clean
+        rolled = rollback_failed_writes(table, tm, config)
+    else:
+        rolled = []
     tl = table.reload_timeline()
     pending = [i for i in tl.instants if i.action == Action.CLEAN and i.state != State.COMPLETED]
     if pending:

@@ -226,7 +226,8 @@ class WriteClient:
         (heartbeat expired) are rolled back now under EAGER, by clean under LAZY."""
         if self.table is None:
             return []
-        self.table.reload_timeline()
+        # the timeline the write loaded: whatever started since is live, and whatever is
+        # decided here is decided again under the lock (and start checks again)
         tm = self.txn
         if not tm.is_occ:
             self._refuse_beside_live_writer()
@@ -249,7 +250,8 @@ class WriteClient:
     def new_instant_time(self) -> str:
         """The table's next instant time (its time zone, after its last instant)."""
         if self.table is not None:
-            return self.table.new_instant_time()
+            # start() takes a later one under the lock when another writer took this time
+            return self.table.new_instant_time(fresh=False)
 
         utc = self.config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
         return new_instant_time(utc=utc, table=self.base_uri)

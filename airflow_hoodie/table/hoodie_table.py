@@ -185,14 +185,15 @@ class HoodieTable:
         self._timeline = Timeline.load(self.storage, self.base_path)
         return self._timeline
 
-    def new_instant_time(self) -> str:
+    def new_instant_time(self, fresh: bool = True) -> str:
         """A fresh instant time for this table: its timeline time zone, after its last instant.
 
         Hudi uses local time unless ``hoodie.table.timeline.timezone=UTC``; forcing the
         time past the last instant on the timeline keeps instants ordered even when
-        writers run on hosts with skewed clocks.
+        writers run on hosts with skewed clocks. ``fresh=False``: after the last instant of
+        the timeline already loaded (a caller that checks the time again under the lock).
         """
-        last = self.reload_timeline().last()
+        last = (self.reload_timeline() if fresh else self.timeline).last()
         return new_instant_time(
             utc=self.config.timeline_timezone == "UTC", after=last.timestamp if last else None,
             table=self.base_uri,

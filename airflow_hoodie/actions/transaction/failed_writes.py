@@ -35,8 +35,7 @@ def rollback_failed_writes(table: HoodieTable, tm: TransactionManager, config: H
     """Roll back every failed write; returns their instant times."""
     from airflow_hoodie.actions.rollback import rollback_instant  # noqa: PLC0415 - rollback imports us
 
-    table.reload_timeline()
-    done = []
+    done = []  # judged on the caller's timeline; each candidate is judged again under the lock
     for candidate in failed_writes(table, tm):
         with tm.transaction(f"roll back failed write {candidate.timestamp}"):
             table.reload_timeline()
@@ -49,5 +48,6 @@ def rollback_failed_writes(table: HoodieTable, tm: TransactionManager, config: H
                 continue  # completed after all (without a lock, SINGLE_WRITER): it stays
         tm.heartbeats.stop(candidate.timestamp)
         done.append(candidate.timestamp)
-    table.reload_timeline()
+    if done:
+        table.reload_timeline()
     return done
