@@ -212,8 +212,8 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     client.table_name = name
     # a delete carries only keys; Hudi writes no data columns for it
     avro = evolve_schema(client.table_avro_schema(), data_schema, name,
-                         fill_missing=operation == "delete" or cfg.get_bool(SET_NULL_FOR_MISSING_COLUMNS, False),
-                         drop_missing=cfg.get_bool(ALLOW_COLUMN_DROP, False))
+                         fill_missing=operation == "delete" or cfg.get_bool(SET_NULL_FOR_MISSING_COLUMNS),
+                         drop_missing=cfg.get_bool(ALLOW_COLUMN_DROP))
     if client.table is None and operation == "delete":
         raise HoodieError(f"No Hudi table at {client.base_uri} to delete from.")
     return cfg, avro

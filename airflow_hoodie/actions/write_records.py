@@ -61,13 +61,12 @@ def check_ordering_values(data: pa.Table, ordering_field: str | None) -> None:
     and MOR keep the oldest."""
     if not ordering_field or ordering_field not in data.column_names:
         return
-    col = data.column(ordering_field)
-    if col.null_count == 0:
+    nulls = data.column(ordering_field).null_count
+    if nulls == 0:
         return
-    nulls = pc.is_null(col)
     raise HoodieKeyError(
         f"The ordering field {ordering_field!r} (hoodie.datasource.write.precombine.field) is null in "
-        f"{pc.sum(nulls).as_py():,} of {data.num_rows:,} records; Hudi refuses a record without an ordering "
+        f"{nulls:,} of {data.num_rows:,} records; Hudi refuses a record without an ordering "
         "value, since it could not tell which version of a key is the latest. Fill the column (or choose "
         "another precombine field); nothing was written.")
 

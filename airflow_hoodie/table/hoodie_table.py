@@ -223,8 +223,8 @@ class HoodieTable:
         reconciliation), then the table's own: the metadata-table delta commit of this
         instant (or, without one, a check that no writer built a metadata table meanwhile:
         completing would leave its listing without our change), then serializes ``metadata``
-        for the table's version and writes the completed instant file. Callers that run concurrently hold the lock.
-        ``changes_listing=False``: the instant adds or removes no file a listing holds (a
+        for the table's version and writes the completed instant file. Callers that run
+        concurrently hold the lock. ``changes_listing=False``: the instant adds or removes no file a listing holds (a
         savepoint, the rollback of a write that never completed)."""
         if pre_commit is not None:
             pre_commit()
