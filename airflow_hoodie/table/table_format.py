@@ -5,7 +5,8 @@ object how the completed instant's metadata is serialized for the table's versio
 action never branches on the version: a commit hands over a :class:`CommitMetadata`, a
 clean, rollback, savepoint or restore its Avro record, and the format writes the bytes
 the table's Hudi version reads (version 6: Jackson JSON for commits, Avro containers for
-the others). Versions we read but do not write say so here, in one place.
+the others; versions 8 and 9: Avro containers for all, commits in Hudi 1.x's
+``CommitMetadataSerDeV2`` form). Versions we read but do not write say so here, in one place.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from typing import Any, Mapping, Union
 
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from airflow_hoodie.table.properties import TableConfig
+from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline import commit_serde_v2
 from airflow_hoodie.table.timeline.instant import Action
+from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 #: the table versions whose instants we write (Hudi 0.14/0.15)
 WRITABLE_TABLE_VERSIONS = (6,)
@@ -33,6 +37,8 @@ _AVRO_METADATA = {
 #: as a replacecommit)
 _COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
                              Action.CLUSTERING, Action.LOG_COMPACTION})
+#: actions whose version 8/9 completed file is a HoodieReplaceCommitMetadata
+_REPLACE_ACTIONS = frozenset({Action.REPLACE_COMMIT, Action.CLUSTERING})
 
 CompletedMetadata = Union[CommitMetadata, Mapping[str, Any]]
 
@@ -59,14 +65,33 @@ class TableFormat:
                 "(Hudi 0.14/0.15); nothing was changed. Run writes and table services for this table with Hudi "
                 "itself, or keep it on version 6.")
 
+    def timeline_writer(self, storage: Storage, base_path: str) -> TimelineWriter:
+        """The writer of this table's instant files, in its timeline layout's folder and names."""
+        return TimelineWriter(storage, base_path, layout=self.timeline_layout)
+
     def serialize_completed(self, action: str, metadata: CompletedMetadata) -> bytes:
         """The completed instant file's bytes for ``action`` on a table of this version."""
         self.check_writable("This table")
+        return self.encode_completed(action, metadata)
+
+    def encode_completed(self, action: str, metadata: CompletedMetadata, sync_marker: bytes | None = None) -> bytes:
+        """The bytes of a completed ``action``, without the writability check.
+
+        Kept apart from :meth:`serialize_completed` so the version 8/9 forms are exercised
+        against Hudi 1.x's files while writes to those versions stay refused. ``sync_marker``
+        (Avro forms only) fixes the container's otherwise random marker, for byte comparisons.
+        """
         if action in _COMMIT_ACTIONS:
             if not isinstance(metadata, CommitMetadata):
                 raise TypeError(f"{action} completes with CommitMetadata, not {type(metadata).__name__}")
+            if self.version >= 8:
+                if action in _REPLACE_ACTIONS and not isinstance(metadata, ReplaceCommitMetadata):
+                    metadata = ReplaceCommitMetadata(
+                        partition_to_write_stats=metadata.partition_to_write_stats, compacted=metadata.compacted,
+                        extra_metadata=metadata.extra_metadata, operation_type=metadata.operation_type)
+                return commit_serde_v2.serialize(metadata, sync_marker)
             return metadata.to_json(java_map_order=True)
         schema = _AVRO_METADATA.get(action)
         if schema is None:
             raise HoodieNotSupportedError(f"Completing a {action!r} instant is not supported.")
-        return avro_codec.serialize(schema, dict(metadata))
+        return avro_codec.serialize(schema, dict(metadata), sync_marker)

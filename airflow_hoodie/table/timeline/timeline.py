@@ -443,13 +443,30 @@ def collapse_states(files: Iterable[Instant]) -> list[Instant]:
 class TimelineWriter:
     """Moves instants through requested -> inflight -> completed, one new file per step."""
 
-    def __init__(self, storage: Storage, base_path: str) -> None:
+    def __init__(self, storage: Storage, base_path: str, layout: int = 1) -> None:
+        if layout not in (1, 2):
+            raise HoodieTimelineError(
+                f"Timeline layout {layout} is unknown; Hudi writes layout 1 (table version 6) or 2 (8 and 9).")
         self.storage = storage
         self.base_path = base_path
-        self.meta_path = meta_path(base_path)
+        self.layout = layout
+        #: layout 2 (Hudi 1.x) keeps every instant file under ``.hoodie/timeline``
+        self.meta_path = (Storage.join(meta_path(base_path), LAYOUT_2_FOLDER) if layout == 2
+                          else meta_path(base_path))
 
     def path_of(self, instant: Instant) -> str:
         return Storage.join(self.meta_path, instant.file_name)
+
+    def completed_file(self, ts: str, action: str) -> Instant | None:
+        """Layout 2: the completed instant of ``ts``/``action`` on disk, with the completion
+        time its name carries (it cannot be derived, so the folder is listed)."""
+        done = Instant(ts, action, State.INFLIGHT).completed()
+        for status in self.storage.list_dir(self.meta_path):
+            inst = Instant.parse(status.name)
+            if (inst is not None and inst.is_completed and inst.timestamp == ts
+                    and inst.action == done.action and inst.completion_time):
+                return inst
+        return None
 
     def _create(self, instant: Instant, content: bytes) -> Instant:
         path = self.path_of(instant)
@@ -479,11 +496,14 @@ class TimelineWriter:
         """Inflight with no requested step (savepoints start here)."""
         return self._create(instant.inflight(), content)
 
-    def complete(self, instant: Instant, content: bytes) -> Instant:
+    def complete(self, instant: Instant, content: bytes, completion_time: str | None = None) -> Instant:
         """Write the completed file; the inflight file must exist.
 
         Raises :class:`HoodieTimelineError` if the completed file already exists, so a
-        retried task never overwrites a completed instant.
+        retried task never overwrites a completed instant. On layout 2 the caller passes
+        the completion time it took under the table lock; the file is
+        ``<requested>_<completion>.<action>`` and, as its name changes with the time, an
+        instant that already has any completed file is refused.
         """
         infl = instant.inflight()
         if not self.storage.exists(self.path_of(infl)):
@@ -491,7 +511,27 @@ class TimelineWriter:
                 f"Cannot complete {instant.timestamp} ({instant.action}): {infl.file_name} does not exist; "
                 "transition it to inflight first."
             )
-        return self._create(instant.completed(), content)
+        if self.layout == 1:
+            if completion_time is not None:
+                raise HoodieTimelineError(
+                    "Timeline layout 1 (table version 6) names completed instants without a completion time.")
+            return self._create(instant.completed(), content)
+        if not completion_time:
+            raise HoodieTimelineError(
+                f"Completing {instant.timestamp} ({instant.action}) on timeline layout 2 needs the completion "
+                "time, taken under the table lock.")
+        done = instant.completed()
+        target = Instant(done.timestamp, done.action, State.COMPLETED, normalize_instant_time(completion_time))
+        if target.completion_time < done.timestamp:
+            raise HoodieTimelineError(
+                f"Completion time {target.completion_time} is before the requested time {done.timestamp}; "
+                "take the completion time from the time generator after the instant was requested.")
+        existing = self.completed_file(done.timestamp, done.action)
+        if existing is not None:
+            raise HoodieTimelineError(
+                f"Instant {done.timestamp} ({done.action}) is already completed as {existing.file_name} in "
+                f"{self.storage.uri(self.meta_path)}; another writer got there first. Reload the timeline.")
+        return self._create(target, content)
 
     def save_to_requested(self, instant: Instant, content: bytes) -> None:
         """Overwrite a requested file's content atomically (Hudi does it for plans being re-saved)."""
@@ -511,7 +551,8 @@ class TimelineWriter:
         if action == Action.DELTA_COMMIT and self._exists_name(f"{ts}.logcompaction.requested"):
             pending_action = Action.LOG_COMPACTION
         base = Instant(ts, pending_action, State.INFLIGHT)
-        names = [base.completed().file_name, base.inflight().file_name]
+        done = self.completed_file(ts, action) if self.layout == 2 else None
+        names = [(done or base.completed()).file_name, base.inflight().file_name]
         if pending_action != Action.SAVEPOINT:
             names.append(base.requested().file_name)
         if not completed_first:
@@ -532,7 +573,13 @@ class TimelineWriter:
 
     def revert_completed_to_inflight(self, instant: Instant) -> None:
         """Delete the completed file (first step of rolling back a completed instant)."""
-        self.storage.delete(self.path_of(instant.completed()))
+        done = instant.completed()
+        if self.layout == 2:
+            found = self.completed_file(done.timestamp, done.action)
+            if found is None:
+                return
+            done = found
+        self.storage.delete(self.path_of(done))
 
     def _exists_name(self, name: str) -> bool:
         return self.storage.exists(posixpath.join(self.meta_path, name))
