@@ -50,19 +50,20 @@ def _drop_partitions(table: HoodieTable, names: list[str]) -> None:
 def unmaintained_partitions(table: HoodieTable) -> list[str]:
     """Listed or building partitions other than ``files``, ``record_index`` and the droppable
     statistics (a record index still being built is not one we can finish)."""
-    listed = _listed(table, METADATA_PARTITIONS) + _listed(table, METADATA_PARTITIONS_INFLIGHT)
     inflight = _listed(table, METADATA_PARTITIONS_INFLIGHT)
+    listed = dict.fromkeys(_listed(table, METADATA_PARTITIONS) + inflight)  # once each, in order
     return [p for p in listed if p not in (FILES_PARTITION, RECORD_INDEX_PARTITION) and p not in DROPPABLE
             or p == RECORD_INDEX_PARTITION and p in inflight]
 
 
-def prepare_metadata_table(table: HoodieTable, enabled: bool) -> bool:
-    """Make the metadata table one our change keeps true; whether there is one to maintain."""
+def prepare_metadata_table(table: HoodieTable, enabled: bool) -> None:
+    """Make the metadata table one our change keeps true: drop it when disabled, drop the
+    statistics partitions, refuse the ones we cannot keep."""
     if not has_metadata_table(table):
-        return False
+        return
     if not enabled:
         remove_metadata_table(table)
-        return False
+        return
     blocked = unmaintained_partitions(table)
     if blocked:
         raise HoodieNotSupportedError(
@@ -73,17 +74,17 @@ def prepare_metadata_table(table: HoodieTable, enabled: bool) -> bool:
     stale = [p for p in _listed(table, METADATA_PARTITIONS) if p in DROPPABLE]
     if stale:
         _drop_partitions(table, stale)
-    # without its files partition listed, the folder is one being built (or whose building
+    # a folder without its files partition listed is one being built (or whose building
     # died): the write that builds it does so under the table lock (ensure_files_partition)
-    return FILES_PARTITION in _listed(table, METADATA_PARTITIONS)
 
 
 def committed_listing(table: HoodieTable) -> dict[str, dict[str, int]]:
     """Partition -> file name -> size of every file of a committed slice (each version that
     no clean removed yet): what the files partition starts from, as Hudi's bootstrap of the
     metadata table lists the table."""
-    listing: dict[str, dict[str, int]] = {p: {} for p in table.file_system_view().partitions()}
-    for group in table.file_system_view().file_groups(include_replaced=True):
+    view = table.file_system_view()  # one listing of storage serves both
+    listing: dict[str, dict[str, int]] = {p: {} for p in view.partitions()}
+    for group in view.file_groups(include_replaced=True):
         for sl in group.slices:
             files = ([sl.base_file] if sl.base_file is not None else []) + list(sl.log_files)
             for f in files:
