@@ -292,7 +292,14 @@ def execute_clean(table: HoodieTable, instant: Instant, executor: Executor,
     results = executor.map(partial(_delete_task, table.base_uri, dict(storage_options or {})), items)
     crash_point("clean.before_commit")
     meta = build_clean_metadata(plan, instant.timestamp, results, int((time.time() - started) * 1000))
-    table.complete(Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), meta)
+    # under the lock: completing runs the metadata table's delta commit (and its compaction),
+    # which writers beside us run too
+    with transaction_manager_for(table, table.write_config).transaction(f"complete clean {instant.timestamp}"):
+        current = table.reload_timeline().get(instant.timestamp)
+        if current is not None and current.state == State.COMPLETED:
+            return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed",
+                    "reason": "completed by another task"}
+        table.complete(Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), meta)
     table.reload_timeline()
     return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed",
             "files_deleted": meta["totalFilesDeleted"], "failed": sum(1 for r in results if not r[2]),
