@@ -45,7 +45,9 @@ from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline, Timelin
 TEMP_FOLDER = ".temp"
 AUX_FOLDER = ".aux"
 
-#: What Hudi 0.14 puts in hoodie.properties when a writer creates a table without them.
+#: What Hudi 0.14 puts in hoodie.properties when a writer creates a version 6 table without
+#: them; a version 8/9 table's creator (write_config.table_config_from_write_config) names
+#: every key Hudi 1.x writes.
 CREATE_DEFAULTS: dict[str, str] = {
     P.TYPE: P.COPY_ON_WRITE,
     P.VERSION: "6",
@@ -129,7 +131,7 @@ class HoodieTable:
         with different ones, :class:`HoodieTableExistsError`.
         """
         storage, path = Storage.for_uri(base_uri, storage_options)
-        props = dict(CREATE_DEFAULTS)
+        props = dict(CREATE_DEFAULTS) if str(config.get(P.VERSION, "6")) == "6" else {}
         props.update({str(k): str(v) for k, v in config.items()})
         new_cfg = TableConfig(props)
         new_cfg.validate_for_write()
