@@ -40,7 +40,6 @@ from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
@@ -253,7 +252,7 @@ def plan_clean(table: HoodieTable, config: HoodieConfig, instant_time: str | Non
                               uri_of=lambda p: table.storage.uri(p))
     ts = instant_time or table.new_instant_time()
     instant = Instant(ts, Action.CLEAN, State.REQUESTED)
-    TimelineWriter(table.storage, table.base_path).create_requested(instant, serialize_plan("HoodieCleanerPlan", plan))
+    table.timeline_writer().create_requested(instant, serialize_plan("HoodieCleanerPlan", plan))
     return instant, plan, f"{len(files)} files to delete"
 
 
@@ -282,7 +281,7 @@ def execute_clean(table: HoodieTable, instant: Instant, executor: Executor,
         return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed", "reason": "already completed"}
     data = tl.read_plan(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED))
     plan = deserialize_plan("HoodieCleanerPlan", data)
-    writer = TimelineWriter(table.storage, table.base_path)
+    writer = table.timeline_writer()
 
     crash_point("clean.before_inflight")
     if current is None or current.state == State.REQUESTED:

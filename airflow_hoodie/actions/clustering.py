@@ -80,7 +80,7 @@ from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, confo
 from airflow_hoodie.table.schema.meta_fields import FILE_NAME
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
 
 
 CLUSTERING_PLAN_VERSION = 1
@@ -258,7 +258,7 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
     if plan is None:
         return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no file slice qualifies for clustering"}
     ts = instant_time or table.new_instant_time()
-    TimelineWriter(table.storage, table.base_path).create_requested(
+    table.timeline_writer().create_requested(
         Instant(ts, Action.REPLACE_COMMIT, State.REQUESTED),
         serialize_plan("HoodieRequestedReplaceMetadata", requested_replace_metadata(plan)))
     table.reload_timeline()

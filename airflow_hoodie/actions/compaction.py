@@ -73,7 +73,6 @@ from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, confo
 from airflow_hoodie.table.schema.meta_fields import FILE_NAME, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 
@@ -298,7 +297,7 @@ def _schedule_compaction(
         return CompactionSchedule(None, None, why)
     plan = build_plan(ops)
     instant = Instant(ts, Action.COMPACTION, State.REQUESTED)
-    TimelineWriter(table.storage, table.base_path).create_requested(
+    table.timeline_writer().create_requested(
         instant, CompactionPlan.from_avro(plan).to_bytes()
     )
     return CompactionSchedule(instant, plan, f"scheduled {len(ops)} operations",

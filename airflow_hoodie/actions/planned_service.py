@@ -31,7 +31,7 @@ from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.timeline.instant import Instant, State
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
 
 Stats = list[dict[str, Any]]
 #: outcomes of one run
@@ -101,7 +101,7 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     if inst is None or inst.state == State.COMPLETED:
         return ServiceRun(ALREADY_COMPLETED)
     plan = service.load_plan(timeline, inst)
-    writer = TimelineWriter(table.storage, table.base_path)
+    writer = table.timeline_writer()
     rolled: list[str] = []
     if inst.state == State.INFLIGHT:
         rolled = rollback_pending_service(table, instant_time, service.partitions(plan))

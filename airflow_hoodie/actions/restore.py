@@ -28,7 +28,6 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
 
@@ -66,7 +65,7 @@ def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None)
 
     started = time.time()
     tl = table.reload_timeline()
-    writer = TimelineWriter(table.storage, table.base_path)
+    writer = table.timeline_writer()
     pending = [i for i in tl.instants if i.action == Action.RESTORE and i.state != State.COMPLETED]
     if pending:
         restore = pending[0]

@@ -43,7 +43,6 @@ from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_o
 from airflow_hoodie.table.metadata_table.record_index import has_record_index, record_index_change
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 #: the metadata table's rollback of a data rollback's target is this suffix after its time
 METADATA_ROLLBACK_SUFFIX = "006"
@@ -132,7 +131,7 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
 
     tl = table.timeline.reload() if hasattr(table.timeline, "reload") else table.timeline
     inst = tl.get(target)
-    writer = TimelineWriter(table.storage, table.base_path)
+    writer = table.timeline_writer()
     # resume a pending rollback of this target
     plan = None
     rb_instant = None

@@ -23,7 +23,6 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
 def savepoint_files(table: HoodieTable, instant_time: str) -> dict[str, list[str]]:
@@ -72,7 +71,7 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
         "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": names} for p, names in files.items()},
         "version": 1,
     }
-    writer = TimelineWriter(table.storage, table.base_path)
+    writer = table.timeline_writer()
     sp = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
     if not table.storage.exists(writer.path_of(sp)):
         writer.create_inflight(sp)
@@ -92,7 +91,7 @@ def delete_savepoint(table: HoodieTable, instant_time: str, config: HoodieConfig
 def _delete_savepoint(table: HoodieTable, instant_time: str) -> dict[str, Any]:
 
 
-    deleted = TimelineWriter(table.storage, table.base_path).delete_instant_files(
+    deleted = table.timeline_writer().delete_instant_files(
         instant_time, Action.SAVEPOINT, completed_first=True)
     table.reload_timeline()
     if not deleted:

@@ -65,7 +65,6 @@ from airflow_hoodie.table.timeline.instant import (
     State,
     new_instant_time,
 )
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
 
 def commit_metadata(
@@ -276,7 +275,7 @@ class WriteClient:
             # is judged failed, so it must exist before the instant does
             self.txn.heartbeats.start(instant_time)
             try:
-                TimelineWriter(self.storage, self.base_path).create_requested(
+                self.table.timeline_writer().create_requested(
                     Instant(instant_time, action, State.REQUESTED), content)
             except BaseException:
                 self.txn.heartbeats.stop(instant_time)
@@ -299,7 +298,7 @@ class WriteClient:
         return instant_time
 
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
-        TimelineWriter(self.storage, self.base_path).transition_to_inflight(
+        self.table.timeline_writer().transition_to_inflight(
             Instant(instant_time, action, State.REQUESTED),
             workload_profile_json(tasks, operation, commit_extra_metadata(self.config)))
 

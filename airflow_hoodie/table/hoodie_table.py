@@ -211,6 +211,10 @@ class HoodieTable:
         """The table's version and timeline layout, resolved from its config."""
         return TableFormat.of(self.config)
 
+    def timeline_writer(self) -> TimelineWriter:
+        """The one writer of this table's instant files, in its version's timeline layout."""
+        return self.format.timeline_writer(self.storage, self.base_path)
+
     def check_writable(self) -> None:
         """Refuse to change a table whose format version we only read (Hudi 1.x, v8+)."""
         self.check_supported()
@@ -247,7 +251,7 @@ class HoodieTable:
                 f"while this task ran without one ({instant.action} {instant.timestamp}); completing would leave its "
                 "file listing stale. Nothing of this task is visible. Retry the task: it then keeps the metadata "
                 "table true, or drops it first with hoodie.metadata.enable=false, as a Hudi writer does.")
-        return TimelineWriter(self.storage, self.base_path).complete(instant, body)
+        return self.timeline_writer().complete(instant, body)
 
     def check_latest_commit(self) -> None:
         """The latest completed write must carry readable commit metadata: an empty,
