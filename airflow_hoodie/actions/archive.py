@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from airflow_hoodie.actions.clean import (
     COMMITS_RETAINED,
@@ -81,6 +81,8 @@ from airflow_hoodie.table.timeline.instant import (
     State,
     parse_instant_time,
 )
+from airflow_hoodie.table.timeline.lsm_timeline import LsmRecord
+from airflow_hoodie.table.timeline.lsm_timeline_writer import LsmSettings, LsmTimelineWriter
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 
@@ -146,6 +148,29 @@ class ArchiveContext:
     #: archiving a metadata table: its data table's earliest commit or pending instant,
     #: which nothing at or after is archived (TimelineUtils.getEarliestInstantForMetadataArchival)
     data_table_earliest: str | None = None
+
+
+@dataclass(frozen=True)
+class ArchiveRules:
+    """Where Hudi 1.x's TimelineArchiverV2 selects differently from 0.14's archiver; the
+    table's timeline layout picks the rules (:func:`rules_for_layout`)."""
+
+    #: 0.14 archives completed cleans and rollbacks by their own keep.min/max counts; 1.x
+    #: archives them only with commits: those requested before the newest commit archived
+    cleans_follow_commits: bool = False
+    #: 0.14 keeps instants from the metadata table's latest compaction time on; 1.x keeps
+    #: every commit from the first one *completed* after it (findInstantsModifiedAfterByCompletionTime)
+    metadata_fence_by_completion: bool = False
+
+
+#: Hudi 0.14's HoodieTimelineArchiver (table version 6, timeline layout 1)
+RULES_0_14 = ArchiveRules()
+#: Hudi 1.x's TimelineArchiverV2 (table versions 8 and 9, timeline layout 2)
+RULES_1_X = ArchiveRules(cleans_follow_commits=True, metadata_fence_by_completion=True)
+
+
+def rules_for_layout(timeline_layout: int) -> ArchiveRules:
+    return RULES_1_X if timeline_layout >= 2 else RULES_0_14
 
 
 def _sorted(instants: Sequence[Instant]) -> list[Instant]:
@@ -251,15 +276,28 @@ def oldest_instant_to_retain_for_clustering(ordered: Sequence[Instant], ctx: Arc
     return bound
 
 
+def first_commit_completed_after(commits: Sequence[Instant], fence: str) -> str | None:
+    """Hudi 1.x's metadata-table bound: the first completed commit whose completion time is
+    after the metadata table's latest compaction ``fence`` (the compaction's own time aside)."""
+    for c in commits:
+        if c.completion_time and c.completion_time > fence and c.timestamp != fence:
+            return c.timestamp
+    return None
+
+
 def commits_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContext,
-                       min_keep: int, max_keep: int) -> list[Instant]:
-    """Hudi 0.14's getCommitInstantsToArchive: once more than ``max_keep`` commits are
+                       min_keep: int, max_keep: int, rules: ArchiveRules = RULES_0_14) -> list[Instant]:
+    """Hudi's getCommitInstantsToArchive: once more than ``max_keep`` commits are
     complete, the oldest ones below every bound, leaving ``min_keep``."""
     ordered = _sorted(instants)
     commits = _completed_commits(ordered)
     if len(commits) <= max_keep:
         return []
     bounds = [oldest_commit_to_retain_for_pending(ordered), oldest_instant_to_retain_for_clustering(ordered, ctx)]
+    if rules.metadata_fence_by_completion and ctx.has_metadata_table:
+        if ctx.metadata_latest_compaction is None:
+            return []  # no compaction on the metadata table yet: nothing is archived
+        bounds.append(first_commit_completed_after(commits, ctx.metadata_latest_compaction))
     if ctx.is_mor and s.compaction_trigger in ("NUM_COMMITS", "NUM_AND_TIME"):
         bounds.append(oldest_instant_to_retain_for_compaction(ordered, s.max_delta_commits))
     limit = min((b for b in bounds if b is not None), default=None)
@@ -276,7 +314,17 @@ def commits_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: Arc
     return [c for c in commits if archivable(c)][: max(len(commits) - min_keep, 0)]
 
 
-def instants_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContext) -> list[Instant]:
+def clean_and_rollback_before(instants: Sequence[Instant], latest_commit: Instant | None) -> list[Instant]:
+    """Hudi 1.x: the completed cleans and rollbacks requested before the newest commit
+    being archived (none when no commit is), so the archived range stays contiguous."""
+    if latest_commit is None:
+        return []
+    return [i for i in _sorted(instants) if i.action in (Action.CLEAN, Action.ROLLBACK) and is_completed(i)
+            and i.timestamp < latest_commit.timestamp]
+
+
+def instants_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContext,
+                        rules: ArchiveRules = RULES_0_14) -> list[Instant]:
     """Completed instants to archive (clean/rollback, then commits), oldest first.
 
     However few qualify, they are archived: in Hudi ``hoodie.commits.archival.batch`` only
@@ -284,9 +332,12 @@ def instants_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: Ar
     its latest compaction goes (nothing at all before its first), as Hudi fences archival
     so the metadata table can still be rebuilt from the active timeline."""
     min_keep, max_keep = min_and_max_to_keep(instants, s)
-    chosen = (clean_and_rollback_to_archive(instants, min_keep, max_keep)
-              + commits_to_archive(instants, s, ctx, min_keep, max_keep))
-    if ctx.has_metadata_table:
+    commits = commits_to_archive(instants, s, ctx, min_keep, max_keep, rules)
+    if rules.cleans_follow_commits:
+        chosen = clean_and_rollback_before(instants, commits[-1] if commits else None) + commits
+    else:
+        chosen = clean_and_rollback_to_archive(instants, min_keep, max_keep) + commits
+    if ctx.has_metadata_table and not rules.metadata_fence_by_completion:
         fence = ctx.metadata_latest_compaction
         chosen = [] if fence is None else [i for i in chosen if i.timestamp < fence]
     if ctx.data_table_earliest is not None:
@@ -298,14 +349,13 @@ def state_files_of(completed: Sequence[Instant], all_files: Sequence[Instant]) -
     """Every instant file (any state) belonging to the chosen completed instants.
 
     A completed ``commit`` produced by a compaction also owns the ``compaction``
-    requested/inflight files with the same timestamp.
+    requested/inflight files with the same timestamp (a ``replacecommit`` its
+    ``clustering`` files, a ``deltacommit`` its ``logcompaction`` files).
     """
     keys = {(c.timestamp, c.action) for c in completed}
     out = []
     for f in all_files:
-        action = Action.COMMIT if f.action == Action.COMPACTION else (
-            Action.DELTA_COMMIT if f.action == Action.LOG_COMPACTION else f.action)
-        if (f.timestamp, action) in keys:
+        if (f.timestamp, f.completed().action) in keys:
             out.append(f)
     return out
 
@@ -452,28 +502,33 @@ def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings
              data_table_earliest: str | None = None) -> dict[str, Any]:
     started = time.time()
     settings = settings or ArchiveSettings.from_config(config)
-    merged = recover_merge(table)
+    layout = table.format.timeline_layout
+    merged = recover_merge(table) if layout == 1 else 0
     tl = table.reload_timeline()
     ctx = dataclasses.replace(_archive_context(table, tl), data_table_earliest=data_table_earliest)
-    chosen = instants_to_archive(tl.instants, settings, ctx)
+    chosen = instants_to_archive(tl.instants, settings, ctx, rules_for_layout(layout))
     if not chosen:
-        merge = merge_archive_files_if_needed(table, config)
+        merge = merge_archive_files_if_needed(table, config) if layout == 1 else 0
         return {"instant": None, "action": "archive", "reason": "nothing to archive under the current rules",
                 "merged_files": merge + merged}
     files = state_files_of(chosen, tl.all_instants)
-    meta_dir = table.meta_path
-    entries = []
-    for f in sorted(files, key=lambda i: i.sort_key):
-        path = table.storage.join(meta_dir, f.file_name)
-        data = table.storage.read_bytes(path) if table.storage.exists(path) else b""
-        plan = None
-        if f.action == Action.COMPACTION and f.state == State.INFLIGHT:
-            req = table.storage.join(meta_dir, Instant(f.timestamp, Action.COMPACTION, State.REQUESTED).file_name)
-            plan = table.storage.read_bytes(req) if table.storage.exists(req) else None
-        entries.append(archive_entry(f, data, plan))
+    timeline_dir = table.format.timeline_writer(table.storage, table.base_path).meta_path
+
+    def read(f: Instant) -> bytes:
+        path = table.storage.join(timeline_dir, f.file_name)
+        return table.storage.read_bytes(path) if table.storage.exists(path) else b""
 
     crash_point("archive.before_write")
-    archive_file = write_archive_entries(table, entries, settings.batch)
+    if layout == 1:
+        entries = archive_entries(files, read)
+        archive_file = table.storage.uri(write_archive_entries(table, entries, settings.batch))
+        written = len(entries)
+    else:
+        lsm = LsmTimelineWriter(table.storage, table.history_path, LsmSettings.from_config(config))
+        records = lsm_records(chosen, files, read)
+        name = lsm.write(records)
+        archive_file = table.storage.uri(table.storage.join(table.history_path, name) if name else table.history_path)
+        written = len(records)
     crash_point("archive.after_write")
     for inst in chosen:  # markers of archived writes (Hudi deletes .hoodie/.temp/<ts>)
         mk.delete_marker_dir(table.storage, table.base_path, inst.timestamp)
@@ -482,16 +537,66 @@ def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings
     deleted = []
     for f in deletion_order(files):
         crash_point("archive.delete")
-        if table.storage.delete(table.storage.join(meta_dir, f.file_name)):
+        if table.storage.delete(table.storage.join(timeline_dir, f.file_name)):
             deleted.append(f.file_name)
-    merge = merge_archive_files_if_needed(table, config)
+    # after the active files are gone, as Hudi: merge small archive logs (0.14) or compact
+    # and clean the LSM timeline's layers (1.x)
+    compacted: list[str] = []
+    merge = 0
+    if layout == 1:
+        merge = merge_archive_files_if_needed(table, config)
+    else:
+        compacted = lsm.compact_and_clean()
     table.reload_timeline()
     return {
         "instant": chosen[-1].timestamp, "action": "archive", "state": "completed",
         "archived_instants": [i.timestamp for i in chosen], "archived": len(chosen),
-        "entries": len(entries), "files_deleted": len(deleted), "archive_file": table.storage.uri(archive_file),
-        "merged_files": merge + merged, "seconds": round(time.time() - started, 3),
+        "entries": written, "files_deleted": len(deleted), "archive_file": archive_file,
+        "merged_files": merge + merged, "compacted_files": compacted, "seconds": round(time.time() - started, 3),
     }
+
+
+def archive_entries(files: Sequence[Instant], read: Callable[[Instant], bytes]) -> list[dict[str, Any]]:
+    """Hudi 0.14: one ``HoodieArchivedMetaEntry`` per instant file, every state."""
+    entries = []
+    for f in sorted(files, key=lambda i: i.sort_key):
+        plan = None
+        if f.action == Action.COMPACTION and f.state == State.INFLIGHT:
+            plan = read(Instant(f.timestamp, Action.COMPACTION, State.REQUESTED)) or None
+        entries.append(archive_entry(f, read(f), plan))
+    return entries
+
+
+def lsm_record(done: Instant, files: Sequence[Instant], read: Callable[[Instant], bytes]) -> LsmRecord:
+    """Hudi 1.x's MetadataConversionUtils.createLSMTimelineInstant: one row per completed
+    action. ``metadata`` is the completed file's bytes (absent when empty); ``plan`` depends
+    on the pending action: a clean's plan, a compaction's or log compaction's plan, a
+    replacecommit's or clustering's requested metadata, or its inflight bytes when those
+    are not empty; other actions have none."""
+    requested = next((f for f in files if f.is_requested), None)
+    inflight = next((f for f in files if f.is_inflight), None)
+    pending = requested or inflight
+    plan: bytes | None = None
+    if pending is not None:
+        if pending.action == Action.CLEAN:
+            plan = read(pending)
+        elif pending.action in (Action.COMPACTION, Action.LOG_COMPACTION):
+            plan = read(Instant(done.timestamp, pending.action, State.REQUESTED))
+        elif pending.action in (Action.REPLACE_COMMIT, Action.CLUSTERING):
+            plan = (read(requested) if requested is not None else b"") or None
+            plan = (read(inflight) if inflight is not None else b"") or plan
+    return LsmRecord(done.timestamp, done.completion_time, done.action, read(done) or None, plan)
+
+
+def lsm_records(chosen: Sequence[Instant], files: Sequence[Instant],
+                read: Callable[[Instant], bytes]) -> list[LsmRecord]:
+    """The LSM rows of the chosen completed instants, by instant time."""
+    out = []
+    for done in sorted(chosen, key=lambda i: i.sort_key):
+        own = [f for f in files if f.timestamp == done.timestamp and f.completed().action == done.action]
+        completed = next((f for f in own if f.is_completed), done)
+        out.append(lsm_record(completed, own, read))
+    return out
 
 
 # ---------------------------------------------------------------- archive file merging
