@@ -60,6 +60,7 @@ from airflow_hoodie.table.file_group.base_file_writer import (
 )
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
+from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceReadOptions,
     read_base_file,
@@ -199,6 +200,24 @@ def select_operations(
     return chosen
 
 
+def slices_to_compact(table: HoodieTable, slices: Iterable[FileSlice], compaction_instant: str,
+                      timeline: Any) -> list[FileSlice]:
+    """The slices with only the log files a compaction at ``compaction_instant`` may merge
+    (``LogFileLayout.logs_to_compact``: on table version 8+ those whose delta commit
+    completed before it; a pending delta commit's log stays for the next plan)."""
+    layout = log_file_layout(table.config.table_version)
+    if not layout.names_logs_by_write_instant:
+        return list(slices)
+    done = timeline.completion_times()
+    first = timeline.first()
+    first_ts = first.timestamp if first is not None else None
+    out = []
+    for s in slices:
+        logs = layout.logs_to_compact(s.log_files, compaction_instant, done, first_ts)
+        out.append(FileSlice(s.partition_path, s.file_id, s.base_instant, s.base_file, logs))
+    return out
+
+
 def build_plan(operations: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``HoodieCompactionPlan`` record."""
     return {"operations": operations, "extraMetadata": None, "version": COMPACTION_PLAN_VERSION}
@@ -288,7 +307,7 @@ def _schedule_compaction(
                 "groups yet; a plan now could take them and fail its commit. Schedule again in a moment."))
         left_to_writers = held.groups - excluded
         excluded = excluded | held.groups
-    slices = view.service_latest_slices()
+    slices = slices_to_compact(table, view.service_latest_slices(), ts, timeline)
     ops = select_operations(slices, excluded, config)
     if not ops:
         why = "no file slice with log files qualifies for compaction"

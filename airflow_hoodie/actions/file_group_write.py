@@ -37,6 +37,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     make_write_token,
     parse_log_file_name,
 )
+from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.log.data_block import avro_data_block
 from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
 from airflow_hoodie.table.log.log_writer import (
@@ -83,6 +84,8 @@ class WriteContext:
     ordering_field: str | None      # None => latest wins (OverwriteWithLatestAvroPayload)
     operation: str
     stage_id: int = 0
+    #: the table version: decides how log files are named and appended (log_file_layout)
+    table_version: int = 6
 
     @property
     def is_mor(self) -> bool:
@@ -246,15 +249,17 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
                 for k, o, op in zip(deletes.column(RECORD_KEY).to_pylist(), order, hard)]
         order_type = deletes.schema.field(field).type if has_order else None
         blocks.append(delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
-    base_instant = task.base_instant or ctx.instant_time
+    layout = log_file_layout(ctx.table_version)
+    # the instant in the log file names: the slice's base instant (v6) or this write's (v8+)
+    name_instant = layout.log_file_instant(task.base_instant, ctx.instant_time)
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     # markers for the file the writer appends to and the one it may roll over to
-    latest_version = latest_log_file(storage, part_dir, task.file_id, base_instant)[0]
+    latest_version = latest_log_file(storage, part_dir, task.file_id, name_instant)[0]
     for v in {max(latest_version, 1), latest_version + 1}:
         mk.create_marker(storage, base_path, ctx.instant_time, task.partition_path,
-                         log_file_name(task.file_id, base_instant, v, token), mk.IO_APPEND)
-    writer = LogWriter(storage, part_dir, task.file_id, base_instant, token,
-                       max_file_size=ctx.config.get_int(LOG_FILE_MAX_SIZE.key))
+                         log_file_name(task.file_id, name_instant, v, token), mk.IO_APPEND)
+    writer = LogWriter.for_instant(storage, part_dir, task.file_id, task.base_instant, ctx.instant_time, token,
+                                   layout, max_file_size=ctx.config.get_int(LOG_FILE_MAX_SIZE.key))
     try:
         results = writer.append(blocks)
     finally:
@@ -275,15 +280,17 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
             version = parse_log_file_name(name).version
         except Exception:  # noqa: BLE001
             version = 1
+        slice_fields = layout.delta_stat_fields(ctx.instant_time, task.base_instant,
+                                                (task.base_file or "").rsplit("/", 1)[-1], [name])
         stats.append(write_stat(
-            fileId=task.file_id, path=rel, prevCommit=task.base_instant or "null",
+            fileId=task.file_id, path=rel, prevCommit=slice_fields["prevCommit"],
             numWrites=n_up if i == 0 else 0, numDeletes=deletes.num_rows if i == 0 else 0,
             numUpdateWrites=n_up - n_ins if i == 0 else 0, numInserts=n_ins if i == 0 else 0,
             totalWriteBytes=appended,
             partitionPath=task.partition_path, totalLogBlocks=len(rs),
             fileSizeInBytes=storage.size(path), logVersion=version, logOffset=rs[0].offset,
-            baseFile=(task.base_file or "").rsplit("/", 1)[-1],
-            logFiles=[name],
+            baseFile=slice_fields["baseFile"],
+            logFiles=slice_fields["logFiles"],
         ))
     return stats
 

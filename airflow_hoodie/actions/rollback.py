@@ -4,7 +4,10 @@ A failed write leaves a pending instant plus whatever files its tasks managed to
 The markers under ``.hoodie/.temp/<instant>/`` name every such file (created before the
 file), so the plan deletes created/merged base files and, for log files the write
 appended to, appends a rollback command block (readers then skip the failed blocks).
-Without markers we fall back to listing files whose name carries the instant. The
+On table version 8+ a log file holds one instant's blocks (its name carries that instant,
+see ``log_file_layout``), so the failed instant's log files are deleted like base files
+and no command block is written, as Hudi 1.x does. Without markers we fall back to
+listing files whose name carries the instant. The
 plan lives in ``.rollback.requested``, so a rollback killed half way is finished by
 running it again. Also used by the services (e.g. a failed compaction or clustering).
 """
@@ -31,6 +34,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     make_write_token,
     parse_log_file_name,
 )
+from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.log_block import serialize_block
@@ -68,9 +72,15 @@ def is_rollbackable_pending_write(table: HoodieTable, instant: Any) -> bool:
 
 
 def _files_from_listing(table: HoodieTable, instant_time: str) -> list[tuple[str, str, str]]:
-    """(partition, name, io_type) of base files carrying ``instant_time`` (no markers)."""
-    return [(bf.partition_path, bf.file_name, mk.IO_CREATE)
-            for bf in table.file_system_view().base_files_written_at(instant_time)]
+    """(partition, name, io_type) of files carrying ``instant_time`` (no markers): base
+    files, and on table version 8+ the log files the instant named (its own)."""
+    view = table.file_system_view()
+    found = [(bf.partition_path, bf.file_name, mk.IO_CREATE) for bf in view.base_files_written_at(instant_time)]
+    if log_file_layout(table.config.table_version).names_logs_by_write_instant:
+        found.extend((lf.partition_path, lf.file_name, mk.IO_APPEND)
+                     for fg in view.all_file_groups() for lf in fg.all_log_files()
+                     if lf.base_instant == instant_time)
+    return found
 
 
 def make_rollback_plan(table: HoodieTable, instant_time: str, action: str) -> dict[str, Any]:
@@ -91,9 +101,16 @@ def make_rollback_plan(table: HoodieTable, instant_time: str, action: str) -> di
                 io = mk.IO_APPEND if ".log." in name else mk.IO_CREATE
                 if (part, name, io) not in entries:
                     entries.append((part, name, io))
+    layout = log_file_layout(table.config.table_version)
+    # Hudi 1.x leaves a file deletion's request without file id and base instant ("")
+    blank = "" if layout.rollback_deletes_logs else None
     requests: dict[tuple[str, str], dict[str, Any]] = {}
     for part, name, io in entries:
         full = storage.join(base_path, part, name) if part else storage.join(base_path, name)
+        if io == mk.IO_APPEND and layout.is_written_by(name, instant_time):
+            if not storage.exists(full):
+                continue  # a marker for a roll-over file never created
+            io = mk.IO_CREATE  # the failed instant's own log file: deleted, no command block
         if io == mk.IO_APPEND:
             st = storage.info(full)
             if st is None:
@@ -106,8 +123,8 @@ def make_rollback_plan(table: HoodieTable, instant_time: str, action: str) -> di
             req["logBlocksToBeDeleted"][full] = st.size
         else:
             req = requests.setdefault((part, "files"), {
-                "partitionPath": part, "fileId": None, "latestBaseInstant": None,
-                "filesToBeDeleted": [], "logBlocksToBeDeleted": None})
+                "partitionPath": part, "fileId": blank, "latestBaseInstant": blank,
+                "filesToBeDeleted": [], "logBlocksToBeDeleted": None if blank is None else {}})
             if full not in req["filesToBeDeleted"]:
                 req["filesToBeDeleted"].append(full)
     return {"instantToRollback": {"commitTime": instant_time, "action": action},
@@ -167,10 +184,12 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
     storage = table.storage
     part_meta: dict[str, dict[str, Any]] = {}
     deleted_total = 0
+    # Hudi 1.x records "no log file touched" as empty maps, 0.x as null
+    no_logs = (lambda: {}) if log_file_layout(table.config.table_version).rollback_deletes_logs else (lambda: None)
     for req in plan.get("RollbackRequests") or []:
         part = req["partitionPath"]
         pm = part_meta.setdefault(part, {"partitionPath": part, "successDeleteFiles": [], "failedDeleteFiles": [],
-                                         "rollbackLogFiles": None, "logFilesFromFailedCommit": None})
+                                         "rollbackLogFiles": no_logs(), "logFilesFromFailedCommit": no_logs()})
         for f in req.get("filesToBeDeleted") or []:
             try:
                 storage.delete(f)

@@ -384,6 +384,7 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
         table_type=client.table.table_type, table_name=client.table_name or "", avro_schema=dict(avro),
         config=cfg,
         ordering_field=ordering_field_for_merge(cfg), operation=operation,
+        table_version=client.table.format.version,
     )
 
 

@@ -80,6 +80,10 @@ class HeaderKey(IntEnum):
     BLOCK_IDENTIFIER = 6
     #: Hudi 1.x partial updates: the block's records carry only the changed columns
     IS_PARTIAL = 7
+    #: Hudi 1.x: the base file instant ``RECORD_POSITIONS`` refer to (written only with
+    #: ``hoodie.write.record.positions``; a delta commit's blocks carry INSTANT_TIME and
+    #: SCHEMA by default, in table version 8/9 as in 6)
+    BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8
 
 
 class CommandType(IntEnum):

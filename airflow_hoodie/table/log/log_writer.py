@@ -9,6 +9,11 @@ append it looks for the latest log file version of that slice:
   version + 1 and this writer's write token is created;
 * none: version 1 with this writer's write token.
 
+Table version 8+ (Hudi 1.x) never appends: each delta commit names its own log file, so
+a writer built with ``append_to_existing=False`` (:meth:`LogWriter.for_instant` decides it
+from the table version) always creates the next version, and rolls over to another
+version if that name was taken meanwhile.
+
 After each ``append`` call, if the current file has grown past
 ``hoodie.logfile.max.size`` (default 1 GiB) the writer rolls over, so the next call
 starts version + 1 (Hudi checks after the call, so one call's blocks never split).
@@ -29,6 +34,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
     parse_log_file_name,
 )
+from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.log.log_block import LogBlock, serialize_block
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -97,7 +103,11 @@ class LogWriter:
         write_token: str,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         ext: str = LOG_EXTENSION,
+        *,
+        append_to_existing: bool = True,
     ) -> None:
+        """``base_instant`` is the instant in the file names (see :meth:`for_instant`);
+        ``append_to_existing=False`` always starts a new file (table version 8+)."""
         self.storage = storage
         self.partition_dir = partition_dir
         self.file_id = file_id
@@ -105,12 +115,35 @@ class LogWriter:
         self.write_token = write_token
         self.max_file_size = int(max_file_size)
         self.ext = ext
+        self.append_to_existing = bool(append_to_existing)
         self._out: Any = None
         self._path: str | None = None
         self._version = 0
         self._pos = 0
         self._rolled = False  # next open must create version + 1
         self._closed = False
+
+    @classmethod
+    def for_instant(
+        cls,
+        storage: Storage,
+        partition_dir: str,
+        file_id: str,
+        base_instant: str | None,
+        instant_time: str,
+        write_token: str,
+        table_version: Any,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        ext: str = LOG_EXTENSION,
+    ) -> "LogWriter":
+        """The writer ``instant_time`` uses to add blocks to the slice based at
+        ``base_instant`` (None: a group without base file) of a table of ``table_version``
+        (an int, ``TableFormat``, ``TableConfig`` or ``HoodieTable``): version 6 names the
+        files with the base instant and appends where it can; version 8+ names them with
+        ``instant_time`` and never appends (:mod:`~airflow_hoodie.table.file_group.log_file_layout`)."""
+        layout = log_file_layout(table_version)
+        return cls(storage, partition_dir, file_id, layout.log_file_instant(base_instant, instant_time),
+                   write_token, max_file_size, ext, append_to_existing=layout.appends_to_existing_log)
 
     # ------------------------------------------------------------------ state
     @property
@@ -138,7 +171,8 @@ class LogWriter:
             version, _token, path, size = latest_log_file(
                 self.storage, self.partition_dir, self.file_id, self.base_instant, self.ext
             )
-        if path is not None and self.storage.supports_append and size < self.max_file_size:
+        if (path is not None and self.append_to_existing and self.storage.supports_append
+                and size < self.max_file_size):
             return path, version, True, size
         new_version = version + 1 if version else LOGFILE_BASE_VERSION
         new_path = self._path_for(new_version, self.write_token)
