@@ -11,20 +11,26 @@ import json
 from typing import Any, Mapping
 
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.merge import MERGE_MODE, MERGE_STRATEGY_ID
 from airflow_hoodie.config_keys.write import (
     DRIVER_BATCH_MAX_BYTES,
     DRIVER_FILES_MAX_BYTES,
     LOG_TO_PARQUET_RATIO,
+    ORDERING_FIELDS,
     PARTITION_FIELD,
     PRECOMBINE_FIELD,
     RECORD_KEY_FIELD,
     SMALL_FILE_GROUP_CANDIDATES_LIMIT,
     TABLE_TYPE,
+    WRITE_TABLE_VERSION,
 )
 from airflow_hoodie.errors import (
     HoodieConfigError,
+    HoodieNotSupportedError,
 )
 from airflow_hoodie.table import properties as tp
+from airflow_hoodie.table.keygen.keygen_config import CLASS_TO_TYPE
+from airflow_hoodie.table.record_merger import MergeMode
 
 
 OPERATIONS = ("insert", "upsert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
@@ -68,12 +74,193 @@ def key_generator_props(config: HoodieConfig) -> dict[str, str]:
     return props
 
 
+#: the table versions a write may create a table at (and writes at)
+CREATABLE_TABLE_VERSIONS = (6, 8, 9)
+
+PAYLOAD_OPTION = "hoodie.datasource.write.payload.class"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+EVENT_TIME_AVRO_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+#: HoodieRecordMerger's strategy ids of the two built-in merge modes
+EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+_MODE_OF_PAYLOAD = {DEFAULT_PAYLOAD: MergeMode.EVENT_TIME_ORDERING, EVENT_TIME_AVRO_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
+                    OVERWRITE_PAYLOAD: MergeMode.COMMIT_TIME_ORDERING}
+_MODE_OF_STRATEGY = {EVENT_TIME_STRATEGY_ID: MergeMode.EVENT_TIME_ORDERING,
+                     COMMIT_TIME_STRATEGY_ID: MergeMode.COMMIT_TIME_ORDERING}
+_STRATEGY_OF_MODE = {m: s for s, m in _MODE_OF_STRATEGY.items()}
+#: the time-based key generator settings Hudi persists in a new table's hoodie.properties
+#: (HoodieTableConfig.PERSISTED_CONFIG_LIST), with their Hudi 0.x streamer spellings
+_PERSISTED_KEYGEN_KEYS = tuple(
+    (f"hoodie.keygen.timebased.{k}", f"hoodie.deltastreamer.keygen.timebased.{k}") for k in (
+        "timestamp.type", "timestamp.scalar.time.unit", "input.dateformat.list.delimiter.regex",
+        "input.dateformat", "input.timezone", "output.dateformat", "output.timezone", "timezone")
+) + (("hoodie.keygen.datetime.parser.class", "hoodie.deltastreamer.keygen.datetime.parser.class"),)
+
+
+def write_table_version(config: HoodieConfig) -> int:
+    """The table version ``hoodie.write.table.version`` asks for (6 unless set); refused unless
+    we write it, before anything is written."""
+    raw = (config.get(WRITE_TABLE_VERSION) or "6").strip()
+    version = int(raw) if raw.lstrip("-").isdigit() else None
+    if version not in CREATABLE_TABLE_VERSIONS:
+        raise HoodieNotSupportedError(
+            f"{WRITE_TABLE_VERSION}={raw!r}: airflow-hoodie writes Hudi table versions "
+            f"{', '.join(map(str, CREATABLE_TABLE_VERSIONS))} (Hudi 0.14/0.15, 1.0, 1.1); nothing was written. "
+            f"Set {WRITE_TABLE_VERSION} to one of them.")
+    return version
+
+
+def write_ordering_fields(config: HoodieConfig) -> list[str]:
+    """The write's ordering fields, compared in order: ``hoodie.table.ordering.fields`` when set,
+    else the precombine field (a comma-separated list too, as Hudi 1.x reads it; ``ts`` by default)."""
+    if ORDERING_FIELDS in config:
+        return config.get_list(ORDERING_FIELDS)
+    return config.get_list(PRECOMBINE_FIELD)
+
+
+def _explicit_ordering_fields(config: HoodieConfig) -> list[str]:
+    """Ordering fields the user named (Hudi 1.x has no default ordering field)."""
+    for key in (ORDERING_FIELDS, PRECOMBINE_FIELD, tp.PRECOMBINE_FIELD):
+        if key in config:
+            return config.get_list(key)
+    return []
+
+
+def write_merge_mode(config: HoodieConfig) -> MergeMode | None:
+    """The merge mode a write names (``hoodie.record.merge.mode``, or Hudi 1.x's write option
+    ``hoodie.write.record.merge.mode``); None when unset. CUSTOM is refused: its merger is Java code."""
+    raw = (config.get(MERGE_MODE) or "").strip().upper()
+    if not raw:
+        return None
+    if raw == "CUSTOM":
+        raise HoodieNotSupportedError(
+            f"{MERGE_MODE}=CUSTOM: a custom record merger is Java code airflow-hoodie cannot run; nothing was "
+            "written. Use EVENT_TIME_ORDERING (greatest ordering value wins) or COMMIT_TIME_ORDERING (latest write "
+            "wins), or write this table with Hudi itself.")
+    if raw not in MergeMode.__members__:
+        raise HoodieConfigError(f"{MERGE_MODE}={raw!r} is not a merge mode; use EVENT_TIME_ORDERING or "
+                                "COMMIT_TIME_ORDERING.")
+    return MergeMode(raw)
+
+
+def _inferred_merge_mode(config: HoodieConfig, ordering: list[str]) -> tuple[MergeMode, str | None]:
+    """Hudi 1.x's inference of a new table's merge mode (HoodieTableConfig's merging-config
+    inference): an explicit payload class or strategy id decides, else the explicit mode, else
+    event time when ordering fields are set. Returns the mode and the payload class named."""
+    mode = write_merge_mode(config)
+    payload = config.get(PAYLOAD_OPTION) if PAYLOAD_OPTION in config else config.get(tp.PAYLOAD_CLASS) \
+        if tp.PAYLOAD_CLASS in config else None
+    strategy = config.get(MERGE_STRATEGY_ID) if (MERGE_STRATEGY_ID in config
+                                                 or "hoodie.compaction.record.merger.strategy" in config) else None
+    if not payload and not strategy:
+        return mode or (MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING), None
+    by_payload = _MODE_OF_PAYLOAD.get(payload) if payload else None
+    by_strategy = _MODE_OF_STRATEGY.get(strategy) if strategy else None
+    if (payload and by_payload is None) or (strategy and by_strategy is None):
+        raise HoodieNotSupportedError(
+            f"{'payload class ' + payload if payload and by_payload is None else 'record merge strategy ' + str(strategy)} "
+            "means Hudi's CUSTOM merge mode, whose merger is Java code airflow-hoodie cannot run; nothing was written. "
+            "Use the EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING merge mode, or write this table with Hudi itself.")
+    if by_payload and by_strategy and by_payload != by_strategy:
+        raise HoodieConfigError(f"{PAYLOAD_OPTION}={payload} ({by_payload.value}) and {MERGE_STRATEGY_ID}={strategy} "
+                                f"({by_strategy.value}) contradict each other; set only one of them.")
+    inferred = by_strategy or by_payload
+    if mode is not None and mode != inferred:
+        raise HoodieConfigError(f"{MERGE_MODE}={mode.value} contradicts the payload class or merge strategy set "
+                                f"with it ({inferred.value}); drop one of them.")
+    return inferred, payload
+
+
+def _ordering_fields_checked(ordering: list[str], avro_schema: Mapping[str, Any]) -> list[str]:
+    names = {f["name"] for f in avro_schema.get("fields", [])}
+    missing = [f for f in ordering if f.split(".")[0] not in names]
+    if missing:
+        raise HoodieConfigError(
+            f"Ordering field(s) {', '.join(missing)} are not columns of the input (columns: {', '.join(sorted(names))}); "
+            f"set {ORDERING_FIELDS} (or hoodie.datasource.write.precombine.field) to existing columns. Nothing was "
+            "written.")
+    return ordering
+
+
+def _merge_props_1x(version: int, mode: MergeMode, payload: str | None) -> dict[str, str]:
+    """The merge keys of a new version 8/9 table as Hudi 1.x writes them: version 8 names the
+    payload class and strategy id of the mode as well; version 9 only the mode, plus the
+    payload class (as legacy) and strategy id when a payload class was asked for."""
+    if version == 8:
+        if mode is MergeMode.EVENT_TIME_ORDERING:
+            payload_class = payload if payload in (DEFAULT_PAYLOAD, EVENT_TIME_AVRO_PAYLOAD) else DEFAULT_PAYLOAD
+        else:
+            payload_class = OVERWRITE_PAYLOAD
+        return {tp.RECORD_MERGE_MODE: mode.value, tp.PAYLOAD_CLASS: payload_class,
+                tp.RECORD_MERGE_STRATEGY_ID: _STRATEGY_OF_MODE[mode]}
+    props = {tp.RECORD_MERGE_MODE: mode.value}
+    if payload:
+        props[tp.LEGACY_PAYLOAD_CLASS] = payload
+        props[tp.RECORD_MERGE_STRATEGY_ID] = _STRATEGY_OF_MODE[mode]
+    return props
+
+
+def _table_config_1x(config: HoodieConfig, version: int, table_name: str, table_type: str,
+                     avro_schema: Mapping[str, Any]) -> dict[str, str]:
+    """hoodie.properties of a new version 8/9 table, key for key as Hudi 1.0/1.1 writes it
+    (HoodieTableMetaClient.TableBuilder + HoodieTableConfig.create): the key generator by type,
+    the timeline under ``timeline``/``history`` in layout 2, the ordering fields under the
+    version's key, the merge mode spelled out; no base file format, time zone or meta-field
+    switch unless they differ from Hudi's defaults."""
+    ordering = _ordering_fields_checked(_explicit_ordering_fields(config), avro_schema)
+    mode, payload = _inferred_merge_mode(config, ordering)
+    keygen_class = key_generator_class(config)
+    keygen_type = CLASS_TO_TYPE.get(keygen_class.rsplit(".", 1)[-1])
+    if keygen_type is None:
+        raise HoodieNotSupportedError(f"Key generator class {keygen_class!r} is not one of Hudi's built-in generators; "
+                                      "a user-provided key generator is not supported. Nothing was written.")
+    props = {
+        tp.NAME: table_name,
+        tp.TYPE: table_type,
+        tp.VERSION: str(version),
+        tp.INITIAL_VERSION: str(version),
+        tp.TIMELINE_LAYOUT_VERSION: "2",
+        tp.ARCHIVELOG_FOLDER: tp.DEFAULTS[tp.ARCHIVELOG_FOLDER],
+        tp.TIMELINE_PATH: "timeline",
+        tp.TIMELINE_HISTORY_PATH: "history",
+        tp.RECORDKEY_FIELDS: ",".join(config.get_list(RECORD_KEY_FIELD)),
+        tp.PARTITION_FIELDS: ",".join(config.get_list(PARTITION_FIELD)),
+        tp.KEY_GENERATOR_TYPE: keygen_type,
+        tp.HIVE_STYLE_PARTITIONING: config.get(tp.HIVE_STYLE_PARTITIONING) or tp.DEFAULTS[tp.HIVE_STYLE_PARTITIONING],
+        tp.URL_ENCODE_PARTITIONING: config.get(tp.URL_ENCODE_PARTITIONING) or tp.DEFAULTS[tp.URL_ENCODE_PARTITIONING],
+        tp.DROP_PARTITION_COLUMNS: tp.DEFAULTS[tp.DROP_PARTITION_COLUMNS],
+        tp.DATABASE_NAME: config.get(tp.DATABASE_NAME) or "default",
+        tp.CREATE_SCHEMA: json.dumps(avro_schema, separators=(",", ":")),
+        (tp.ORDERING_FIELDS if version >= 9 else tp.PRECOMBINE_FIELD): ",".join(ordering),
+        **_merge_props_1x(version, mode, payload),
+    }
+    if version >= 9:
+        props[tp.TABLE_FORMAT] = "native"
+    if not config.get_bool(tp.POPULATE_META_FIELDS):
+        props[tp.POPULATE_META_FIELDS] = "false"
+    if (config.get(tp.TIMELINE_TIMEZONE) or "").upper() == "UTC":
+        props[tp.TIMELINE_TIMEZONE] = "UTC"
+    if keygen_type in ("TIMESTAMP", "CUSTOM"):
+        given = config.as_dict()
+        for key, old_key in _PERSISTED_KEYGEN_KEYS:
+            value = given.get(key, given.get(old_key))
+            if value is not None:
+                props[key] = value
+    return {k: v for k, v in props.items() if v not in (None, "")}
+
+
 def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_schema: Mapping[str, Any]) -> dict[str, str]:
-    """hoodie.properties of a table created by its first write (Hudi's HoodieTableMetaClient.initTable):
-    the table-level defaults are :data:`properties.DEFAULTS`, written out as Hudi writes them."""
+    """hoodie.properties of a table created by its first write (Hudi's HoodieTableMetaClient.initTable),
+    at ``hoodie.write.table.version``: version 6 with the table-level defaults of
+    :data:`properties.DEFAULTS`, versions 8 and 9 as Hudi 1.0/1.1 write them."""
     table_type = config.get(TABLE_TYPE) or tp.DEFAULTS[tp.TYPE]
     if table_type not in (tp.COPY_ON_WRITE, tp.MERGE_ON_READ):
         raise HoodieConfigError(f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+    version = write_table_version(config)
+    if version != 6:
+        return _table_config_1x(config, version, table_name, table_type, avro_schema)
+    write_merge_mode(config)  # CUSTOM refused at every version
     defaults = {k: tp.DEFAULTS[k] for k in (tp.VERSION, tp.TIMELINE_LAYOUT_VERSION, tp.ARCHIVELOG_FOLDER)}
     props = {
         tp.NAME: table_name,

@@ -17,6 +17,11 @@ ALLOW_COLUMN_DROP = "hoodie.datasource.write.schema.allow.auto.evolution.column.
 #: our keys (Hudi has no driver-side write path): see their docs below
 DRIVER_BATCH_MAX_BYTES = "hoodie.airflow.write.driver.batch.max.bytes"
 DRIVER_FILES_MAX_BYTES = "hoodie.airflow.write.driver.files.max.bytes"
+#: the table version a write creates a new table at (Hudi 1.x's HoodieWriteConfig.WRITE_TABLE_VERSION);
+#: an existing table is written at its own version, never upgraded or downgraded
+WRITE_TABLE_VERSION = "hoodie.write.table.version"
+#: Hudi 1.1's ordering field list (write option and table key; older writers set the precombine field)
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
 #: write options under this prefix go into the commit's extraMetadata
 COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
 
@@ -80,6 +85,14 @@ register(
               "Keep the table's metadata table true (its files partition; column_stats, partition_stats and "
               "bloom_filters are dropped); false drops the whole metadata table before the first change, as a Hudi "
               "writer with it disabled does"),
+    ConfigKey(WRITE_TABLE_VERSION, "6",
+              "Table version a new table is created at: 6 (Hudi 0.14/0.15), 8 (Hudi 1.0) or 9 (Hudi 1.1). An existing "
+              "table keeps its version; a different value here is refused, since airflow-hoodie never upgrades or "
+              "downgrades a table."),
+    ConfigKey(ORDERING_FIELDS, None,
+              "Comma-separated ordering fields, compared in order (the first decides, the next breaks its ties); "
+              "wins over hoodie.datasource.write.precombine.field. Stored as hoodie.table.ordering.fields (version 9) "
+              "or hoodie.table.precombine.field (versions 6 and 8)."),
     ConfigKey(COMMIT_META_PREFIX, "_", "Write options whose key starts with this prefix are copied "
               "into the commit's extraMetadata (checkpoints, write identities)."),
 )

@@ -20,6 +20,7 @@ from airflow_hoodie.errors import (
     HoodieTableExistsError,
     HoodieTableNotFoundError,
 )
+from airflow_hoodie.table.keygen.keygen_config import TYPE_TO_CLASS
 from airflow_hoodie.table.storage.storage import Storage
 
 PROPERTIES_FILE = "hoodie.properties"
@@ -38,6 +39,17 @@ CHECKSUM = "hoodie.table.checksum"
 RECORDKEY_FIELDS = "hoodie.table.recordkey.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+#: Hudi 1.1 (table version 9) name of the ordering field list; 6 and 8 keep hoodie.table.precombine.field
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
+INITIAL_VERSION = "hoodie.table.initial.version"
+KEY_GENERATOR_TYPE = "hoodie.table.keygenerator.type"
+TIMELINE_PATH = "hoodie.timeline.path"
+TIMELINE_HISTORY_PATH = "hoodie.timeline.history.path"
+TABLE_FORMAT = "hoodie.table.format"
+RECORD_MERGE_MODE = "hoodie.record.merge.mode"
+RECORD_MERGE_STRATEGY_ID = "hoodie.record.merge.strategy.id"
+#: version 9: the payload class a table was created with, kept for the record only
+LEGACY_PAYLOAD_CLASS = "hoodie.table.legacy.payload.class"
 KEY_GENERATOR_CLASS = "hoodie.table.keygenerator.class"
 HIVE_STYLE_PARTITIONING = "hoodie.datasource.write.hive_style_partitioning"
 URL_ENCODE_PARTITIONING = "hoodie.datasource.write.partitionpath.urlencode"
@@ -289,15 +301,38 @@ class TableConfig(Mapping[str, str]):
         return bool(self.partition_fields)
 
     @property
+    def ordering_fields(self) -> list[str]:
+        """The ordering fields, compared in order (a tuple: the first decides, the next breaks its
+        ties). Hudi 1.1 (table version 9) keeps them in ``hoodie.table.ordering.fields``; versions
+        6 and 8 in ``hoodie.table.precombine.field``, which Hudi 1.x also reads as a list."""
+        return _as_list(self._props.get(ORDERING_FIELDS)) or _as_list(self._props.get(PRECOMBINE_FIELD))
+
+    @property
     def precombine_field(self) -> str | None:
-        """The ordering field; Hudi 1.1 (table version 9) renamed the key to
-        ``hoodie.table.ordering.fields`` (a list: its first field orders)."""
-        ordering = (self._props.get("hoodie.table.ordering.fields") or "").split(",")[0].strip()
-        return self._props.get(PRECOMBINE_FIELD) or ordering or None
+        """The first ordering field (what a single-field reader orders by)."""
+        fields = self.ordering_fields
+        return fields[0] if fields else None
+
+    @property
+    def record_merge_mode(self) -> str | None:
+        """``hoodie.record.merge.mode`` as written (Hudi 1.x tables; a version 6 table may carry it too)."""
+        mode = (self._props.get(RECORD_MERGE_MODE) or "").strip().upper()
+        return mode or None
+
+    @property
+    def initial_version(self) -> int | None:
+        v = (self._props.get(INITIAL_VERSION) or "").strip()
+        return int(v) if v.isdigit() else None
 
     @property
     def key_generator_class(self) -> str | None:
-        return self._props.get(KEY_GENERATOR_CLASS)
+        """The key generator class: named by a version 6 table, derived from
+        ``hoodie.table.keygenerator.type`` for a version 8/9 table (which names a class only
+        for a user-provided generator)."""
+        cls = self._props.get(KEY_GENERATOR_CLASS)
+        if cls:
+            return cls
+        return TYPE_TO_CLASS.get((self._props.get(KEY_GENERATOR_TYPE) or "").strip().upper())
 
     @property
     def hive_style_partitioning(self) -> bool:

@@ -71,7 +71,9 @@ def _single_field_prefixed(cfg: HoodieConfig) -> bool:
     """Whether a single-field complex key is written as ``field:value`` (HUDI-7001 saga).
 
     Hudi 0.14.0 and earlier (and every fixed release) write ``field:value``; 0.14.1, 0.15.0 and
-    1.0.0-1.0.2 wrote the bare value. A table-recorded encoding wins over the writer flag.
+    1.0.0-1.0.2 wrote the bare value. A table-recorded encoding wins over the writer flag. Table
+    version 9 locks ``field:value`` (KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen: the
+    flag only applies below version 9), so its record index and secondary indexes keep matching.
     """
     recorded = (cfg.get(COMPLEX_TABLE_ENCODING.key) or "").strip().upper()
     if recorded:
@@ -80,7 +82,20 @@ def _single_field_prefixed(cfg: HoodieConfig) -> bool:
                 f"hoodie.table.complex.keygen.encoding={recorded!r} must be FIELD_PREFIXED or VALUE_ONLY."
             )
         return recorded == "FIELD_PREFIXED"
+    if _table_version(cfg) >= 9:
+        return True
     return not cfg.get_bool(COMPLEX_NEW_ENCODING.key)
+
+
+def _table_version(cfg: HoodieConfig) -> int:
+    """The version the keys are made for: the write's (hoodie.write.table.version), else the
+    table's own (hoodie.properties read as key generator settings)."""
+    for key in ("hoodie.write.table.version", "hoodie.table.version"):
+        if key in cfg:
+            raw = (cfg.get(key) or "").strip()
+            if raw.isdigit():
+                return int(raw)
+    return 6
 
 
 class NonpartitionedKeyGenerator(KeyGenerator):

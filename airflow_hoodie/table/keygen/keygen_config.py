@@ -42,4 +42,14 @@ CLASS_TO_TYPE = {
 }
 #: the key generator types Hudi knows (hoodie.datasource.write.keygenerator.type)
 KEYGEN_TYPES = frozenset(CLASS_TO_TYPE.values())
+#: the class Hudi 1.x names for each type (KeyGeneratorType.getClassName): a version 8/9 table
+#: records only ``hoodie.table.keygenerator.type``, a version 6 table only the class
+TYPE_TO_CLASS = {
+    "SIMPLE": KEYGEN_PACKAGE + "SimpleKeyGenerator",
+    "COMPLEX": KEYGEN_PACKAGE + "ComplexKeyGenerator",
+    "NON_PARTITION": KEYGEN_PACKAGE + "NonpartitionedKeyGenerator",
+    "TIMESTAMP": KEYGEN_PACKAGE + "TimestampBasedKeyGenerator",
+    "CUSTOM": KEYGEN_PACKAGE + "CustomKeyGenerator",
+    "GLOBAL_DELETE": KEYGEN_PACKAGE + "GlobalDeleteKeyGenerator",
+}
 
