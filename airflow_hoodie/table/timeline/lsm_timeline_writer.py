@@ -78,12 +78,13 @@ ARROW_SCHEMA = pa.schema(
         pa.field("plan", pa.binary()),
         pa.field("version", pa.int32(), nullable=False),
     ],
-    metadata={
-        # parquet-avro's footer keys: the writer's Avro schema and its model
-        "parquet.avro.schema": json.dumps(AVRO_SCHEMA, separators=(",", ":")),
-        "writer.model.name": "avro",
-    },
 )
+
+#: parquet-avro's footer keys: the writer's Avro schema and its data model
+FOOTER_METADATA = {
+    "parquet.avro.schema": json.dumps(AVRO_SCHEMA, separators=(",", ":")),
+    "writer.model.name": "avro",
+}
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,10 @@ class LsmTimelineWriter:
     # ------------------------------------------------------------------ write
     def _write_parquet(self, name: str, table: pa.Table) -> None:
         buf = io.BytesIO()
-        pq.write_table(table, buf, compression=self.settings.compression, store_schema=False)
+        # no ARROW:schema in the footer (parquet-avro writes none); its own keys instead
+        with pq.ParquetWriter(buf, ARROW_SCHEMA, compression=self.settings.compression, store_schema=False) as out:
+            out.write_table(table)
+            out.add_key_value_metadata(FOOTER_METADATA)
         self.storage.write_bytes(self._path(name), buf.getvalue())
 
     def write(self, records: Sequence[LsmRecord]) -> str | None:
