@@ -15,6 +15,13 @@ the same rules, behind its data table's earliest instant: :func:`archive_metadat
 ``.hoodie/archived/.commits_.archive.N_1-0-1``; then requested/inflight files are
 deleted before the completed ones, so a crash never makes a completed action look
 pending.
+
+Table versions 8 and 9 (timeline layout 2) archive as Hudi 1.x's TimelineArchiverV2: the
+same bounds, with the differences in :class:`ArchiveRules` (cleans and rollbacks go only
+with the commits around them; the metadata-table fence compares completion times). Each
+chosen action becomes one ``HoodieLSMTimelineInstant`` row in a level-0 parquet file of
+the LSM timeline (:mod:`lsm_timeline_writer`), published by a new manifest before any
+active file is deleted; the LSM layers are compacted and cleaned afterwards.
 """
 from __future__ import annotations
 

@@ -267,3 +267,40 @@ def test_lsm_record_plans_follow_hudis_conversion() -> None:
     assert (records["300"].metadata, records["300"].plan) == (None, b"inflight-meta")  # inflight wins; empty -> null
     assert (records["400"].action, records["400"].plan) == ("commit", b"compaction-plan")
     assert (records["500"].plan, records["500"].completion_time) == (None, "501")
+
+
+class _Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize(("point", "nth"), [("archive.after_write", 1), ("archive.delete", 5), ("archive.delete", 25)])
+def test_an_archival_killed_midway_is_finished_by_the_retry(
+        conformance_next: pathlib.Path, tmp_path: pathlib.Path, writable_v9: None,
+        monkeypatch: pytest.MonkeyPatch, point: str, nth: int) -> None:
+    """Killed after the LSM snapshot was published, before or while deleting the active
+    files (completed ones last, oldest first): the retry deletes the rest, and an instant
+    written twice reads once."""
+    name = "cow/v9_txns_nonpart_nometa"
+    clean = _copy(conformance_next, name, tmp_path / "clean")
+    config = HoodieConfig({**SMALL, "hoodie.metadata.enable": "false"})
+    run_archive(HoodieTable.load(str(clean)), config)
+    path = _copy(conformance_next, name, tmp_path / "crashed")
+    hits = {"n": 0}
+
+    def crash_point(where: str) -> None:
+        if where == point:
+            hits["n"] += 1
+            if hits["n"] == nth:
+                raise _Crash(where)
+
+    monkeypatch.setattr(ar, "crash_point", crash_point)
+    with pytest.raises(_Crash):
+        run_archive(HoodieTable.load(str(path)), config)
+    monkeypatch.setattr(ar, "crash_point", lambda where: None)
+    run_archive(HoodieTable.load(str(path)), config)
+
+    assert sorted(_timeline_files(path)) == sorted(_timeline_files(clean))
+    storage = HoodieTable.load(str(path)).storage
+    history = str(path / ".hoodie" / "timeline" / "history")
+    assert read_records(storage, history) == read_records(storage, str(clean / ".hoodie" / "timeline" / "history"))
+    assert read_rows(path) == _expected(conformance_next, name)["snapshot"]

@@ -95,7 +95,10 @@ def _opt_bytes(value: object) -> bytes | None:
 
 
 def read_records(storage: Storage, folder: str) -> list[LsmRecord]:
-    """Every archived instant of the latest snapshot, oldest first."""
+    """Every archived instant of the latest snapshot, oldest first, once each.
+
+    An archival that crashed while deleting the active instant files and was retried with
+    a different batch can leave one instant in two files; both rows hold the same bytes."""
     records: list[LsmRecord] = []
     for name in snapshot_files(storage, folder):
         path = Storage.join(folder, name)
@@ -116,5 +119,5 @@ def read_records(storage: Storage, folder: str) -> list[LsmRecord]:
             if ts and action:
                 records.append(LsmRecord(str(ts), str(done) if done else None, str(action),
                                          _opt_bytes(meta), _opt_bytes(plan)))
-    records.sort(key=lambda r: (r.instant_time, r.action))
-    return records
+    unique = {(r.instant_time, r.action): r for r in records}
+    return sorted(unique.values(), key=lambda r: (r.instant_time, r.action))
