@@ -152,6 +152,8 @@ class ArchiveContext:
     has_metadata_table: bool = False
     #: the metadata table's latest completed compaction, if it has one
     metadata_latest_compaction: str | None = None
+    #: the latest clean plan's ``savepointed_timestamps`` extra metadata (savepoints it kept files for)
+    latest_clean_savepoints: tuple[str, ...] = ()
     #: archiving a metadata table: its data table's earliest commit or pending instant,
     #: which nothing at or after is archived (TimelineUtils.getEarliestInstantForMetadataArchival)
     data_table_earliest: str | None = None
@@ -168,12 +170,17 @@ class ArchiveRules:
     #: 0.14 keeps instants from the metadata table's latest compaction time on; 1.x keeps
     #: every commit from the first one *completed* after it (findInstantsModifiedAfterByCompletionTime)
     metadata_fence_by_completion: bool = False
+    #: 1.x (ClusteringUtils.getEarliestReplacedSavepointInClean): when the latest clean kept
+    #: files for a savepoint and a replacecommit lies between that savepoint and the clean's
+    #: earliest instant to retain, replacecommits are kept from the savepoint on, so deleting
+    #: the savepoint cannot bring replaced files back into view
+    clean_savepoint_guard: bool = False
 
 
 #: Hudi 0.14's HoodieTimelineArchiver (table version 6, timeline layout 1)
 RULES_0_14 = ArchiveRules()
 #: Hudi 1.x's TimelineArchiverV2 (table versions 8 and 9, timeline layout 2)
-RULES_1_X = ArchiveRules(cleans_follow_commits=True, metadata_fence_by_completion=True)
+RULES_1_X = ArchiveRules(cleans_follow_commits=True, metadata_fence_by_completion=True, clean_savepoint_guard=True)
 
 
 def rules_for_layout(timeline_layout: int) -> ArchiveRules:
@@ -257,7 +264,23 @@ def oldest_instant_to_retain_for_compaction(ordered: Sequence[Instant], max_delt
     return since[len(since) - max_delta_commits].timestamp
 
 
-def oldest_instant_to_retain_for_clustering(ordered: Sequence[Instant], ctx: ArchiveContext) -> str | None:
+def earliest_replaced_savepoint_in_clean(ordered: Sequence[Instant], ctx: ArchiveContext,
+                                         cleaner_policy: str) -> str | None:
+    """Hudi 1.x's getEarliestReplacedSavepointInClean: the earliest savepoint the latest clean
+    kept files for, when a completed replacecommit lies between it and the clean's earliest
+    instant to retain (not under KEEP_LATEST_FILE_VERSIONS)."""
+    retain = ctx.latest_clean_earliest_retain
+    savepoints = sorted(t for t in ctx.latest_clean_savepoints if t)
+    if cleaner_policy == "KEEP_LATEST_FILE_VERSIONS" or not retain or not savepoints or retain <= savepoints[0]:
+        return None
+    if any(i.action == Action.REPLACE_COMMIT and is_completed(i) and savepoints[0] <= i.timestamp <= retain
+           for i in ordered):
+        return savepoints[0]
+    return None
+
+
+def oldest_instant_to_retain_for_clustering(ordered: Sequence[Instant], ctx: ArchiveContext,
+                                            savepoint_guard_policy: str | None = None) -> str | None:
     """Hudi's ClusteringUtils.getOldestInstantToRetainForClustering.
 
     A replacecommit (clustering or insert overwrite) stays until the cleaner has removed
@@ -270,7 +293,9 @@ def oldest_instant_to_retain_for_clustering(ordered: Sequence[Instant], ctx: Arc
     if not replaces:
         return None
     if ctx.latest_clean is not None:
-        low = ctx.latest_clean_earliest_retain or ctx.latest_clean
+        guard = (earliest_replaced_savepoint_in_clean(ordered, ctx, savepoint_guard_policy)
+                 if savepoint_guard_policy is not None else None)
+        low = guard or ctx.latest_clean_earliest_retain or ctx.latest_clean
         bound = next((r.timestamp for r in replaces if r.timestamp >= low), None)
     else:
         bound = replaces[0].timestamp
@@ -300,7 +325,8 @@ def commits_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: Arc
     commits = _completed_commits(ordered)
     if len(commits) <= max_keep:
         return []
-    bounds = [oldest_commit_to_retain_for_pending(ordered), oldest_instant_to_retain_for_clustering(ordered, ctx)]
+    bounds = [oldest_commit_to_retain_for_pending(ordered), oldest_instant_to_retain_for_clustering(
+        ordered, ctx, s.cleaner_policy if rules.clean_savepoint_guard else None)]
     if rules.metadata_fence_by_completion and ctx.has_metadata_table:
         if ctx.metadata_latest_compaction is None:
             return []  # no compaction on the metadata table yet: nothing is archived
@@ -374,6 +400,8 @@ def deletion_order(files: Sequence[Instant]) -> list[Instant]:
 
 
 # ======================================================================== table level
+#: CleanerUtils.SAVEPOINTED_TIMESTAMPS: a clean plan's extra-metadata key naming the savepoints it kept files for
+CLEAN_SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 ARCHIVE_FILE_ID = "commits"
 ARCHIVE_EXT = ".archive"
 ARCHIVE_WRITE_TOKEN = "1-0-1"
@@ -424,9 +452,12 @@ def _archive_context(table: HoodieTable, tl: Any) -> ArchiveContext:
     cleans = [i for i in tl.instants if i.action == Action.CLEAN and is_completed(i)]
     latest_clean = cleans[-1].timestamp if cleans else None
     earliest = None
+    savepoints: tuple[str, ...] = ()
     if cleans:  # Hudi reads the clean's plan, not its metadata
         plan = deserialize_plan("HoodieCleanerPlan", tl.read_plan(cleans[-1]))
         earliest = ((plan.get("earliestInstantToRetain") or {}).get("timestamp")) or None
+        kept = ((plan.get("extraMetadata") or {}).get(CLEAN_SAVEPOINTED_TIMESTAMPS) or "")
+        savepoints = tuple(t for t in kept.split(",") if t)
     has_mdt = bool((table.config.get(METADATA_PARTITIONS) or "").strip())
     mdt_compaction = None
     if has_mdt:
@@ -434,7 +465,8 @@ def _archive_context(table: HoodieTable, tl: Any) -> ArchiveContext:
         done = [i.timestamp for i in mdt.instants if i.action == Action.COMMIT and is_completed(i)]
         mdt_compaction = done[-1] if done else None
     return ArchiveContext(is_mor=bool(table.is_mor), latest_clean=latest_clean,
-                          latest_clean_earliest_retain=earliest, has_metadata_table=has_mdt,
+                          latest_clean_earliest_retain=earliest, latest_clean_savepoints=savepoints,
+                          has_metadata_table=has_mdt,
                           metadata_latest_compaction=mdt_compaction)
 
 

@@ -9,6 +9,7 @@ where they differ from 0.14's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import shutil
@@ -304,3 +305,25 @@ def test_an_archival_killed_midway_is_finished_by_the_retry(
     history = str(path / ".hoodie" / "timeline" / "history")
     assert read_records(storage, history) == read_records(storage, str(clean / ".hoodie" / "timeline" / "history"))
     assert read_rows(path) == _expected(conformance_next, name)["snapshot"]
+
+
+def test_a_clean_that_kept_a_savepoints_files_holds_replacecommits_back_in_1x() -> None:
+    """The latest clean retained from 160 but kept files for savepoint 115, and replacecommit
+    120 lies between: 1.x keeps replacecommits from the savepoint on (the savepoint may be
+    deleted later, and 120's replaced files were never cleaned); 0.14 from 160 on."""
+    instants = [_done("100", Action.COMMIT, "101"), _done("120", Action.REPLACE_COMMIT, "121"),
+                _done("130", Action.COMMIT, "131"), _done("140", Action.COMMIT, "141"),
+                _done("150", Action.COMMIT, "151"), _done("155", Action.CLEAN, "156"),
+                _done("160", Action.REPLACE_COMMIT, "161"), _done("170", Action.COMMIT, "171"),
+                _done("180", Action.COMMIT, "181"), _done("190", Action.COMMIT, "191")]
+    ctx = ar.ArchiveContext(latest_clean="155", latest_clean_earliest_retain="160", latest_clean_savepoints=("115",))
+    settings = ar.ArchiveSettings(min_commits=2, max_commits=3, batch=10, beyond_savepoint=False,
+                                  cleaner_commits_retained=1)
+    assert [i.timestamp for i in ar.instants_to_archive(instants, settings, ctx, ar.RULES_1_X)] == ["100"]
+    assert [i.timestamp for i in ar.instants_to_archive(instants, settings, ctx, ar.RULES_0_14)] == [
+        "100", "120", "130", "140", "150"]
+    unguarded = ar.ArchiveContext(latest_clean="155", latest_clean_earliest_retain="160")
+    assert [i.timestamp for i in ar.instants_to_archive(instants, settings, unguarded, ar.RULES_1_X)] == [
+        "100", "120", "130", "140", "150"]
+    file_versions = dataclasses.replace(settings, cleaner_policy="KEEP_LATEST_FILE_VERSIONS")
+    assert "120" in [i.timestamp for i in ar.instants_to_archive(instants, file_versions, ctx, ar.RULES_1_X)]
