@@ -27,7 +27,7 @@ from airflow_hoodie.table.timeline.lsm_timeline import read_records, snapshot_fi
 from tests.table.normalize import hudi_rs_rows, read_rows
 
 SMALL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"}
-NO_MDT_TABLES = ["cow/v9_txns_nonpart_nometa", "mor/v9_txns_nonpart_nometa"]
+NO_MDT_TABLES = ["cow/v9_txns_nonpart_nometa", "mor/v9_txns_nonpart_nometa", "mor/v9_txns_complex_nometa"]
 
 
 @pytest.fixture
