@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,10 +18,12 @@ import pyarrow.parquet as pq
 
 from airflow_hoodie.actions.index import LOC_FILE
 from airflow_hoodie.actions.schema_evolution import align_to_schema
-from airflow_hoodie.actions.write_config import PRECOMBINE_FIELD
+from airflow_hoodie.actions.write_config import ORDERING_FIELDS, PRECOMBINE_FIELD, write_ordering_fields
 from airflow_hoodie.actions.write_records import (
     DELETE_OPS,
     OP_COL,
+    OrderingFields,
+    ordering_field_list,
     with_auto_record_keys,
 )
 from airflow_hoodie.config import HoodieConfig
@@ -81,7 +83,9 @@ class WriteContext:
     table_name: str
     avro_schema: dict[str, Any]     # data schema, without meta fields
     config: HoodieConfig            # the write config (registry defaults apply on executors too)
-    ordering_field: str | None      # None => latest wins (OverwriteWithLatestAvroPayload)
+    #: the fields an incoming record must beat the stored one by, compared in order; empty: the
+    #: latest write wins (commit-time ordering, OverwriteWithLatestAvroPayload)
+    ordering_fields: tuple[str, ...]
     operation: str
     stage_id: int = 0
     #: the table version: decides how log files are named and appended (log_file_layout)
@@ -114,15 +118,27 @@ def write_stat(**json_fields: Any) -> dict[str, Any]:
     return WriteStat.new(**json_fields).to_dict()
 
 
+def _at_least(incoming: Sequence[pa.Array], stored: Sequence[pa.Array]) -> pa.Array:
+    """Whether each incoming ordering tuple is >= the stored one, fields compared in order
+    (the first decides, the next breaks its ties); an unknown comparison counts as true."""
+    result = pc.fill_null(pc.greater_equal(incoming[-1], stored[-1]), True)
+    for inc, old in zip(reversed(incoming[:-1]), reversed(stored[:-1])):
+        tie = pc.fill_null(pc.equal(inc, old), False)
+        result = pc.or_(pc.fill_null(pc.greater(inc, old), False), pc.and_(tie, result))
+    return result
+
+
 def merge_cow(
     old: pa.Table,
     incoming: pa.Table,
-    ordering_field: str | None,
+    ordering_field: OrderingFields,
 ) -> tuple[pa.Table, pa.Table, int, int]:
     """Merge incoming (keys, op col, data) into ``old`` (meta + data) rows.
 
-    Returns (kept old rows with their meta columns, winning incoming upserts without meta,
-    n_updates, n_deletes). Old rows replaced or deleted are dropped.
+    ``ordering_field``: the ordering field(s) an incoming record must reach the stored record's
+    values in (a tuple compared in order); none: the incoming record wins. Returns (kept old rows
+    with their meta columns, winning incoming upserts without meta, n_updates, n_deletes). Old rows
+    replaced or deleted are dropped.
     """
     old_keys = old.column(RECORD_KEY)
     ops = incoming.column(OP_COL)
@@ -131,13 +147,19 @@ def merge_cow(
     idx = pc.index_in(incoming.column(RECORD_KEY), value_set=old_keys.combine_chunks())
     in_old = pc.is_valid(idx)
     winning = in_old
-    if ordering_field and ordering_field in old.column_names and ordering_field in incoming.column_names:
-        # look up the stored ordering value of each incoming key
-        stored = pc.take(old.column(ordering_field).combine_chunks(), pc.fill_null(idx, 0))
-        inc_order = incoming.column(ordering_field).combine_chunks()
-        if stored.type != inc_order.type:
-            stored = stored.cast(inc_order.type)
-        ge = pc.fill_null(pc.greater_equal(inc_order, stored), True)
+    fields = [f for f in ordering_field_list(ordering_field)
+              if f in old.column_names and f in incoming.column_names]
+    if fields:
+        # look up the stored ordering values of each incoming key
+        inc_orders, stored_orders = [], []
+        for f in fields:
+            stored = pc.take(old.column(f).combine_chunks(), pc.fill_null(idx, 0))
+            inc_order = incoming.column(f).combine_chunks()
+            if stored.type != inc_order.type:
+                stored = stored.cast(inc_order.type)
+            inc_orders.append(inc_order)
+            stored_orders.append(stored)
+        ge = _at_least(inc_orders, stored_orders)
         is_hard_delete = pc.equal(ops, "D")
         beats = pc.or_(ge, is_hard_delete)
         winning = pc.and_(winning, pc.fill_null(beats, True))
@@ -186,7 +208,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         old_full = pa.Table.from_arrays(
             list(old_meta.columns) + list(old_data.columns), names=list(META_COLUMNS) + data_schema.names
         )
-        kept, incoming, n_updates, n_deletes = merge_cow(old_full, records, ctx.ordering_field)
+        kept, incoming, n_updates, n_deletes = merge_cow(old_full, records, ctx.ordering_fields)
         # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
         old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
                                    pa.repeat(pa.scalar(file_name, pa.string()), kept.num_rows))
@@ -241,7 +263,10 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         # a hard delete (the delete operation) has no ordering value: Hudi writes IntWrapper{0};
         # a soft delete (_hoodie_is_deleted) keeps its record's ordering value and type
         # (any payload carries the precombine value as its ordering value)
-        field = ctx.config.get(PRECOMBINE_FIELD) if PRECOMBINE_FIELD in ctx.config else None or ctx.ordering_field
+        # (a delete block keeps one ordering value: the first ordering field's)
+        named = PRECOMBINE_FIELD in ctx.config or ORDERING_FIELDS in ctx.config
+        fields = write_ordering_fields(ctx.config) if named else list(ctx.ordering_fields)
+        field = fields[0] if fields else None
         has_order = bool(field) and field in deletes.column_names
         order = deletes.column(field).to_pylist() if has_order else [None] * deletes.num_rows
         hard = deletes.column(OP_COL).to_pylist()

@@ -49,10 +49,14 @@ from airflow_hoodie.actions.write_config import (
     PRECOMBINE_FIELD,
     RECORD_KEY_FIELD,
     TABLE_TYPE,
+    ORDERING_FIELDS,
     checked_ordering_field,
     dedupe_enabled,
+    dedupe_ordering_fields,
     key_generator_props,
-    ordering_field_for_merge,
+    ordering_fields_for_merge,
+    with_table_settings,
+    write_ordering_fields,
 )
 from airflow_hoodie.actions.write_records import (
     BUCKET_COL,
@@ -181,7 +185,7 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     if operation not in OPERATIONS:
         raise HoodieConfigError(f"--operation {operation!r} is not one of {', '.join(OPERATIONS)}.")
     client.load_table()
-    cfg = client.effective_config()
+    cfg = with_table_settings(client.effective_config(), client.table.config if client.table is not None else None)
     validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
     tt = (cfg.get(TABLE_TYPE) or "COPY_ON_WRITE")
     if tt not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
@@ -196,11 +200,13 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
         if f not in data_schema.names:
             raise HoodieError(f"Record key field {f!r} is not a column of the input (columns: {', '.join(data_schema.names)}); "
                               "set hoodie.datasource.write.recordkey.field to an existing column.")
-    pre = cfg.get(PRECOMBINE_FIELD)
-    pre_explicit = PRECOMBINE_FIELD in cfg or (client.table is not None and client.table.config.precombine_field)
-    if pre and pre_explicit and pre not in data_schema.names and operation != "delete":
-        raise HoodieError(f"Precombine field {pre!r} is not a column of the input; set "
-                          "hoodie.datasource.write.precombine.field to an existing column.")
+    pre_explicit = (PRECOMBINE_FIELD in cfg or ORDERING_FIELDS in cfg
+                    or (client.table is not None and client.table.config.ordering_fields))
+    for pre in write_ordering_fields(cfg) if pre_explicit and operation != "delete" else []:
+        if pre not in data_schema.names:
+            raise HoodieError(f"Precombine field {pre!r} is not a column of the input; set "
+                              "hoodie.datasource.write.precombine.field (or hoodie.table.ordering.fields) to existing "
+                              "columns.")
     for f in cfg.get_list(PARTITION_FIELD):
         name = f.split(":")[0]
         if name not in data_schema.names:
@@ -304,7 +310,7 @@ class ArrowWriteEngine:
     def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
         batch = prepare_batch(self.batch, key_generator_props(cfg), operation, checked_ordering_field(cfg, operation))
         if dedupe_enabled(cfg, operation):
-            batch = dedupe(batch, cfg.get(PRECOMBINE_FIELD), global_index)
+            batch = dedupe(batch, dedupe_ordering_fields(cfg), global_index)
         self.batch = batch
         return sorted(set(batch.column(PARTITION_PATH).to_pylist())) if batch.num_rows else []
 
@@ -383,7 +389,7 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
         base_uri=client.base_uri, storage_options=client.storage_options, instant_time=instant,
         table_type=client.table.table_type, table_name=client.table_name or "", avro_schema=dict(avro),
         config=cfg,
-        ordering_field=ordering_field_for_merge(cfg), operation=operation,
+        ordering_fields=tuple(ordering_fields_for_merge(cfg)), operation=operation,
         table_version=client.table.format.version,
     )
 

@@ -277,9 +277,10 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         tp.DATABASE_NAME: config.get(tp.DATABASE_NAME) or "default",
         tp.CREATE_SCHEMA: json.dumps(avro_schema, separators=(",", ":")),
     }
-    pre = config.get(PRECOMBINE_FIELD)
-    if pre and pre in {f["name"] for f in avro_schema.get("fields", [])}:
-        props[tp.PRECOMBINE_FIELD] = pre
+    # several ordering fields are kept as a list, which Hudi 1.x reads from the precombine key too
+    ordering = write_ordering_fields(config)
+    if ordering and set(ordering) <= {f["name"] for f in avro_schema.get("fields", [])}:
+        props[tp.PRECOMBINE_FIELD] = ",".join(ordering)
     if table_type == tp.MERGE_ON_READ:
         props[tp.PAYLOAD_CLASS] = config.get("hoodie.datasource.write.payload.class")
     if (config.get(tp.TIMELINE_TIMEZONE) or "").upper() == "UTC":
@@ -297,22 +298,73 @@ def dedupe_enabled(config: HoodieConfig, operation: str) -> bool:
     return config.get_bool("hoodie.combine.before.insert")
 
 
-def checked_ordering_field(config: HoodieConfig, operation: str) -> str | None:
-    """The ordering field every record of this write must carry a value of: Hudi reads it
+def checked_ordering_field(config: HoodieConfig, operation: str) -> list[str]:
+    """The ordering fields every record of this write must carry a value of: Hudi reads them
     into each record's payload whenever it combines records, which an upsert always does and
-    an insert does with hoodie.combine.before.insert (HoodieCreateRecordUtils, 0.14)."""
+    an insert does with hoodie.combine.before.insert (HoodieCreateRecordUtils, 0.14). Under
+    commit-time ordering no ordering value is read, so none is required."""
     if operation == "delete" or not (operation == "upsert" or dedupe_enabled(config, operation)):
-        return None
-    return config.get(PRECOMBINE_FIELD)
+        return []
+    return dedupe_ordering_fields(config)
 
 
-def ordering_field_for_merge(config: HoodieConfig) -> str | None:
-    """Ordering-aware merging (DefaultHoodieRecordPayload semantics) only when asked for."""
-    payload = config.get("hoodie.datasource.write.payload.class") or ""
+def dedupe_ordering_fields(config: HoodieConfig) -> list[str]:
+    """The fields a batch's versions of one key are combined by (greatest tuple wins); none under
+    commit-time ordering, where the later record of the batch wins."""
+    if write_merge_mode(config) is MergeMode.COMMIT_TIME_ORDERING:
+        return []
+    return write_ordering_fields(config)
+
+
+def ordering_fields_for_merge(config: HoodieConfig) -> list[str]:
+    """The fields an incoming record must beat the stored one by (as a tuple, in order); none when
+    the latest write wins. An explicit merge mode decides (Hudi 1.x); without one, version 6's
+    payload semantics: ordering-aware only for DefaultHoodieRecordPayload or an explicit
+    ``hoodie.payload.ordering.field``."""
+    mode = write_merge_mode(config)
+    if mode is MergeMode.COMMIT_TIME_ORDERING:
+        return []
+    if mode is MergeMode.EVENT_TIME_ORDERING:
+        return write_ordering_fields(config)
     explicit = config.get("hoodie.payload.ordering.field") if "hoodie.payload.ordering.field" in config else None
     if explicit:
-        return explicit
-    if payload.endswith("DefaultHoodieRecordPayload"):
-        return config.get(PRECOMBINE_FIELD)
-    return None
+        return [explicit]
+    if (config.get(PAYLOAD_OPTION) or "").endswith("DefaultHoodieRecordPayload"):
+        return write_ordering_fields(config)
+    return []
 
+
+def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> HoodieConfig:
+    """The write settings with the existing table's merge semantics and version filled in, checked
+    before anything is written.
+
+    A new table: the asked-for version and merge mode are checked (a version we do not write and
+    the CUSTOM merge mode are refused). An existing table is written at its own version (never
+    upgraded or downgraded: a different ``hoodie.write.table.version`` is refused), with its own
+    merge mode (a contradicting one is refused) and all of its ordering fields unless the write
+    names its own.
+    """
+    if table is None:
+        write_table_version(config)
+        write_merge_mode(config)
+        return config
+    extra: dict[str, str] = {}
+    version = table.table_version
+    if WRITE_TABLE_VERSION in config and write_table_version(config) != version:
+        raise HoodieNotSupportedError(
+            f"The table is Hudi table version {version} but the write asks for {WRITE_TABLE_VERSION}="
+            f"{config.get(WRITE_TABLE_VERSION)}; airflow-hoodie never upgrades or downgrades a table, and nothing was "
+            f"written. Drop {WRITE_TABLE_VERSION} (the table's version is used), or change the version with Hudi itself.")
+    extra[WRITE_TABLE_VERSION] = str(version)
+    asked = write_merge_mode(config)
+    stored = table.record_merge_mode
+    if stored:
+        if asked is not None and asked.value != stored:
+            raise HoodieConfigError(
+                f"The table's merge mode is {stored} but the write asks for {MERGE_MODE}={asked.value}; a table keeps "
+                f"its merge mode. Drop {MERGE_MODE} from the write; nothing was written.")
+        extra[MERGE_MODE] = stored
+    ordering = table.ordering_fields
+    if len(ordering) > 1 and ORDERING_FIELDS not in config and config.get(PRECOMBINE_FIELD) in (None, "", ordering[0]):
+        extra[ORDERING_FIELDS] = ",".join(ordering)
+    return config.with_values(extra)

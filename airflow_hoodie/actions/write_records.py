@@ -7,7 +7,7 @@ named here never reach a file.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +32,18 @@ ORDER_COL = "_hoodie_ordering"
 DELETE_OPS = pa.array(["D", "S"])  # D: delete operation (always wins), S: _hoodie_is_deleted
 INTERNAL_COLS = (OP_COL, BUCKET_COL, ORDER_COL, "_hoodie_loc_file", "_hoodie_loc_part")
 
+#: one ordering field, or several compared in order (a comma-separated string is a list too)
+OrderingFields = Union[str, Sequence[str], None]
+
+
+def ordering_field_list(fields: OrderingFields) -> list[str]:
+    """The ordering fields as a list: ``"a,b"``, ``["a", "b"]`` and ``None`` all accepted."""
+    if not fields:
+        return []
+    if isinstance(fields, str):
+        return [f.strip() for f in fields.split(",") if f.strip()]
+    return [f for f in fields if f]
+
 
 def check_auto_keys_operation(operation: str) -> None:
     """Hudi refuses upsert and delete on tables with auto-generated keys: nothing could
@@ -54,13 +66,17 @@ def with_auto_record_keys(records: pa.Table, instant_time: str, partition_id: in
     return records.set_column(records.schema.get_field_index(RECORD_KEY), RECORD_KEY, filled)
 
 
-def check_ordering_values(data: pa.Table, ordering_field: str | None) -> None:
-    """Refuse records whose ordering (precombine) value is null. Hudi builds the payload of
-    every record it combines with that value and refuses a null one (BaseAvroPayload:
-    "Ordering value is null for record"); accepted, a null made COW keep the newest row
-    and MOR keep the oldest."""
-    if not ordering_field or ordering_field not in data.column_names:
-        return
+def check_ordering_values(data: pa.Table, ordering_fields: OrderingFields) -> None:
+    """Refuse records whose ordering (precombine) value is null, in any of the ordering fields.
+    Hudi builds the payload of every record it combines with that value and refuses a null one
+    (BaseAvroPayload: "Ordering value is null for record"); accepted, a null made COW keep the
+    newest row and MOR keep the oldest."""
+    for ordering_field in ordering_field_list(ordering_fields):
+        if ordering_field in data.column_names:
+            _check_no_null_ordering(data, ordering_field)
+
+
+def _check_no_null_ordering(data: pa.Table, ordering_field: str) -> None:
     nulls = data.column(ordering_field).null_count
     if nulls == 0:
         return
@@ -72,12 +88,12 @@ def check_ordering_values(data: pa.Table, ordering_field: str | None) -> None:
 
 
 def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str,
-                  ordering_field: str | None = None) -> pa.Table:
+                  ordering_field: OrderingFields = None) -> pa.Table:
     """Data plus ``_hoodie_record_key``, ``_hoodie_partition_path`` and ``_hoodie_op``.
 
     Existing meta columns in the input are replaced. ``_hoodie_is_deleted = true`` marks a
     soft delete ('S'); the delete operation marks every record 'D'. ``ordering_field``: the
-    field every record must carry a value of (see :func:`write_config.checked_ordering_field`).
+    field(s) every record must carry a value of (see :func:`write_config.checked_ordering_field`).
     """
     data = data.drop_columns([c for c in META_COLUMNS + INTERNAL_COLS if c in data.column_names])
     if operation != "delete":
@@ -104,17 +120,19 @@ def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str,
     return out
 
 
-def dedupe(batch: pa.Table, ordering_field: str | None, global_index: bool) -> pa.Table:
+def dedupe(batch: pa.Table, ordering_field: OrderingFields, global_index: bool) -> pa.Table:
     """Keep one record per key (per key+partition for non-global indexes): greatest ordering value,
-    the later record on ties (OverwriteWithLatestAvroPayload.preCombine)."""
+    the later record on ties (OverwriteWithLatestAvroPayload.preCombine). Several ordering fields
+    compare as a tuple, in order; none (commit-time ordering) keeps the later record."""
     if batch.num_rows <= 1:
         return batch
     row = "__row"
     b = batch.append_column(row, pa.array(range(batch.num_rows), pa.int64()))
     group = [RECORD_KEY] if global_index else [RECORD_KEY, PARTITION_PATH]
     sort = [(g, "ascending") for g in group]
-    if ordering_field and ordering_field in b.column_names:
-        sort.append((ordering_field, "descending"))
+    for field in ordering_field_list(ordering_field):
+        if field in b.column_names:
+            sort.append((field, "descending"))
     sort.append((row, "descending"))
     b = b.sort_by(sort)
     keys = b.column(RECORD_KEY).combine_chunks()

@@ -7,7 +7,9 @@ class in ``hoodie.properties`` (1.x tables also write ``hoodie.record.merge.mode
 
 * **event-time ordering** (``DefaultHoodieRecordPayload``, ``EventTimeAvroPayload``, merge
   mode ``EVENT_TIME_ORDERING``): the version with the greatest ordering (precombine) value
-  wins; on equal ordering values the later one wins.
+  wins; on equal ordering values the later one wins. Several ordering fields
+  (``hoodie.table.ordering.fields``, or a precombine field list) compare as a tuple, in order:
+  the first decides, the next breaks its ties.
 * **commit-time ordering** (``OverwriteWithLatestAvroPayload``, Hudi's default for version 6,
   merge mode ``COMMIT_TIME_ORDERING``): the later version wins. One Hudi 0.x subtlety is kept:
   with a payload class (no explicit merge mode) and a precombine field, the log scanner
@@ -51,6 +53,7 @@ from airflow_hoodie.table.schema.meta_fields import (
 )
 
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
 WRITE_PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
 TABLE_MERGE_MODE = "hoodie.table.record.merge.mode"
 MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
@@ -70,7 +73,7 @@ OVERWRITE_MERGER_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
 # Column names used internally by the merge; chosen not to clash with user columns.
 _KEY = "__hoodie_merge_key"
-_ORDER = "__hoodie_merge_order"
+_ORDER = "__hoodie_merge_order"  # + the ordering field's position: one column per ordering field
 _SEQ = "__hoodie_merge_seq"
 _DEL = "__hoodie_merge_is_delete"
 _SRC = "__hoodie_merge_src"
@@ -88,6 +91,7 @@ class MergeConfig:
     """The merge semantics of one table, derived from its ``hoodie.properties``."""
 
     mode: MergeMode = MergeMode.COMMIT_TIME_ORDERING
+    #: the first ordering field (the one a delete block's ordering value belongs to)
     ordering_field: str | None = None
     delete_field: str | None = None
     delete_marker: str | None = None
@@ -96,6 +100,13 @@ class MergeConfig:
     #: ``hoodie.populate.meta.fields=false`` (virtual keys): the table properties the key
     #: generator computes each record's key from, since the files carry no key
     virtual_key_props: tuple[tuple[str, str], ...] | None = None
+    #: the ordering fields after the first, compared in order when the ones before tie
+    more_ordering_fields: tuple[str, ...] = ()
+
+    @property
+    def ordering_fields(self) -> tuple[str, ...]:
+        """All ordering fields, in the order they are compared."""
+        return ((self.ordering_field,) if self.ordering_field else ()) + self.more_ordering_fields
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "MergeConfig":
@@ -105,8 +116,9 @@ class MergeConfig:
         key of 0.14/0.15, then the 1.x name, then the datasource option), else Hudi 0.x's
         default payload ``OverwriteWithLatestAvroPayload``.
         """
-        ordering = (props.get(PRECOMBINE_FIELD) or props.get("hoodie.table.ordering.fields") or "").strip()
-        ordering_field = ordering.split(",")[0].strip() or None
+        ordering = (props.get(ORDERING_FIELDS) or props.get(PRECOMBINE_FIELD) or "").strip()
+        fields = [f.strip() for f in ordering.split(",") if f.strip()]
+        ordering_field = fields[0] if fields else None
         mode_value = (props.get(TABLE_MERGE_MODE) or props.get(MERGE_MODE) or "").strip().upper()
         log_precombine = False
         if mode_value:
@@ -134,6 +146,7 @@ class MergeConfig:
         return cls(
             mode=mode,
             ordering_field=ordering_field,
+            more_ordering_fields=tuple(fields[1:]),
             log_precombine=log_precombine,
             delete_field=props.get(DELETE_FIELD) or None,
             delete_marker=props.get(DELETE_MARKER) or None,
@@ -275,6 +288,11 @@ def _sort_indices(table: pa.Table, sort_keys: list[tuple]) -> pa.Array:
         return pc.sort_indices(table, sort_keys=plain, null_placement="at_start")
 
 
+def _order_columns(table: pa.Table) -> list[str]:
+    """The candidate table's ordering columns, first ordering field first."""
+    return sorted((c for c in table.column_names if c.startswith(_ORDER)), key=lambda c: int(c[len(_ORDER):]))
+
+
 def _rank(cand: pa.Table, natural: pa.Array, use_ordering: bool) -> pa.Table:
     """The winning candidate per key (which may be a delete)."""
     if use_ordering and cand.num_rows and pc.any(natural).as_py():
@@ -300,7 +318,8 @@ def _rank(cand: pa.Table, natural: pa.Array, use_ordering: bool) -> pa.Table:
     # nulls first: a version with no ordering value is the oldest in event time
     sort_keys: list[tuple] = [(_KEY, "ascending")]
     if use_ordering:
-        sort_keys.append((_ORDER, "ascending", "at_start"))
+        # the ordering fields compare as a tuple: each one only breaks the ties of those before it
+        sort_keys += [(c, "ascending", "at_start") for c in _order_columns(cand)]
     sort_keys.append((_SEQ, "ascending"))
     cand = cand.take(_sort_indices(cand, sort_keys))
     keys = cand.column(_KEY)
@@ -365,8 +384,9 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
     # Hudi 0.x commit-time ordering with an ordering field: logs pre-combined by ordering
     # value, the result replaces the base row
     two_step = config.mode is MergeMode.COMMIT_TIME_ORDERING and config.log_precombine and has_ordering
-    order_type = _ordering_type(data_tables, config.ordering_field) if (use_ordering or two_step) else None
-    cand, natural = _candidates(pieces, config, order_type)
+    order_types = ([_ordering_type(data_tables, f) or pa.null() for f in config.ordering_fields]
+                   if (use_ordering or two_step) else None)
+    cand, natural = _candidates(pieces, config, order_types)
     if cand is None:
         return data.slice(0, 0)
     base_rows = pieces[0].num_rows if has_base and isinstance(pieces[0], pa.Table) else 0
@@ -380,12 +400,13 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
     return data.take(src)
 
 
-def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_type: pa.DataType | None
+def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_types: list[pa.DataType] | None
                 ) -> tuple[pa.Table | None, pa.Array | None]:
     """One candidate row per data row and per delete, in write order: its key, global
     position, whether it deletes, its row in the concatenated data, its ordering value; and
     whether each candidate is in natural (commit-time) order. (None, None) when empty."""
-    parts: dict[str, list[pa.Array]] = {_KEY: [], _SEQ: [], _DEL: [], _SRC: [], _ORDER: []}
+    parts: dict[str, list[pa.Array]] = {_KEY: [], _SEQ: [], _DEL: [], _SRC: []}
+    parts.update({f"{_ORDER}{i}": [] for i in range(len(order_types or ()))})
     natural_parts: list[pa.Array] = []
     position = data_offset = 0
     for piece in pieces:
@@ -393,10 +414,10 @@ def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_type: pa.Dat
         if n == 0:
             continue
         if isinstance(piece, pa.Table):
-            _data_candidates(piece, config, order_type, data_offset, parts, natural_parts)
+            _data_candidates(piece, config, order_types, data_offset, parts, natural_parts)
             data_offset += n
         else:
-            _delete_candidates(piece, order_type, parts, natural_parts)
+            _delete_candidates(piece, order_types, parts, natural_parts)
         parts[_SEQ].append(_arange(position, position + n))
         position += n
     if not parts[_KEY]:
@@ -405,7 +426,7 @@ def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_type: pa.Dat
     return pa.table(columns), pa.concat_arrays(natural_parts)
 
 
-def _data_candidates(piece: pa.Table, config: MergeConfig, order_type: pa.DataType | None, data_offset: int,
+def _data_candidates(piece: pa.Table, config: MergeConfig, order_types: list[pa.DataType] | None, data_offset: int,
                      parts: dict[str, list[pa.Array]], natural_parts: list[pa.Array]) -> None:
     n = piece.num_rows
     if RECORD_KEY not in piece.column_names:
@@ -417,27 +438,31 @@ def _data_candidates(piece: pa.Table, config: MergeConfig, order_type: pa.DataTy
     parts[_DEL].append(_is_delete_mask(piece, config))
     natural_parts.append(_const(False, n))
     parts[_SRC].append(_arange(data_offset, data_offset + n))
-    if order_type is not None:
-        if config.ordering_field in piece.column_names:
-            parts[_ORDER].append(_cast_ordering(piece.column(config.ordering_field), order_type))
+    for i, (field, typ) in enumerate(zip(config.ordering_fields, order_types or ())):
+        if field in piece.column_names:
+            parts[f"{_ORDER}{i}"].append(_cast_ordering(piece.column(field), typ))
         else:
-            parts[_ORDER].append(pa.nulls(n, order_type))
+            parts[f"{_ORDER}{i}"].append(pa.nulls(n, typ))
 
 
-def _delete_candidates(piece: DeleteSet, order_type: pa.DataType | None,
+def _delete_candidates(piece: DeleteSet, order_types: list[pa.DataType] | None,
                        parts: dict[str, list[pa.Array]], natural_parts: list[pa.Array]) -> None:
     n = len(piece)
     parts[_KEY].append(pc.cast(piece.keys, pa.string()))
     parts[_DEL].append(_const(True, n))
     parts[_SRC].append(pa.nulls(n, pa.int64()))
     values = piece.ordering_values if piece.ordering_values is not None else pa.nulls(n)
-    if order_type is None:
+    if not order_types:
         natural_parts.append(_const(True, n))
         return
     mask = _natural_mask(values)
     natural_parts.append(mask)
-    # a natural-order delete has no place in event time: rank it below everything
-    parts[_ORDER].append(pc.if_else(mask, pa.scalar(None, order_type), _cast_ordering(values, order_type)))
+    # a natural-order delete has no place in event time: rank it below everything. A delete
+    # block keeps one ordering value, the first field's; the fields after it stay null.
+    first = order_types[0]
+    parts[f"{_ORDER}0"].append(pc.if_else(mask, pa.scalar(None, first), _cast_ordering(values, first)))
+    for i, typ in enumerate(order_types[1:], start=1):
+        parts[f"{_ORDER}{i}"].append(pa.nulls(n, typ))
 
 
 def _winners_over_base(cand: pa.Table, natural: pa.Array, base_rows: int, use_ordering: bool,

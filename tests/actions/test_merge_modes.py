@@ -1,0 +1,163 @@
+"""Merge modes on write and read: several ordering fields compared as a tuple, commit-time
+ordering (the latest write wins whatever its ordering values), CUSTOM refused with the table
+untouched, table versions we do not write refused.
+
+Version 6 tables carry the 1.x merge mode in hoodie.properties here (a version 6 table may);
+the semantics are the same for versions 8 and 9, whose writes the table layer enables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.errors import HoodieConfigError, HoodieKeyError, HoodieNotSupportedError
+from airflow_hoodie.table import properties as tp
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.read import read_table
+from tests.actions.test_write import conf
+
+TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
+
+
+def rows(*recs: tuple) -> pa.Table:
+    """(id, ts, seq, v) records, all in partition 'a'."""
+    return pa.table({"id": [r[0] for r in recs], "ts": pa.array([r[1] for r in recs], pa.int64()),
+                     "seq": pa.array([r[2] for r in recs], pa.int32()), "p": ["a"] * len(recs),
+                     "v": [r[3] for r in recs]})
+
+
+def tuple_conf(table_type: str, **extra: str) -> dict:
+    return conf(table_type, **{"hoodie.table.ordering.fields": "ts,seq", **extra})
+
+
+def visible(base: Path) -> dict[int, tuple]:
+    out = read_table(str(base), columns=["id", "ts", "seq", "v"]).to_pylist()
+    return {r["id"]: (r["ts"], r["seq"], r["v"]) for r in out}
+
+
+def files_under(base: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(base)): f.read_bytes() for f in sorted(base.rglob("*")) if f.is_file()}
+
+
+def with_merge_mode(base: Path, mode: str) -> None:
+    table = HoodieTable.load(str(base))
+    table.update_config({tp.RECORD_MERGE_MODE: mode})
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_several_ordering_fields_dedupe_a_batch_as_a_tuple(tmp_path, table_type):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 1, 5, "a"), (1, 2, 0, "b"), (1, 2, 3, "winner"), (1, 1, 9, "c"),
+                                (2, 7, 1, "only")),
+                "upsert", tuple_conf(table_type), table_name="t")
+    assert visible(base) == {1: (2, 3, "winner"), 2: (7, 1, "only")}
+    # the table keeps both fields, in order
+    assert HoodieTable.load(str(base)).config.ordering_fields == ["ts", "seq"]
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_several_ordering_fields_decide_against_stored_records(tmp_path, table_type):
+    base = tmp_path / "t"
+    cfg = tuple_conf(table_type, **{"hoodie.record.merge.mode": "EVENT_TIME_ORDERING"})
+    write_arrow(str(base), rows((1, 2, 3, "stored"), (2, 2, 3, "stored"), (3, 2, 3, "stored")), "upsert", cfg,
+                table_name="t")
+    with_merge_mode(base, "EVENT_TIME_ORDERING")
+    # later writes name neither the fields nor the mode: the table's own decide
+    later = conf(table_type)
+    later.pop("hoodie.datasource.write.precombine.field")
+    # 1: same ts, smaller seq -> stale; 2: same ts, greater seq -> wins; 3: smaller ts, greater seq -> stale
+    write_arrow(str(base), rows((1, 2, 2, "stale"), (2, 2, 4, "newer"), (3, 1, 9, "stale")), "upsert", later)
+    assert visible(base) == {1: (2, 3, "stored"), 2: (2, 4, "newer"), 3: (2, 3, "stored")}
+    # a tie on every field: the later write wins
+    write_arrow(str(base), rows((1, 2, 3, "tie")), "upsert", later)
+    assert visible(base)[1] == (2, 3, "tie")
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_commit_time_ordering_lets_the_latest_write_win(tmp_path, table_type):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 5, 5, "first"), (2, 5, 5, "first")), "upsert",
+                conf(table_type, **{"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}), table_name="t")
+    with_merge_mode(base, "COMMIT_TIME_ORDERING")
+    # an older ordering value still replaces the stored record
+    write_arrow(str(base), rows((1, 1, 1, "latest")), "upsert", conf(table_type))
+    # within one batch the later record wins, whatever its ordering value
+    write_arrow(str(base), rows((2, 9, 9, "earlier in batch"), (2, 1, 1, "later in batch")), "upsert",
+                conf(table_type))
+    assert visible(base) == {1: (1, 1, "latest"), 2: (1, 1, "later in batch")}
+    # a second log version older in event time: still the latest write (MOR log merging too)
+    write_arrow(str(base), rows((1, 0, 0, "last")), "upsert", conf(table_type))
+    assert visible(base)[1] == (0, 0, "last")
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_event_time_ordering_on_the_table_beats_the_default_payload(tmp_path, table_type):
+    """Without a mode, a version 6 COW table with the default payload (OverwriteWithLatestAvroPayload)
+    lets an older record replace a stored one; with EVENT_TIME_ORDERING on the table it is stale."""
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 5, 0, "stored")), "upsert", conf(table_type), table_name="t")
+    with_merge_mode(base, "EVENT_TIME_ORDERING")
+    write_arrow(str(base), rows((1, 4, 0, "older")), "upsert", conf(table_type))
+    assert visible(base) == {1: (5, 0, "stored")}
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_custom_merge_mode_is_refused_and_the_table_untouched(tmp_path, table_type):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 5, 0, "stored")), "upsert", conf(table_type), table_name="t")
+    before = files_under(base)
+    for key in ("hoodie.record.merge.mode", "hoodie.write.record.merge.mode"):
+        with pytest.raises(HoodieNotSupportedError, match="CUSTOM"):
+            write_arrow(str(base), rows((1, 9, 0, "custom")), "upsert", conf(table_type, **{key: "CUSTOM"}))
+    assert files_under(base) == before
+    # a new table is not even started
+    fresh = tmp_path / "fresh"
+    with pytest.raises(HoodieNotSupportedError, match="CUSTOM"):
+        write_arrow(str(fresh), rows((1, 9, 0, "custom")), "upsert",
+                    conf(table_type, **{"hoodie.record.merge.mode": "CUSTOM"}), table_name="fresh")
+    assert not fresh.exists()
+
+
+def test_a_write_contradicting_the_tables_merge_mode_is_refused(tmp_path):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 5, 0, "stored")), "upsert", conf(), table_name="t")
+    with_merge_mode(base, "EVENT_TIME_ORDERING")
+    before = files_under(base)
+    with pytest.raises(HoodieConfigError, match="merge mode is EVENT_TIME_ORDERING"):
+        write_arrow(str(base), rows((1, 1, 0, "x")), "upsert", conf(**{"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}))
+    assert files_under(base) == before
+
+
+@pytest.mark.parametrize("version", ["7", "10"])
+def test_a_table_version_we_do_not_write_is_refused_before_anything_is_written(tmp_path, version):
+    fresh = tmp_path / "fresh"
+    with pytest.raises(HoodieNotSupportedError, match="6, 8, 9"):
+        write_arrow(str(fresh), rows((1, 1, 0, "x")), "upsert",
+                    conf(**{"hoodie.write.table.version": version}), table_name="fresh")
+    assert not fresh.exists()
+
+
+@pytest.mark.parametrize("version", ["7", "8", "9", "10"])
+def test_an_existing_table_is_never_upgraded_or_downgraded(tmp_path, version):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 5, 0, "stored")), "upsert", conf(), table_name="t")
+    before = files_under(base)
+    with pytest.raises(HoodieNotSupportedError):
+        write_arrow(str(base), rows((1, 9, 0, "x")), "upsert", conf(**{"hoodie.write.table.version": version}))
+    assert files_under(base) == before
+    # naming the table's own version is fine
+    write_arrow(str(base), rows((1, 9, 0, "x")), "upsert", conf(**{"hoodie.write.table.version": "6"}))
+    assert visible(base) == {1: (9, 0, "x")}
+
+
+def test_a_null_in_any_ordering_field_is_refused(tmp_path):
+    base = tmp_path / "t"
+    bad = pa.table({"id": [1], "ts": pa.array([1], pa.int64()), "seq": pa.array([None], pa.int32()),
+                    "p": ["a"], "v": ["x"]})
+    with pytest.raises(HoodieKeyError, match="'seq'.*is null in 1 of 1 records"):
+        write_arrow(str(base), bad, "upsert", tuple_conf("COPY_ON_WRITE"), table_name="t")
+    assert not base.exists()
