@@ -9,7 +9,6 @@ monkeypatching ``WRITABLE_TABLE_VERSIONS``.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import shutil
 import stat
@@ -82,7 +81,12 @@ def _files(base: pathlib.Path) -> dict[str, bytes]:
 
 
 def _logs_of(base: pathlib.Path, instant: str) -> list[str]:
-    return sorted(n for n in _files(base) if (parse_log_file_name(n) or None) and parse_log_file_name(n).base_instant == instant)
+    out = []
+    for name in _files(base):
+        parsed = parse_log_file_name(name)
+        if parsed is not None and parsed.base_instant == instant:
+            out.append(name)
+    return sorted(out)
 
 
 def _assert_readers_agree(base: pathlib.Path) -> None:
@@ -132,7 +136,7 @@ def test_compaction_plans_and_merges_the_v9_logs(v9: pathlib.Path) -> None:
     assert set(ops) == {BIG_GROUP, SMALL_GROUP}
     # each operation: the slice's base file and its delta commits' own log files
     assert ops[BIG_GROUP]["baseInstantTime"] == "20260307135937430"
-    assert ops[BIG_GROUP]["deltaFilePaths"] == _logs_of(v9, r1.instant)[:0] + sorted(
+    assert ops[BIG_GROUP]["deltaFilePaths"] == sorted(
         n for n in _logs_of(v9, r1.instant) + _logs_of(v9, r2.instant) if n.startswith("." + BIG_GROUP))
     assert ops[SMALL_GROUP]["baseInstantTime"] == "20260307135937880"
     assert ops[SMALL_GROUP]["deltaFilePaths"] == [n for n in _logs_of(v9, r1.instant) if n.startswith("." + SMALL_GROUP)]
@@ -237,3 +241,42 @@ def test_compaction_takes_only_logs_completed_before_its_instant() -> None:
     # 050 predates the active timeline: an archived, completed delta commit
     assert [lf.base_instant for lf in v9_kept] == ["100", "050"]
     assert LogFileLayout(6).logs_to_compact(logs, "400", done) == logs
+
+
+def test_partitioned_complex_key_table(conformance_next: pathlib.Path, tmp_path: pathlib.Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same file layer on ``v9_txns_complex_nometa`` (partitioned by region, complex
+    keys): one log per touched group, in its partition folder, named by the delta commit;
+    compaction merges them; a rolled-back delta commit leaves no file."""
+    monkeypatch.setattr("airflow_hoodie.table.table_format.WRITABLE_TABLE_VERSIONS", (6, 8, 9))
+    base = tmp_path / "complex"
+    shutil.copytree(conformance_next / "tables" / "mor" / "v9_txns_complex_nometa", base)
+    for p in [base, *base.rglob("*")]:
+        p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    cfg = dict(CONFIG, **{"hoodie.datasource.write.recordkey.field": "txn_id,account_id",
+                          "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+                          "hoodie.datasource.write.partitionpath.field": "region",
+                          "hoodie.datasource.write.hive_style_partitioning": "true"})
+    data = _data(base)
+    # one row of each region
+    picked = pa.concat_tables([data.filter(pc.equal(pc.field("region"), r)).slice(0, 1) for r in ("us", "eu", "apac")])
+    changed = picked.set_column(picked.schema.get_field_index("currency"), "currency", pa.array(["ZZZ"] * 3))
+    changed = changed.set_column(changed.schema.get_field_index("txn_ts"), "txn_ts",
+                                 pa.array([1_900_000_000_000] * 3, pa.int64()))
+    r = write_arrow(str(base), changed, "upsert", cfg)
+    logs = sorted(str(p.relative_to(base)) for p in base.rglob(f".*_{r.instant}.log.1_*"))
+    assert [log.split("/")[0] for log in logs] == ["region=apac", "region=eu", "region=us"]
+    _assert_readers_agree(base)
+    sched = c.schedule_compaction(HoodieTable.load(str(base)), HoodieConfig({}), force=True)
+    planned = sorted(f"{op['partitionPath']}/{n}" for op in sched.plan["operations"] for n in op["deltaFilePaths"])
+    assert planned == logs
+    c.execute_pending_compactions(HoodieTable.load(str(base)), LocalExecutor())
+    got = read_table(str(base)).select(["txn_id", "currency"]).to_pylist()
+    assert sum(1 for row in got if row["currency"] == "ZZZ") == 3
+    _assert_readers_agree(base)
+    before = sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    r2 = write_arrow(str(base), changed.slice(0, 1), "upsert", cfg)
+    rollback_latest_or(HoodieTable.load(str(base)), None)
+    after = sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    assert after == before and not any(r2.instant in f for f in after)
+    _assert_readers_agree(base)

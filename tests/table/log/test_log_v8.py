@@ -11,7 +11,6 @@ from __future__ import annotations
 import pathlib
 import shutil
 
-import pytest
 
 from airflow_hoodie.table.file_group.file_naming import log_file_name, parse_log_file_name
 from airflow_hoodie.table.file_group.log_file_layout import LogFileLayout, log_file_layout
