@@ -179,3 +179,19 @@ def test_v6_fixture_log_is_named_by_base_instant(conformance_next: pathlib.Path,
         res = w.append([_rebuilt(b) for b in blocks])
     assert res[0].file_name == src.name
     assert storage.read_bytes(res[0].log_path) == src.read_bytes()
+
+
+def test_v9_metadata_table_logs_are_named_by_their_delta_commit(conformance_next: pathlib.Path) -> None:
+    """The metadata table of a Hudi 1.x table follows the same layout: each of its log files
+    is named by the metadata delta commit whose blocks it holds (the initial
+    ``00000000000000000`` files included), so ``LogFileLayout(9)`` names them too."""
+    mdt = conformance_next / "tables" / "mor" / "v9_txns_simple_meta" / ".hoodie" / "metadata"
+    logs = sorted(p for p in mdt.rglob(".*.log.*") if ".hoodie" not in p.relative_to(mdt).parts)
+    assert len(logs) > 20
+    v9 = LogFileLayout(9)
+    for path in logs:
+        parsed = parse_log_file_name(path.name)
+        assert parsed is not None, path.name
+        blocks = read_log_blocks_from_bytes(path.read_bytes(), str(path))
+        assert {b.instant_time for b in blocks} == {parsed.base_instant}, path.name
+        assert v9.log_file_instant("00000000000000000", parsed.base_instant) == parsed.base_instant
