@@ -63,6 +63,13 @@ class LogFile:
         )
 
     @property
+    def delta_commit_time(self) -> str:
+        """The instant in the file's name (Hudi's ``getDeltaCommitTime``): the slice's base
+        instant on table version 6, the delta commit that wrote the file on 8+ (see
+        ``log_file_layout``)."""
+        return self.base_instant
+
+    @property
     def sort_key(self) -> tuple:
         # base instant, then version, then write token (missing token first), then suffix
         token = (0, "") if self.write_token is None else (1, self.write_token)

@@ -100,9 +100,10 @@ class LogFileLayout:
         limit = normalize_instant_time(compaction_instant)
         out = []
         for lf in logs:
-            done = completion_times.get(lf.base_instant)
-            if done is None and first_active is not None and lf.base_instant < first_active:
-                done = lf.base_instant
+            written_by = lf.delta_commit_time
+            done = completion_times.get(written_by)
+            if done is None and first_active is not None and written_by < first_active:
+                done = written_by
             if done is not None and normalize_instant_time(done) < limit:
                 out.append(lf)
         return out
