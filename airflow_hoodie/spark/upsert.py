@@ -54,12 +54,12 @@ from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
     DRIVER_BATCH_MAX_BYTES,
     DRIVER_FILES_MAX_BYTES,
-    PRECOMBINE_FIELD,
     checked_ordering_field,
     dedupe_enabled,
+    dedupe_ordering_fields,
     key_generator_props,
 )
-from airflow_hoodie.actions.write_records import BUCKET_COL, OP_COL, prepare_batch
+from airflow_hoodie.actions.write_records import BUCKET_COL, OP_COL, OrderingFields, prepare_batch
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieError,
@@ -107,7 +107,7 @@ def _arrow_schema(df: Any) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone"))
 
 
-def _prepare_batches(props: dict[str, str], operation: str, ordering_field: str | None, batches):  # executors
+def _prepare_batches(props: dict[str, str], operation: str, ordering_field: OrderingFields, batches):  # executors
     for b in batches:
         t = prepare_batch(pa.Table.from_batches([b]), props, operation, ordering_field)
         yield from t.to_batches()
@@ -201,7 +201,7 @@ def _existing_keys_df(spark: Any, refs: list) -> Any:
 
 
 def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operation: str,
-                    ordering_field: str | None = None) -> Any:
+                    ordering_field: OrderingFields = None) -> Any:
     """``df`` with the record key, partition path and operation columns, computed on the
     executors (which also refuse null ``ordering_field`` values)."""
 
@@ -214,10 +214,8 @@ def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
     """One row per key (per key and partition unless ``global_keys``): the greatest
     ordering value wins, ties go to the later input row, as Hudi's preCombine does."""
 
-    pre = cfg.get(PRECOMBINE_FIELD)
-    order = []
-    if pre and pre in prepared.columns:
-        order.append(F.col(pre).desc_nulls_last())
+    # several ordering fields compare as a tuple; none under commit-time ordering (later row wins)
+    order = [F.col(f).desc_nulls_last() for f in dedupe_ordering_fields(cfg) if f in prepared.columns]
     order.append(F.monotonically_increasing_id().desc())
     part_by = [RECORD_KEY] if global_keys else [RECORD_KEY, PARTITION_PATH]
     return (prepared.withColumn("__rn", F.row_number().over(Window.partitionBy(*part_by).orderBy(*order)))
