@@ -161,3 +161,14 @@ def test_a_null_in_any_ordering_field_is_refused(tmp_path):
     with pytest.raises(HoodieKeyError, match="'seq'.*is null in 1 of 1 records"):
         write_arrow(str(base), bad, "upsert", tuple_conf("COPY_ON_WRITE"), table_name="t")
     assert not base.exists()
+
+
+def test_a_projected_merge_on_read_read_still_orders_by_every_field(tmp_path):
+    """A read of some columns still reads every ordering field to merge the log into the base."""
+    base = tmp_path / "t"
+    cfg = tuple_conf("MERGE_ON_READ", **{"hoodie.record.merge.mode": "EVENT_TIME_ORDERING"})
+    write_arrow(str(base), rows((1, 2, 3, "stored"), (2, 2, 3, "stored")), "upsert", cfg, table_name="t")
+    with_merge_mode(base, "EVENT_TIME_ORDERING")
+    write_arrow(str(base), rows((1, 2, 2, "stale"), (2, 2, 4, "newer")), "upsert", cfg)
+    got = {r["id"]: r["v"] for r in read_table(str(base), columns=["id", "v"]).to_pylist()}
+    assert got == {1: "stored", 2: "newer"}

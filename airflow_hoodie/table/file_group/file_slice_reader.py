@@ -217,8 +217,7 @@ def read_file_slice_and_base_keys(storage: Storage, file_slice: Any, opts: Slice
     wanted = None
     if opts.columns is not None:
         extra = [RECORD_KEY, IS_DELETED]
-        if cfg.ordering_field:
-            extra.append(cfg.ordering_field)
+        extra.extend(cfg.ordering_fields)
         if cfg.delete_field:
             extra.append(cfg.delete_field)
         wanted = list(opts.columns) + list(opts.filter_columns) + extra
