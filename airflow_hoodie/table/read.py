@@ -42,7 +42,7 @@ from airflow_hoodie.table.schema.meta_fields import (
     COMMIT_TIME,
 )
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
-from airflow_hoodie.table.timeline.instant import Instant
+from airflow_hoodie.table.timeline.instant import Instant, normalize_instant_time
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
@@ -422,9 +422,12 @@ def read_table(
             raise HoodieConfigError(
                 f"columns {missing} are not in the table schema; columns: {', '.join(schema.names)}"
             )
-    if not len(visible):
+    if len(visible):
+        latest = visible.last().timestamp
+    elif as_of and query_type != "incremental" and _before_active_timeline(timeline, as_of):
+        latest = as_of  # time travel into the archived range: the files of archived commits up to as_of
+    else:
         return _empty(schema, columns)
-    latest = visible.last().timestamp
     spec = PartitionSpec.from_config(table.config)
     partition_values, filter_expr, filter_columns = _row_filters(table, spec, flt, schema, columns)
     window = None
@@ -463,6 +466,11 @@ def read_table(
     if not parts:
         return _empty(schema, columns)
     return _as_returned(unify_tables(parts), table, schema, columns)
+
+
+def _before_active_timeline(timeline: Timeline, ts: str) -> bool:
+    start = timeline.first_non_savepoint_commit()
+    return start is not None and normalize_instant_time(ts) < normalize_instant_time(start)
 
 
 def _check_query(query_type: str | None, as_of: str | None, start: str | None, end: str | None) -> str:

@@ -230,9 +230,12 @@ class FileSystemView:
     def _slice_committed(
         self, base_instant: str, visible: set[str], last: str | None, start: str | None, as_of: str | None
     ) -> bool:
-        if last is None:
-            return False
         bi = normalize_instant_time(base_instant)
+        if last is None:
+            # time travel to before the active timeline: the files of archived (hence
+            # completed) commits up to ``as_of``, as Hudi's view and hudi-rs take them
+            return (as_of is not None and start is not None and bi <= normalize_instant_time(as_of)
+                    and bi < normalize_instant_time(start))
         if bi > normalize_instant_time(last):
             return False
         if as_of and bi > normalize_instant_time(as_of):
