@@ -19,6 +19,7 @@ from airflow_hoodie.table import properties as tp
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf
+from tests.table.normalize import hudi_rs_rows, normalize_table
 
 TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
 
@@ -172,3 +173,66 @@ def test_a_projected_merge_on_read_read_still_orders_by_every_field(tmp_path):
     write_arrow(str(base), rows((1, 2, 2, "stale"), (2, 2, 4, "newer")), "upsert", cfg)
     got = {r["id"]: r["v"] for r in read_table(str(base), columns=["id", "v"]).to_pylist()}
     assert got == {1: "stored", 2: "newer"}
+
+
+# ------------------------------------------------------------------ version 9 tables, end to end
+@pytest.fixture
+def writable_1x(monkeypatch):
+    """Versions 8/9 writable (the table layer's switch, until it is on by default)."""
+    monkeypatch.setattr("airflow_hoodie.table.table_format.WRITABLE_TABLE_VERSIONS", (6, 8, 9))
+
+
+def v9_conf(table_type: str, **extra: str) -> dict:
+    return conf(table_type, **{"hoodie.write.table.version": "9", "hoodie.metadata.enable": "false", **extra})
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_a_version_9_table_orders_by_its_ordering_fields_and_hudi_rs_agrees(tmp_path, table_type, writable_1x):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 2, 3, "stored"), (2, 2, 3, "stored")), "upsert", v9_conf(table_type),
+                table_name="t")
+    config = HoodieTable.load(str(base)).config
+    assert (config.table_version, config[tp.ORDERING_FIELDS], config.record_merge_mode) == (9, "ts",
+                                                                                            "EVENT_TIME_ORDERING")
+    later = conf(table_type)
+    later.pop("hoodie.datasource.write.precombine.field")
+    write_arrow(str(base), rows((1, 1, 0, "stale"), (2, 3, 0, "newer")), "upsert", later)
+    assert visible(base) == {1: (2, 3, "stored"), 2: (3, 0, "newer")}
+    assert normalize_table(read_table(str(base))) == hudi_rs_rows(str(base))
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_a_version_9_table_without_ordering_fields_orders_by_commit_time(tmp_path, table_type, writable_1x):
+    base = tmp_path / "t"
+    cfg = v9_conf(table_type)
+    cfg.pop("hoodie.datasource.write.precombine.field")
+    write_arrow(str(base), rows((1, 5, 0, "first")), "upsert", cfg, table_name="t")
+    config = HoodieTable.load(str(base)).config
+    assert config.record_merge_mode == "COMMIT_TIME_ORDERING" and config.ordering_fields == []
+    write_arrow(str(base), rows((1, 1, 0, "latest")), "upsert", cfg)
+    assert visible(base) == {1: (1, 0, "latest")}
+    assert normalize_table(read_table(str(base))) == hudi_rs_rows(str(base))
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_a_version_9_table_compares_an_ordering_tuple(tmp_path, table_type, writable_1x):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 2, 3, "stored"), (2, 2, 3, "stored"), (2, 1, 9, "older in batch")), "upsert",
+                v9_conf(table_type, **{"hoodie.table.ordering.fields": "ts,seq"}), table_name="t")
+    assert HoodieTable.load(str(base)).config[tp.ORDERING_FIELDS] == "ts,seq"
+    later = conf(table_type)
+    later.pop("hoodie.datasource.write.precombine.field")
+    write_arrow(str(base), rows((1, 2, 2, "stale"), (2, 2, 4, "newer")), "upsert", later)
+    assert visible(base) == {1: (2, 3, "stored"), 2: (2, 4, "newer")}
+
+
+def test_a_version_9_complex_key_keeps_the_field_name_whatever_the_writer_flag(tmp_path, writable_1x):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 1, 0, "x")), "upsert", v9_conf(
+        "COPY_ON_WRITE", **{"hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+                            "hoodie.write.complex.keygen.new.encoding": "true"}), table_name="t")
+    assert HoodieTable.load(str(base)).config[tp.KEY_GENERATOR_TYPE] == "COMPLEX"
+    assert read_table(str(base), columns=["_hoodie_record_key"]).column(0).to_pylist() == ["id:1"]
+    # a later write finds the same key (an update, not a duplicate)
+    write_arrow(str(base), rows((1, 2, 0, "y")), "upsert", conf(**{"hoodie.write.complex.keygen.new.encoding": "true"}))
+    assert visible(base) == {1: (2, 0, "y")}
