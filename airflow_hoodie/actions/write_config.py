@@ -364,7 +364,14 @@ def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> H
                 f"The table's merge mode is {stored} but the write asks for {MERGE_MODE}={asked.value}; a table keeps "
                 f"its merge mode. Drop {MERGE_MODE} from the write; nothing was written.")
         extra[MERGE_MODE] = stored
+    # the time-based key generator's settings a 1.x table persists (Hudi's PERSISTED_CONFIG_LIST)
+    given = config.as_dict()
+    for key, old_key in _PERSISTED_KEYGEN_KEYS:
+        if key in table and key not in given and old_key not in given:
+            extra[key] = table[key]
     ordering = table.ordering_fields
-    if len(ordering) > 1 and ORDERING_FIELDS not in config and config.get(PRECOMBINE_FIELD) in (None, "", ordering[0]):
+    # (the write client fills the precombine field with the table's first ordering field)
+    own = config.get(PRECOMBINE_FIELD) if PRECOMBINE_FIELD in config else None
+    if len(ordering) > 1 and ORDERING_FIELDS not in config and own in (None, "", ordering[0]):
         extra[ORDERING_FIELDS] = ",".join(ordering)
     return config.with_values(extra)

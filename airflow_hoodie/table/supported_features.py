@@ -37,7 +37,7 @@ FORMAT_SETTINGS = (
     (LOG_FILE_FORMAT, "HOODIE_LOG", "log file format", "Only Hudi's HOODIE_LOG format is read."),
 )
 
-MERGE_MODE_KEYS = ("hoodie.record.merge.mode", "hoodie.table.record.merge.mode")
+MERGE_MODE_KEYS = ("hoodie.record.merge.mode", "hoodie.write.record.merge.mode", "hoodie.table.record.merge.mode")
 MERGE_STRATEGY_KEYS = ("hoodie.record.merge.strategy.id", "hoodie.compaction.record.merger.strategy")
 PAYLOAD_KEYS = ("hoodie.compaction.payload.class", "hoodie.table.payload.class",
                 "hoodie.table.legacy.payload.class", "hoodie.datasource.write.payload.class")

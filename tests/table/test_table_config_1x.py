@@ -13,7 +13,11 @@ import pathlib
 
 import pytest
 
-from airflow_hoodie.actions.write_config import table_config_from_write_config, write_ordering_fields
+from airflow_hoodie.actions.write_config import (
+    table_config_from_write_config,
+    with_table_settings,
+    write_ordering_fields,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
 from airflow_hoodie.table import properties as tp
@@ -183,3 +187,23 @@ def test_table_config_exposes_one_ordering_fields_list():
     assert TableConfig({tp.ORDERING_FIELDS: "a,b"}).precombine_field == "a"
     assert TableConfig({tp.KEY_GENERATOR_TYPE: "TIMESTAMP"}).key_generator_class == \
         "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+
+
+def test_an_existing_tables_version_merge_mode_ordering_and_keygen_settings_fill_the_write(conformance_next):
+    path = conformance_next / "tables/cow/v9_timebasedkeygen_nonhivestyle/.hoodie/hoodie.properties"
+    table = TableConfig(load_java_properties(path.read_text("latin-1")))
+    cfg = with_table_settings(HoodieConfig({"hoodie.keygen.timebased.output.dateformat": "yyyy"}), table)
+    assert cfg.get("hoodie.write.table.version") == "9"
+    assert cfg.get("hoodie.record.merge.mode") == "EVENT_TIME_ORDERING"
+    assert cfg.get("hoodie.keygen.timebased.timestamp.type") == "DATE_STRING"
+    assert cfg.get("hoodie.keygen.timebased.input.dateformat") == "yyyy-MM-dd'T'HH:mm:ss.SSSZ"
+    assert cfg.get("hoodie.keygen.timebased.output.dateformat") == "yyyy"  # the writer's own wins
+    with pytest.raises(HoodieNotSupportedError, match="never upgrades or downgrades"):
+        with_table_settings(HoodieConfig({"hoodie.write.table.version": "8"}), table)
+    with pytest.raises(HoodieConfigError, match="keeps its merge mode"):
+        with_table_settings(HoodieConfig({"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}), table)
+    two = TableConfig({**table, tp.ORDERING_FIELDS: "a,b"})
+    assert with_table_settings(HoodieConfig({}), two).get("hoodie.table.ordering.fields") == "a,b"
+    # the writer naming its own ordering field keeps it
+    own = with_table_settings(HoodieConfig({"hoodie.datasource.write.precombine.field": "c"}), two)
+    assert "hoodie.table.ordering.fields" not in own and own.get("hoodie.datasource.write.precombine.field") == "c"
