@@ -244,7 +244,15 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     """MOR update bucket: Avro data block for upserts, delete block for deletes, one log append."""
 
     ops = records.column(OP_COL)
-    is_delete = pc.is_in(ops, value_set=DELETE_OPS)
+    named = PRECOMBINE_FIELD in ctx.config or ORDERING_FIELDS in ctx.config
+    fields = write_ordering_fields(ctx.config) if named else list(ctx.ordering_fields)
+    if len(ctx.ordering_fields) > 1:
+        # a delete block keeps one ordering value per key; Hudi 1.1 wraps an ordering tuple in an
+        # ArrayWrapper there. A soft delete (_hoodie_is_deleted) travels as a data record instead,
+        # which every reader merges as a delete ranked by its whole ordering tuple
+        is_delete = pc.equal(ops, "D")
+    else:
+        is_delete = pc.is_in(ops, value_set=DELETE_OPS)
     upserts = records.filter(pc.invert(is_delete))
     deletes = records.filter(is_delete)
     blocks = []
@@ -263,9 +271,6 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         # a hard delete (the delete operation) has no ordering value: Hudi writes IntWrapper{0};
         # a soft delete (_hoodie_is_deleted) keeps its record's ordering value and type
         # (any payload carries the precombine value as its ordering value)
-        # (a delete block keeps one ordering value: the first ordering field's)
-        named = PRECOMBINE_FIELD in ctx.config or ORDERING_FIELDS in ctx.config
-        fields = write_ordering_fields(ctx.config) if named else list(ctx.ordering_fields)
         field = fields[0] if fields else None
         has_order = bool(field) and field in deletes.column_names
         order = deletes.column(field).to_pylist() if has_order else [None] * deletes.num_rows

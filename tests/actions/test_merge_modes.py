@@ -236,3 +236,20 @@ def test_a_version_9_complex_key_keeps_the_field_name_whatever_the_writer_flag(t
     # a later write finds the same key (an update, not a duplicate)
     write_arrow(str(base), rows((1, 2, 0, "y")), "upsert", conf(**{"hoodie.write.complex.keygen.new.encoding": "true"}))
     assert visible(base) == {1: (2, 0, "y")}
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_a_soft_delete_competes_by_the_whole_ordering_tuple(tmp_path, table_type):
+    base = tmp_path / "t"
+    cfg = tuple_conf(table_type, **{"hoodie.record.merge.mode": "EVENT_TIME_ORDERING"})
+
+    def soft(*recs: tuple) -> pa.Table:
+        t = rows(*[r[:4] for r in recs])
+        return t.append_column("_hoodie_is_deleted", pa.array([r[4] for r in recs]))
+
+    write_arrow(str(base), soft((1, 2, 3, "stored", False), (2, 2, 3, "stored", False)), "upsert", cfg,
+                table_name="t")
+    with_merge_mode(base, "EVENT_TIME_ORDERING")
+    # 1: same ts, smaller seq -> a stale delete, the record stays; 2: greater seq -> deleted
+    write_arrow(str(base), soft((1, 2, 2, "x", True), (2, 2, 4, "x", True)), "upsert", cfg)
+    assert visible(base) == {1: (2, 3, "stored")}
