@@ -253,3 +253,15 @@ def test_a_soft_delete_competes_by_the_whole_ordering_tuple(tmp_path, table_type
     # 1: same ts, smaller seq -> a stale delete, the record stays; 2: greater seq -> deleted
     write_arrow(str(base), soft((1, 2, 2, "x", True), (2, 2, 4, "x", True)), "upsert", cfg)
     assert visible(base) == {1: (2, 3, "stored")}
+
+
+def test_a_table_whose_properties_say_custom_is_refused_untouched(tmp_path):
+    base = tmp_path / "t"
+    write_arrow(str(base), rows((1, 1, 0, "x")), "upsert", conf(), table_name="t")
+    with_merge_mode(base, "CUSTOM")
+    before = files_under(base)
+    with pytest.raises(HoodieNotSupportedError, match="record merge mode CUSTOM"):
+        write_arrow(str(base), rows((1, 2, 0, "y")), "upsert", conf())
+    with pytest.raises(HoodieNotSupportedError, match="record merge mode CUSTOM"):
+        read_table(str(base))
+    assert files_under(base) == before
