@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_hoodie.actions.index import LOC_FILE
+from airflow_hoodie.actions.merge_settings import write_ordering_fields
 from airflow_hoodie.actions.schema_evolution import align_to_schema
-from airflow_hoodie.actions.write_config import ORDERING_FIELDS, PRECOMBINE_FIELD, write_ordering_fields
 from airflow_hoodie.actions.write_records import (
     DELETE_OPS,
     OP_COL,
@@ -27,6 +27,7 @@ from airflow_hoodie.actions.write_records import (
     with_auto_record_keys,
 )
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.write import ORDERING_FIELDS, PRECOMBINE_FIELD
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     stamp_meta_columns,

@@ -41,22 +41,24 @@ from airflow_hoodie.actions.index import (
     record_index_lookup,
     validate_index_type,
 )
+from airflow_hoodie.actions.merge_settings import (
+    dedupe_ordering_fields,
+    ordering_fields_for_merge,
+    write_ordering_fields,
+)
 from airflow_hoodie.actions.schema_evolution import evolve_schema
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
     OPERATIONS,
+    ORDERING_FIELDS,
     PARTITION_FIELD,
     PRECOMBINE_FIELD,
     RECORD_KEY_FIELD,
     TABLE_TYPE,
-    ORDERING_FIELDS,
     checked_ordering_field,
     dedupe_enabled,
-    dedupe_ordering_fields,
     key_generator_props,
-    ordering_fields_for_merge,
     with_table_settings,
-    write_ordering_fields,
 )
 from airflow_hoodie.actions.write_records import (
     BUCKET_COL,

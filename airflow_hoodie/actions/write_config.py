@@ -10,8 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from airflow_hoodie.actions.merge_settings import (
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_AVRO_PAYLOAD,
+    OVERWRITE_PAYLOAD,
+    STRATEGY_OF_MODE,
+    dedupe_ordering_fields,
+    explicit_ordering_fields,
+    inferred_merge_mode,
+    write_merge_mode,
+    write_ordering_fields,
+)
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.merge import MERGE_MODE, MERGE_STRATEGY_ID
+from airflow_hoodie.config_keys.merge import MERGE_MODE
 from airflow_hoodie.config_keys.write import (
     DRIVER_BATCH_MAX_BYTES,
     DRIVER_FILES_MAX_BYTES,
@@ -77,18 +88,6 @@ def key_generator_props(config: HoodieConfig) -> dict[str, str]:
 #: the table versions a write may create a table at (and writes at)
 CREATABLE_TABLE_VERSIONS = (6, 8, 9)
 
-PAYLOAD_OPTION = "hoodie.datasource.write.payload.class"
-DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-EVENT_TIME_AVRO_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
-OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
-#: HoodieRecordMerger's strategy ids of the two built-in merge modes
-EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
-COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
-_MODE_OF_PAYLOAD = {DEFAULT_PAYLOAD: MergeMode.EVENT_TIME_ORDERING, EVENT_TIME_AVRO_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
-                    OVERWRITE_PAYLOAD: MergeMode.COMMIT_TIME_ORDERING}
-_MODE_OF_STRATEGY = {EVENT_TIME_STRATEGY_ID: MergeMode.EVENT_TIME_ORDERING,
-                     COMMIT_TIME_STRATEGY_ID: MergeMode.COMMIT_TIME_ORDERING}
-_STRATEGY_OF_MODE = {m: s for s, m in _MODE_OF_STRATEGY.items()}
 #: the time-based key generator settings Hudi persists in a new table's hoodie.properties
 #: (HoodieTableConfig.PERSISTED_CONFIG_LIST), with their Hudi 0.x streamer spellings
 _PERSISTED_KEYGEN_KEYS = tuple(
@@ -109,67 +108,6 @@ def write_table_version(config: HoodieConfig) -> int:
             f"{', '.join(map(str, CREATABLE_TABLE_VERSIONS))} (Hudi 0.14/0.15, 1.0, 1.1); nothing was written. "
             f"Set {WRITE_TABLE_VERSION} to one of them.")
     return version
-
-
-def write_ordering_fields(config: HoodieConfig) -> list[str]:
-    """The write's ordering fields, compared in order: ``hoodie.table.ordering.fields`` when set,
-    else the precombine field (a comma-separated list too, as Hudi 1.x reads it; ``ts`` by default)."""
-    if ORDERING_FIELDS in config:
-        return config.get_list(ORDERING_FIELDS)
-    return config.get_list(PRECOMBINE_FIELD)
-
-
-def _explicit_ordering_fields(config: HoodieConfig) -> list[str]:
-    """Ordering fields the user named (Hudi 1.x has no default ordering field)."""
-    for key in (ORDERING_FIELDS, PRECOMBINE_FIELD, tp.PRECOMBINE_FIELD):
-        if key in config:
-            return config.get_list(key)
-    return []
-
-
-def write_merge_mode(config: HoodieConfig) -> MergeMode | None:
-    """The merge mode a write names (``hoodie.record.merge.mode``, or Hudi 1.x's write option
-    ``hoodie.write.record.merge.mode``); None when unset. CUSTOM is refused: its merger is Java code."""
-    raw = (config.get(MERGE_MODE) or "").strip().upper()
-    if not raw:
-        return None
-    if raw == "CUSTOM":
-        raise HoodieNotSupportedError(
-            f"{MERGE_MODE}=CUSTOM: a custom record merger is Java code airflow-hoodie cannot run; nothing was "
-            "written. Use EVENT_TIME_ORDERING (greatest ordering value wins) or COMMIT_TIME_ORDERING (latest write "
-            "wins), or write this table with Hudi itself.")
-    if raw not in MergeMode.__members__:
-        raise HoodieConfigError(f"{MERGE_MODE}={raw!r} is not a merge mode; use EVENT_TIME_ORDERING or "
-                                "COMMIT_TIME_ORDERING.")
-    return MergeMode(raw)
-
-
-def _inferred_merge_mode(config: HoodieConfig, ordering: list[str]) -> tuple[MergeMode, str | None]:
-    """Hudi 1.x's inference of a new table's merge mode (HoodieTableConfig's merging-config
-    inference): an explicit payload class or strategy id decides, else the explicit mode, else
-    event time when ordering fields are set. Returns the mode and the payload class named."""
-    mode = write_merge_mode(config)
-    payload = config.get(PAYLOAD_OPTION) if PAYLOAD_OPTION in config else config.get(tp.PAYLOAD_CLASS) \
-        if tp.PAYLOAD_CLASS in config else None
-    strategy = config.get(MERGE_STRATEGY_ID) if (MERGE_STRATEGY_ID in config
-                                                 or "hoodie.compaction.record.merger.strategy" in config) else None
-    if not payload and not strategy:
-        return mode or (MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING), None
-    by_payload = _MODE_OF_PAYLOAD.get(payload) if payload else None
-    by_strategy = _MODE_OF_STRATEGY.get(strategy) if strategy else None
-    if (payload and by_payload is None) or (strategy and by_strategy is None):
-        raise HoodieNotSupportedError(
-            f"{'payload class ' + payload if payload and by_payload is None else 'record merge strategy ' + str(strategy)} "
-            "means Hudi's CUSTOM merge mode, whose merger is Java code airflow-hoodie cannot run; nothing was written. "
-            "Use the EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING merge mode, or write this table with Hudi itself.")
-    if by_payload and by_strategy and by_payload != by_strategy:
-        raise HoodieConfigError(f"{PAYLOAD_OPTION}={payload} ({by_payload.value}) and {MERGE_STRATEGY_ID}={strategy} "
-                                f"({by_strategy.value}) contradict each other; set only one of them.")
-    inferred = by_strategy or by_payload
-    if mode is not None and mode != inferred:
-        raise HoodieConfigError(f"{MERGE_MODE}={mode.value} contradicts the payload class or merge strategy set "
-                                f"with it ({inferred.value}); drop one of them.")
-    return inferred, payload
 
 
 def _ordering_fields_checked(ordering: list[str], avro_schema: Mapping[str, Any]) -> list[str]:
@@ -193,11 +131,11 @@ def _merge_props_1x(version: int, mode: MergeMode, payload: str | None) -> dict[
         else:
             payload_class = OVERWRITE_PAYLOAD
         return {tp.RECORD_MERGE_MODE: mode.value, tp.PAYLOAD_CLASS: payload_class,
-                tp.RECORD_MERGE_STRATEGY_ID: _STRATEGY_OF_MODE[mode]}
+                tp.RECORD_MERGE_STRATEGY_ID: STRATEGY_OF_MODE[mode]}
     props = {tp.RECORD_MERGE_MODE: mode.value}
     if payload:
         props[tp.LEGACY_PAYLOAD_CLASS] = payload
-        props[tp.RECORD_MERGE_STRATEGY_ID] = _STRATEGY_OF_MODE[mode]
+        props[tp.RECORD_MERGE_STRATEGY_ID] = STRATEGY_OF_MODE[mode]
     return props
 
 
@@ -208,8 +146,8 @@ def _table_config_1x(config: HoodieConfig, version: int, table_name: str, table_
     the timeline under ``timeline``/``history`` in layout 2, the ordering fields under the
     version's key, the merge mode spelled out; no base file format, time zone or meta-field
     switch unless they differ from Hudi's defaults."""
-    ordering = _ordering_fields_checked(_explicit_ordering_fields(config), avro_schema)
-    mode, payload = _inferred_merge_mode(config, ordering)
+    ordering = _ordering_fields_checked(explicit_ordering_fields(config), avro_schema)
+    mode, payload = inferred_merge_mode(config, ordering)
     keygen_class = key_generator_class(config)
     keygen_type = CLASS_TO_TYPE.get(keygen_class.rsplit(".", 1)[-1])
     if keygen_type is None:
@@ -306,32 +244,6 @@ def checked_ordering_field(config: HoodieConfig, operation: str) -> list[str]:
     if operation == "delete" or not (operation == "upsert" or dedupe_enabled(config, operation)):
         return []
     return dedupe_ordering_fields(config)
-
-
-def dedupe_ordering_fields(config: HoodieConfig) -> list[str]:
-    """The fields a batch's versions of one key are combined by (greatest tuple wins); none under
-    commit-time ordering, where the later record of the batch wins."""
-    if write_merge_mode(config) is MergeMode.COMMIT_TIME_ORDERING:
-        return []
-    return write_ordering_fields(config)
-
-
-def ordering_fields_for_merge(config: HoodieConfig) -> list[str]:
-    """The fields an incoming record must beat the stored one by (as a tuple, in order); none when
-    the latest write wins. An explicit merge mode decides (Hudi 1.x); without one, version 6's
-    payload semantics: ordering-aware only for DefaultHoodieRecordPayload or an explicit
-    ``hoodie.payload.ordering.field``."""
-    mode = write_merge_mode(config)
-    if mode is MergeMode.COMMIT_TIME_ORDERING:
-        return []
-    if mode is MergeMode.EVENT_TIME_ORDERING:
-        return write_ordering_fields(config)
-    explicit = config.get("hoodie.payload.ordering.field") if "hoodie.payload.ordering.field" in config else None
-    if explicit:
-        return [explicit]
-    if (config.get(PAYLOAD_OPTION) or "").endswith("DefaultHoodieRecordPayload"):
-        return write_ordering_fields(config)
-    return []
 
 
 def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> HoodieConfig:

@@ -41,6 +41,7 @@ from airflow_hoodie.actions.index import (
     probe_file,
     record_index_lookup,
 )
+from airflow_hoodie.actions.merge_settings import dedupe_ordering_fields
 from airflow_hoodie.actions.write import (
     ArrowWriteEngine,
     begin_write,
@@ -56,7 +57,6 @@ from airflow_hoodie.actions.write_config import (
     DRIVER_FILES_MAX_BYTES,
     checked_ordering_field,
     dedupe_enabled,
-    dedupe_ordering_fields,
     key_generator_props,
 )
 from airflow_hoodie.actions.write_records import BUCKET_COL, OP_COL, OrderingFields, prepare_batch

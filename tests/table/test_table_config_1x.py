@@ -13,11 +13,8 @@ import pathlib
 
 import pytest
 
-from airflow_hoodie.actions.write_config import (
-    table_config_from_write_config,
-    with_table_settings,
-    write_ordering_fields,
-)
+from airflow_hoodie.actions.merge_settings import write_ordering_fields
+from airflow_hoodie.actions.write_config import table_config_from_write_config, with_table_settings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
 from airflow_hoodie.table import properties as tp
