@@ -84,7 +84,7 @@ def _check_no_null_ordering(data: pa.Table, ordering_field: str) -> None:
         f"The ordering field {ordering_field!r} (hoodie.datasource.write.precombine.field) is null in "
         f"{nulls:,} of {data.num_rows:,} records; Hudi refuses a record without an ordering "
         "value, since it could not tell which version of a key is the latest. Fill the column (or choose "
-        "another precombine field); nothing was written.")
+        "other ordering fields: hoodie.table.ordering.fields or the precombine field); nothing was written.")
 
 
 def prepare_batch(data: pa.Table, props: Mapping[str, str], operation: str,
