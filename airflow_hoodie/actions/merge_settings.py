@@ -23,11 +23,26 @@ OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload
 #: HoodieRecordMerger's strategy ids of the two built-in merge modes
 EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
-MODE_OF_PAYLOAD = {DEFAULT_PAYLOAD: MergeMode.EVENT_TIME_ORDERING, EVENT_TIME_AVRO_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
-                    OVERWRITE_PAYLOAD: MergeMode.COMMIT_TIME_ORDERING}
-MODE_OF_STRATEGY = {EVENT_TIME_STRATEGY_ID: MergeMode.EVENT_TIME_ORDERING,
-                     COMMIT_TIME_STRATEGY_ID: MergeMode.COMMIT_TIME_ORDERING}
+#: the payload classes whose merge a built-in mode reproduces (any other one means CUSTOM)
+MODE_OF_PAYLOAD = {
+    DEFAULT_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
+    EVENT_TIME_AVRO_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
+    OVERWRITE_PAYLOAD: MergeMode.COMMIT_TIME_ORDERING,
+}
+MODE_OF_STRATEGY = {
+    EVENT_TIME_STRATEGY_ID: MergeMode.EVENT_TIME_ORDERING,
+    COMMIT_TIME_STRATEGY_ID: MergeMode.COMMIT_TIME_ORDERING,
+}
 STRATEGY_OF_MODE = {m: s for s, m in MODE_OF_STRATEGY.items()}
+
+
+def _named(config: HoodieConfig, *keys: str) -> str | None:
+    """The value of the first of ``keys`` the user set (registry defaults do not count)."""
+    for key in keys:
+        if key in config:
+            return config.get(key)
+    return None
+
 
 def write_ordering_fields(config: HoodieConfig) -> list[str]:
     """The write's ordering fields, compared in order: ``hoodie.table.ordering.fields`` when set,
@@ -67,10 +82,8 @@ def inferred_merge_mode(config: HoodieConfig, ordering: list[str]) -> tuple[Merg
     inference): an explicit payload class or strategy id decides, else the explicit mode, else
     event time when ordering fields are set. Returns the mode and the payload class named."""
     mode = write_merge_mode(config)
-    payload = config.get(PAYLOAD_OPTION) if PAYLOAD_OPTION in config else config.get(tp.PAYLOAD_CLASS) \
-        if tp.PAYLOAD_CLASS in config else None
-    strategy = config.get(MERGE_STRATEGY_ID) if (MERGE_STRATEGY_ID in config
-                                                 or "hoodie.compaction.record.merger.strategy" in config) else None
+    payload = _named(config, PAYLOAD_OPTION, tp.PAYLOAD_CLASS)
+    strategy = _named(config, MERGE_STRATEGY_ID, "hoodie.compaction.record.merger.strategy")
     if not payload and not strategy:
         return mode or (MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING), None
     by_payload = MODE_OF_PAYLOAD.get(payload) if payload else None
@@ -108,7 +121,7 @@ def ordering_fields_for_merge(config: HoodieConfig) -> list[str]:
         return []
     if mode is MergeMode.EVENT_TIME_ORDERING:
         return write_ordering_fields(config)
-    explicit = config.get("hoodie.payload.ordering.field") if "hoodie.payload.ordering.field" in config else None
+    explicit = _named(config, "hoodie.payload.ordering.field")
     if explicit:
         return [explicit]
     if (config.get(PAYLOAD_OPTION) or "").endswith("DefaultHoodieRecordPayload"):
