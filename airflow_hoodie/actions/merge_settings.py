@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.merge import MERGE_MODE, MERGE_STRATEGY_ID
-from airflow_hoodie.config_keys.write import ORDERING_FIELDS, PRECOMBINE_FIELD
+from airflow_hoodie.config_keys.write import ORDERING_FIELDS, PRECOMBINE_FIELD, WRITE_TABLE_VERSION
 from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
 from airflow_hoodie.table import properties as tp
 from airflow_hoodie.table.record_merger import MergeMode
@@ -46,9 +46,14 @@ def _named(config: HoodieConfig, *keys: str) -> str | None:
 
 def write_ordering_fields(config: HoodieConfig) -> list[str]:
     """The write's ordering fields, compared in order: ``hoodie.table.ordering.fields`` when set,
-    else the precombine field (a comma-separated list too, as Hudi 1.x reads it; ``ts`` by default)."""
+    else the precombine field (a comma-separated list too, as Hudi 1.x reads it). Hudi 0.14's
+    default ``ts`` applies to version 6 only: a version 8/9 table without ordering fields orders
+    by commit time, and its readers do too."""
     if ORDERING_FIELDS in config:
         return config.get_list(ORDERING_FIELDS)
+    version = (_named(config, WRITE_TABLE_VERSION) or "6").strip()
+    if version.isdigit() and int(version) >= 8:
+        return explicit_ordering_fields(config)
     return config.get_list(PRECOMBINE_FIELD)
 
 

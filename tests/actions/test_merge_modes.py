@@ -265,3 +265,19 @@ def test_a_table_whose_properties_say_custom_is_refused_untouched(tmp_path):
     with pytest.raises(HoodieNotSupportedError, match="record merge mode CUSTOM"):
         read_table(str(base))
     assert files_under(base) == before
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_a_version_9_table_without_ordering_fields_never_orders_by_a_default_ts(tmp_path, table_type, writable_1x):
+    """Hudi 0.14's default precombine field ``ts`` is not Hudi 1.x's: an event-time table without
+    ordering fields falls back to commit time, on write as on read."""
+    base = tmp_path / "t"
+    cfg = v9_conf(table_type, **{"hoodie.record.merge.mode": "EVENT_TIME_ORDERING"})
+    cfg.pop("hoodie.datasource.write.precombine.field")
+    write_arrow(str(base), rows((1, 5, 0, "first"), (1, 9, 0, "dup"), (1, 3, 0, "last in batch")), "upsert", cfg,
+                table_name="t")
+    config = HoodieTable.load(str(base)).config
+    assert (config.record_merge_mode, config.ordering_fields) == ("EVENT_TIME_ORDERING", [])
+    assert visible(base) == {1: (3, 0, "last in batch")}
+    write_arrow(str(base), rows((1, 1, 0, "latest")), "upsert", cfg)
+    assert visible(base) == {1: (1, 0, "latest")}
