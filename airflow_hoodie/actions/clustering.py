@@ -220,10 +220,12 @@ def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
-    """Plan clustering and write ``T.replacecommit.requested`` under the table lock; no
+    """Plan clustering and write ``T.replacecommit.requested`` (``T.clustering.requested`` on
+    Hudi 1.x tables) under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
     table.prepare_for_change(config)
+    table.check_records_writable("Scheduling a clustering")
     with transaction_manager_for(table, config).transaction("schedule a clustering"):
         return _schedule_clustering(table, config, instant_time)
 
@@ -259,7 +261,7 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
         return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no file slice qualifies for clustering"}
     ts = instant_time or table.new_instant_time()
     table.timeline_writer().create_requested(
-        Instant(ts, Action.REPLACE_COMMIT, State.REQUESTED),
+        Instant(ts, table.format.clustering_action, State.REQUESTED),
         serialize_plan("HoodieRequestedReplaceMetadata", requested_replace_metadata(plan)))
     table.reload_timeline()
     return {"instant": ts, "action": Action.REPLACE_COMMIT, "state": "requested",
@@ -405,7 +407,7 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
 def pending_clustering_instants(table: HoodieTable) -> list[Instant]:
     tl = table.reload_timeline()
     view = table.file_system_view(tl)
-    return [i for i in tl.instants if i.action == Action.REPLACE_COMMIT and i.state != State.COMPLETED
+    return [i for i in tl.instants if i.action in (Action.REPLACE_COMMIT, Action.CLUSTERING) and i.state != State.COMPLETED
             and view.clustering_plan(i.timestamp) is not None]
 
 

@@ -166,4 +166,9 @@ def lookup(batch: pa.Table, existing: pa.Table, global_index: bool) -> pa.Table:
     idx_col = "__row"
     b = batch.select(left_keys).append_column(idx_col, pa.array(range(batch.num_rows), pa.int64()))
     joined = b.join(ex, keys=left_keys, right_keys=right_keys, join_type="left outer").sort_by(idx_col)
+    if joined.num_rows != batch.num_rows:
+        # A key stored in several file groups (a table that took the same key twice through
+        # inserts): as Hudi's tagLocationBacktoRecords joins records with every location of
+        # their key, the record goes to each of them, so no stored copy keeps an old value.
+        batch = batch.take(joined.column(idx_col))
     return batch.append_column(LOC_PART, joined.column(LOC_PART)).append_column(LOC_FILE, joined.column(LOC_FILE))

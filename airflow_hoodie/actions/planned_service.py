@@ -100,6 +100,7 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     inst = find_instant(timeline, instant_time, [service.action])
     if inst is None or inst.state == State.COMPLETED:
         return ServiceRun(ALREADY_COMPLETED)
+    table.check_records_writable(f"The {service.name} {instant_time}")
     plan = service.load_plan(timeline, inst)
     writer = table.timeline_writer()
     rolled: list[str] = []
@@ -107,7 +108,10 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
         rolled = rollback_pending_service(table, instant_time, service.partitions(plan))
         writer.revert_to_requested(inst)
     crash_point(f"{service.name}.before_inflight")
-    writer.transition_to_inflight(Instant(instant_time, service.action, State.REQUESTED))
+    # the pending action as the timeline has it (a clustering is ``clustering`` on Hudi 1.x
+    # tables, a pending ``replacecommit`` before)
+    pending = inst.action
+    writer.transition_to_inflight(Instant(instant_time, pending, State.REQUESTED))
     crash_point(f"{service.name}.after_inflight")
     schema = table_avro_schema(table)
     stats = service.run(plan, timeline, schema)
@@ -115,7 +119,7 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     body = service.commit_body(plan, stats, schema)
 
     def finish() -> None:  # under the lock, only while the plan is still ours
-        table.complete(Instant(instant_time, service.action, State.INFLIGHT), body,
+        table.complete(Instant(instant_time, pending, State.INFLIGHT), body,
                        lambda: reconcile_with_markers(table, instant_time, {s["path"] for s in stats}))
 
     done = complete_once(transaction_manager_for(table, config), table, instant_time, service.action,

@@ -221,9 +221,19 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     (a rollback block cancels a log's records, it deletes no file), then a rollback of the
     metadata table's own delta commit of the target, completed or not, at ``ts`` + "006"
     (HoodieTableMetadataUtil's rollback suffix): its rollback block hides the target's
-    records from every reader. Returns whether the metadata table was kept in step."""
+    records from every reader. On Hudi 1.x tables that rollback runs alone, at ``ts``. Returns
+    whether the metadata table was kept in step."""
     if not table.metadata_enabled or not files_partition_ready(table.reload_config()):
         return False
+    mdt = metadata_table_of(table)
+    timeline = mdt.reload_timeline()
+    compacted = compacted_through(timeline)
+    undoable = timeline.get(target) is not None and (compacted is None or target > compacted)
+    if undoable and mdt.format.timeline_layout >= 2:
+        # Hudi 1.x rolls the metadata table's delta commit of the target back at the data
+        # rollback's own time: its log files go, and with them every record of the target
+        rollback_instant(mdt, target, rollback_time=ts, latest_only=False)
+        return True
     # the delta commit also tombstones the files the rollback deleted: that alone keeps the
     # listing true when the target's records were compacted into a base file, where no
     # rollback block reaches them (Hudi refuses that rollback; validateRollback)
@@ -231,10 +241,7 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     index_change = record_index_change(table, Instant(ts, Action.ROLLBACK, State.INFLIGHT), md) \
         if has_record_index(table.config) else None
     update_files_partition(table, ts, files_change(Action.ROLLBACK, md), index_change)
-    mdt = metadata_table_of(table)
-    timeline = mdt.reload_timeline()
-    compacted = compacted_through(timeline)
-    if timeline.get(target) is not None and (compacted is None or target > compacted):
+    if undoable:
         rollback_instant(mdt, target, rollback_time=ts + METADATA_ROLLBACK_SUFFIX, latest_only=False)
     return True
 

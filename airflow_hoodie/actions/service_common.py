@@ -142,6 +142,8 @@ def reconcile_with_markers(table: HoodieTable, instant_time: str, written: set[s
 def find_instant(timeline: Any, ts: str, actions: Iterable[str]) -> Instant | None:
     """The instant at ``ts`` whose action is one of ``actions`` (compaction counts as commit)."""
     wanted = set(actions)
+    if Action.REPLACE_COMMIT in wanted:  # Hudi 1.x's pending clustering completes as a replacecommit
+        wanted.add(Action.CLUSTERING)
     for inst in timeline.instants:
         if inst.timestamp == ts and (inst.action in wanted or
                                      (inst.action == Action.COMMIT and Action.COMPACTION in wanted)):

@@ -90,8 +90,8 @@ def commit_metadata(
     return meta
 
 
-def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str,
-                          extra: Mapping[str, str] | None = None) -> bytes:
+def workload_profile(tasks: Sequence[FileGroupTask], operation: str,
+                     extra: Mapping[str, str] | None = None) -> CommitMetadata:
     """What Hudi puts in the inflight file: one stat per bucket with expected counts (the
     stats' own partitionPath stays null, as Hudi's WorkloadProfile leaves it)."""
     meta = CommitMetadata(extra_metadata=dict(extra or {}), operation_type=OPERATION_TYPE.get(operation, operation))
@@ -100,7 +100,7 @@ def workload_profile_json(tasks: Sequence[FileGroupTask], operation: str,
         meta.add_write_stat(t.partition_path, WriteStat.new(
             fileId=t.file_id if update else "", prevCommit=t.prev_commit if update else "null",
             numUpdateWrites=t.expected_records if update else 0, numInserts=0 if update else t.expected_records))
-    return meta.to_json(java_map_order=True)
+    return meta
 
 
 @dataclass
@@ -160,6 +160,7 @@ class WriteClient:
             self.table = None
         if self.table is not None:
             self.table.check_writable()
+            self.table.check_records_writable("This write")
             self.table.check_latest_commit()
             self._check_table_matches()
             # a write planned on a view missing a latest file would make the older data permanent
@@ -300,7 +301,7 @@ class WriteClient:
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
         self.table.timeline_writer().transition_to_inflight(
             Instant(instant_time, action, State.REQUESTED),
-            workload_profile_json(tasks, operation, commit_extra_metadata(self.config)))
+            self.table.format.encode_inflight(action, workload_profile(tasks, operation, commit_extra_metadata(self.config))))
 
     def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
                avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> None:

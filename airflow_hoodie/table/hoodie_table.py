@@ -7,12 +7,15 @@ how a table is located and validated lives in one place.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Mapping
 
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.time_generator import MAX_EXPECTED_CLOCK_SKEW_MS
 from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
+    HoodieNotSupportedError,
     HoodieCorruptedDataError,
     HoodieTableExistsError,
     HoodieTableNotFoundError,
@@ -196,10 +199,30 @@ class HoodieTable:
         the timeline already loaded (a caller that checks the time again under the lock).
         """
         last = (self.reload_timeline() if fresh else self.timeline).last()
-        return new_instant_time(
-            utc=self.config.timeline_timezone == "UTC", after=last.timestamp if last else None,
-            table=self.base_uri,
-        )
+        return self._generate_time(last.timestamp if last else None)
+
+    def completion_time(self, instant: Instant) -> str | None:
+        """The completion time of ``instant``, taken as it completes (under the table lock
+        when writers run concurrently); None on timeline layout 1, which has none.
+
+        Hudi 1.x orders file slices and incremental reads by completion time, so it must
+        not go back: it is past the instant's own time and every completion this table's
+        loaded timeline has seen."""
+        if self.format.timeline_layout < 2:
+            return None
+        done = self.timeline.completion_times().values()
+        return self._generate_time(max([instant.timestamp, *done]))
+
+    def _generate_time(self, after: str | None) -> str:
+        """A time past ``after``; on Hudi 1.x tables it then waits out the expected clock skew
+        (Hudi's SkewAdjustingTimeGenerator), so a writer whose clock lags by up to
+        ``hoodie.time.generator.max_expected_clock_skew_ms`` still takes a later time."""
+        ts = new_instant_time(utc=self.config.timeline_timezone == "UTC", after=after, table=self.base_uri)
+        if self.format.timeline_layout >= 2:
+            skew_ms = self.write_config.get_int(MAX_EXPECTED_CLOCK_SKEW_MS)
+            if skew_ms > 0:
+                time.sleep(skew_ms / 1000.0)
+        return ts
 
     def check_supported(self) -> None:
         """Refuse a table using a feature we do not handle (format, merger, bootstrap ...)
@@ -219,6 +242,17 @@ class HoodieTable:
         """Refuse to change a table whose format version we only read (Hudi 1.x, v8+)."""
         self.check_supported()
         self.format.check_writable(f"The table at {self.base_uri}")
+
+    def check_records_writable(self, what: str) -> None:
+        """Refuse to write records into a table that keeps no meta fields
+        (``hoodie.populate.meta.fields=false``): its files carry no record keys, so every key
+        would have to come from the key generator on each read, index lookup and merge, which
+        airflow-hoodie does not do. Cleaning, archival, rollback and savepoints still run."""
+        if not self.config.populate_meta_fields:
+            raise HoodieNotSupportedError(
+                f"{what}: the table at {self.base_uri} has hoodie.populate.meta.fields=false (its files carry no "
+                "record keys). airflow-hoodie writes records only into tables with meta fields; nothing was "
+                "changed. Run writes, compaction and clustering of this table with Hudi itself.")
 
     def complete(self, instant: Instant, metadata: CompletedMetadata,
                  pre_commit: Callable[[], None] | None = None, changes_listing: bool = True) -> Instant:
@@ -251,7 +285,7 @@ class HoodieTable:
                 f"while this task ran without one ({instant.action} {instant.timestamp}); completing would leave its "
                 "file listing stale. Nothing of this task is visible. Retry the task: it then keeps the metadata "
                 "table true, or drops it first with hoodie.metadata.enable=false, as a Hudi writer does.")
-        return self.timeline_writer().complete(instant, body)
+        return self.timeline_writer().complete(instant, body, self.completion_time(instant))
 
     def check_latest_commit(self) -> None:
         """The latest completed write must carry readable commit metadata: an empty,

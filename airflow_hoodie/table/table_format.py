@@ -23,8 +23,8 @@ from airflow_hoodie.table.timeline import commit_serde_v2
 from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import TimelineWriter
 
-#: the table versions whose instants we write (Hudi 0.14/0.15)
-WRITABLE_TABLE_VERSIONS = (6,)
+#: the table versions we write (Hudi 0.14/0.15, 1.0, 1.1)
+WRITABLE_TABLE_VERSIONS = (6, 8, 9)
 
 #: the Avro record each non-commit action completes with
 _AVRO_METADATA = {
@@ -60,14 +60,25 @@ class TableFormat:
     def check_writable(self, what: str) -> None:
         if not self.writable:
             raise HoodieNotSupportedError(
-                f"{what} is Hudi table version {self.version}{' (written by Hudi 1.x)' if self.version >= 8 else ''}. "
-                "airflow-hoodie reads table versions 6, 8 and 9 but writes and runs table services only on version 6 "
-                "(Hudi 0.14/0.15); nothing was changed. Run writes and table services for this table with Hudi "
-                "itself, or keep it on version 6.")
+                f"{what} is Hudi table version {self.version}. airflow-hoodie writes and runs table services on "
+                "table versions 6 (Hudi 0.14/0.15), 8 (Hudi 1.0) and 9 (Hudi 1.1), and never upgrades or downgrades "
+                "a table; nothing was changed. Run writes and table services for this table with the Hudi release "
+                "that wrote it.")
 
     def timeline_writer(self, storage: Storage, base_path: str) -> TimelineWriter:
         """The writer of this table's instant files, in its timeline layout's folder and names."""
         return TimelineWriter(storage, base_path, layout=self.timeline_layout)
+
+    @property
+    def clustering_action(self) -> str:
+        """The action of a pending clustering: Hudi 1.x gives it its own (``clustering``),
+        completing as a replacecommit; before, it was a pending replacecommit."""
+        return Action.CLUSTERING if self.version >= 8 else Action.REPLACE_COMMIT
+
+    def encode_inflight(self, action: str, metadata: CommitMetadata) -> bytes:
+        """The inflight file of a write (its workload profile): JSON on version 6, and on
+        versions 8/9 the Avro form of the completed commit, as Hudi 1.x writes it."""
+        return self.encode_completed(action, metadata)
 
     def serialize_completed(self, action: str, metadata: CompletedMetadata) -> bytes:
         """The completed instant file's bytes for ``action`` on a table of this version."""

@@ -46,9 +46,9 @@ def test_every_action_completes_through_the_table(tmp_path, monkeypatch):
         finally:
             _INSIDE.reset(token)
 
-    def via_writer(self, instant, content):
+    def via_writer(self, instant, content, completion_time=None):
         (seen if _INSIDE.get() else bypassed).append(instant.action)
-        return writer_complete(self, instant, content)
+        return writer_complete(self, instant, content, completion_time)
 
     monkeypatch.setattr(HoodieTable, "complete", via_table)
     monkeypatch.setattr(TimelineWriter, "complete", via_writer)
@@ -109,7 +109,9 @@ def test_the_format_serializes_for_the_tables_version():
                                             "earliestCommitToRetain": "", "partitionMetadata": {}})[:4] == b"Obj\x01"
     v9 = TableFormat.of(TableConfig({"hoodie.table.name": "t", "hoodie.table.version": "9"}))
     assert (v9.version, v9.timeline_layout) == (9, 2)
-    with pytest.raises(HoodieNotSupportedError, match="version 9"):
-        v9.serialize_completed("commit", meta)
+    assert v9.serialize_completed("commit", meta)[:4] == b"Obj\x01"  # Hudi 1.x's Avro commit metadata
+    v7 = TableFormat.of(TableConfig({"hoodie.table.name": "t", "hoodie.table.version": "7"}))
+    with pytest.raises(HoodieNotSupportedError, match="version 7"):
+        v7.serialize_completed("commit", meta)
     with pytest.raises(TypeError):
         v6.serialize_completed("commit", {"not": "a model"})

@@ -1,5 +1,5 @@
-"""Hudi 1.x tables (versions 8, 9): read like version 6; every write and service refuses
-them before touching anything."""
+"""Table versions: Hudi 1.x tables (8, 9) read like version 6; versions we do not write, and
+metadata-table indexes we cannot keep, are refused before anything is touched."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.properties import compute_checksum
+from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.instant import Action
 from tests.table.table_files import copy_conformance_table
 
@@ -45,14 +47,37 @@ ENTRY_POINTS = {
 }
 
 
+def _set_version(base: Path, version: int) -> None:
+    """Rewrite a copy's hoodie.properties to another table version, checksum included."""
+    path = base / ".hoodie" / "hoodie.properties"
+    props = dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
+    props["hoodie.table.version"] = str(version)
+    props["hoodie.table.checksum"] = str(compute_checksum(props))
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize("name", ["mor/v9_txns_simple_meta", "cow/v8_simplekeygen_hivestyle_no_metafields"])
-def test_writes_and_services_refuse_hudi_1x_tables_untouched(conformance_next, tmp_path, name, entry):
-    base = copy_conformance_table(conformance_next, name, tmp_path)
+@pytest.mark.parametrize("version", [5, 7, 10])
+def test_writes_and_services_refuse_other_table_versions_untouched(conformance_next, tmp_path, version, entry):
+    base = copy_conformance_table(conformance_next, "cow/v9_txns_nonpart_nometa", tmp_path)
+    _set_version(base, version)
     before = _snapshot(base)
-    version = HoodieTable.load(str(base)).config.table_version
-    with pytest.raises(HoodieNotSupportedError, match=f"table version {version}.*writes and runs table services only"):
+    with pytest.raises(HoodieNotSupportedError, match=f"table version {version}.*nothing was"):
         ENTRY_POINTS[entry](base)
+    assert _snapshot(base) == before
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_writes_and_services_refuse_a_secondary_index_they_cannot_keep_untouched(conformance_next, tmp_path, entry):
+    base = copy_conformance_table(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
+    row = read_table(str(base)).slice(0, 1)
+    row = row.drop_columns([c for c in row.column_names if c.startswith("_hoodie_")])
+    before = _snapshot(base)
+    with pytest.raises(HoodieNotSupportedError, match="secondary_index"):
+        if entry == "upsert":  # a whole row, so the write gets as far as the metadata table
+            write_arrow(str(base), row, "upsert", {"hoodie.datasource.write.recordkey.field": "txn_id"})
+        else:
+            ENTRY_POINTS[entry](base)
     assert _snapshot(base) == before
 
 

@@ -22,13 +22,16 @@ from airflow_hoodie.table.metadata_table.metadata_record import files_partition_
 from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
+from airflow_hoodie.table.log.delete_block import delete_block
+from airflow_hoodie.table.log.log_writer import LogWriter
 
 if TYPE_CHECKING:  # the table imports this module
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-#: Hudi's first metadata-table instant (SOLO_COMMIT_TIMESTAMP + "010")
+#: Hudi's first metadata-table instant (SOLO_COMMIT_TIMESTAMP + "010") on table version 6
 INIT_INSTANT = "00000000000000010"
+#: Hudi 1.x (versions 8, 9) counts its initialization instants from SOLO_COMMIT_TIMESTAMP + "000"
+INIT_PREFIX = "00000000000000"
 FILE_GROUP = "files-0000-0"
 WRITE_TOKEN = "0-0-0"
 
@@ -45,27 +48,86 @@ _MDT_PROPERTIES = {
     "hoodie.datasource.write.drop.partition.columns": "false",
 }
 
+#: what Hudi 1.0/1.1 writes instead into a metadata table's hoodie.properties (the version
+#: itself and hoodie.table.initial.version are the data table's)
+_MDT_PROPERTIES_1X = {
+    "hoodie.table.type": "MERGE_ON_READ",
+    "hoodie.table.base.file.format": "HFILE",
+    "hoodie.archivelog.folder": "history",
+    "hoodie.timeline.layout.version": "2",
+    "hoodie.timeline.path": "timeline",
+    "hoodie.timeline.history.path": "history",
+    "hoodie.populate.meta.fields": "false",
+    "hoodie.table.recordkey.fields": "key",
+    "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+    "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+    "hoodie.datasource.write.drop.partition.columns": "false",
+    "hoodie.record.merge.mode": "CUSTOM",
+    "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+}
+
+
+def metadata_table_properties(table: HoodieTable) -> dict[str, str]:
+    """hoodie.properties of a new metadata table of ``table``, as the Hudi release of the
+    data table's version writes it."""
+    version = table.config.table_version
+    if version < 8:
+        return {**_MDT_PROPERTIES, "hoodie.table.name": f"{table.table_name}_metadata"}
+    return {**_MDT_PROPERTIES_1X, "hoodie.table.version": str(version), "hoodie.table.initial.version": str(version),
+            "hoodie.table.name": f"{table.table_name}_metadata"}
+
+
+def initialization_instant(table_version: int, taken: set[str]) -> str:
+    """The instant initializing a metadata-table partition on a table of this version: on
+    Hudi 1.x the first of ``00000000000000000``, ``…001``, … the metadata table has not
+    used (several partitions built together take consecutive ones); version 6 builds
+    ``files`` at ``00000000000000010`` (later partitions: record_index._init_instant)."""
+    if table_version < 8:
+        return INIT_INSTANT
+    offset = 0
+    while f"{INIT_PREFIX}{offset:03d}" in taken:
+        offset += 1
+    return f"{INIT_PREFIX}{offset:03d}"
+
+
+def write_empty_log(mdt: HoodieTable, partition: str, file_id: str, instant: str) -> None:
+    """Hudi 1.x opens every file group it initializes with an empty delete block at the
+    initialization instant (HoodieBackedTableMetadataWriter.initializeFileGroups), so the
+    group has a file slice even before it holds a record."""
+    if mdt.format.version < 8:
+        return
+    log = LogWriter.for_instant(mdt.storage, mdt.storage.join(mdt.base_path, partition), file_id, None, instant,
+                                WRITE_TOKEN, mdt.format, max_file_size=0)
+    try:
+        log.append([delete_block([], instant)])
+    finally:
+        log.close()
+
 
 def initialize_files_partition(table: HoodieTable, listing: Mapping[str, Mapping[str, int]]) -> str:
     """Build ``.hoodie/metadata`` with ``listing`` (partition -> file name -> size) and list
     the ``files`` partition in the table config; returns the base HFile's path."""
     storage, mdt = table.storage, metadata_table_path(table.base_path)
-    config = TableConfig({**_MDT_PROPERTIES, "hoodie.table.name": f"{table.table_name}_metadata"})
+    config = TableConfig(metadata_table_properties(table))
     metadata_table = type(table)(storage, mdt, config.save(storage, mdt, create=True))
-    writer = TimelineWriter(storage, mdt)
-    writer.create_requested(Instant(INIT_INSTANT, Action.DELTA_COMMIT, State.REQUESTED))
-    writer.transition_to_inflight(Instant(INIT_INSTANT, Action.DELTA_COMMIT, State.REQUESTED))
-    write_partition_metadata(storage, mdt, FILES_PARTITION, INIT_INSTANT)
-    name = f"{FILE_GROUP}_{WRITE_TOKEN}_{INIT_INSTANT}.hfile"
+    metadata_table.write_config = table.write_config
+    version = metadata_table.format.version
+    init = initialization_instant(version, set())
+    writer = metadata_table.timeline_writer()
+    writer.create_requested(Instant(init, Action.DELTA_COMMIT, State.REQUESTED))
+    writer.transition_to_inflight(Instant(init, Action.DELTA_COMMIT, State.REQUESTED))
+    write_partition_metadata(storage, mdt, FILES_PARTITION, init)
+    write_empty_log(metadata_table, FILES_PARTITION, FILE_GROUP, init)
+    name = f"{FILE_GROUP}_{WRITE_TOKEN}_{init}.hfile"
     path = storage.join(mdt, FILES_PARTITION, name)
-    schema = metadata_record_schema_json()
-    data = write_hfile(files_partition_records(listing, {part: False for part in listing}), schema)
+    schema = metadata_record_schema_json(version)
+    data = write_hfile(files_partition_records(listing, {part: False for part in listing}, version), schema)
     storage.write_bytes(path, data)
     meta = CommitMetadata(operation_type="BULK_INSERT", extra_metadata={"schema": schema})
     meta.add_write_stat(FILES_PARTITION, WriteStat.new(
         fileId=FILE_GROUP, path=f"{FILES_PARTITION}/{name}", prevCommit="null", numWrites=len(listing) + 1,
         numInserts=len(listing) + 1, totalWriteBytes=len(data), partitionPath=FILES_PARTITION,
         fileSizeInBytes=len(data)))
-    metadata_table.complete(Instant(INIT_INSTANT, Action.DELTA_COMMIT, State.INFLIGHT), meta)
+    metadata_table.complete(Instant(init, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     table.update_config({METADATA_PARTITIONS: FILES_PARTITION})
     return path

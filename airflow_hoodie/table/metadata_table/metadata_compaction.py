@@ -56,7 +56,7 @@ from airflow_hoodie.table.metadata_table.metadata_record import encode_record, m
 from airflow_hoodie.table.metadata_table import record_index as ri
 from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
 
 if TYPE_CHECKING:  # the table imports this module
     from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -103,7 +103,40 @@ def compacted_through(metadata_timeline: Timeline) -> str | None:
     block can no longer cancel it or anything before it (Hudi's metadata writer then refuses
     to roll the data instant back: validateRollback)."""
     latest = _latest_compaction(metadata_timeline)
-    return latest[: -len(COMPACTION_SUFFIX)] if latest and latest.endswith(COMPACTION_SUFFIX) else latest
+    return _delta_commit_of(metadata_timeline, latest) if latest else None
+
+
+def _delta_commit_of(timeline: Timeline, service_instant: str) -> str:
+    """The delta commit a metadata-table compaction or clean follows. Table version 6 names
+    the service after it (``<delta commit>001``); Hudi 1.x (versions 8, 9) gives the service
+    a fresh instant time, so it follows the latest delta commit before that time."""
+    if service_instant.endswith(COMPACTION_SUFFIX) or service_instant.endswith(CLEAN_SUFFIX):
+        stem = service_instant[:-3]
+        if timeline.get(stem, Action.DELTA_COMMIT) is not None or not _fresh_service_times(timeline):
+            return stem
+    before = [i.timestamp for i in timeline.instants
+              if i.action == Action.DELTA_COMMIT and i.timestamp < service_instant]
+    return before[-1] if before else service_instant
+
+
+def _fresh_service_times(timeline: Timeline) -> bool:
+    """Whether this metadata table's services take fresh instant times (Hudi 1.x layout)."""
+    return timeline.tracks_completion_time
+
+
+def _service_instant(mdt: HoodieTable, latest: str, suffix: str) -> str:
+    """The instant of a metadata-table compaction (``suffix`` 001) or clean (002) after
+    delta commit ``latest``: suffixed on table version 6 (HoodieTableMetadataUtil), a new
+    instant time on 8 and 9, as Hudi 1.x's metadata writer takes it."""
+    if mdt.format.timeline_layout >= 2:
+        return mdt.new_instant_time(fresh=False)
+    return latest + suffix
+
+
+def _serviced_after(timeline: Timeline, actions: tuple[str, ...], latest: str) -> bool:
+    """A service of ``actions`` already follows delta commit ``latest`` (a retry)."""
+    return any(i.action in actions and _delta_commit_of(timeline, i.timestamp) == latest
+               for i in timeline.instants if i.timestamp > latest)
 
 
 # ---------------------------------------------------------------------------- compaction
@@ -128,7 +161,7 @@ def _schedule_compaction(mdt: HoodieTable, instant_time: str) -> bool:
         base_instant_time=s.base_instant, file_id=s.file_id, partition_path=s.partition_path,
         data_file_path=s.base_file.file_name if s.base_file is not None else None,
         delta_file_paths=[lf.file_name for lf in s.log_files], metrics=_operation_metrics(s)) for s in slices]
-    TimelineWriter(mdt.storage, mdt.base_path).create_requested(
+    mdt.timeline_writer().create_requested(
         Instant(instant_time, Action.COMPACTION, State.REQUESTED), CompactionPlan(operations=ops).to_bytes())
     return True
 
@@ -157,7 +190,8 @@ def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, va
                                data_timeline.first_non_savepoint_commit())
         infos = ri._merge_group(files, fs, None)
         records = [(key.encode("utf-8"), encode_record({
-            "_hoodie_file_name": name, "key": "", "type": ri.TYPE_RECORD_INDEX, "recordIndexMetadata": info}))
+            "_hoodie_file_name": name, "key": "", "type": ri.TYPE_RECORD_INDEX, "recordIndexMetadata": info},
+            mdt.format.version))
             for key, info in sorted(infos.items())]
         return records, {}
     merger = _Merger()
@@ -166,7 +200,8 @@ def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, va
     for key in sorted(merger.records):
         live = {n: info for n, info in merger.records[key].items() if not info.get("isDeleted")}
         records.append((key.encode("utf-8"), encode_record({
-            "_hoodie_file_name": name, "key": "", "type": merger.types[key], "filesystemMetadata": live})))
+            "_hoodie_file_name": name, "key": "", "type": merger.types[key], "filesystemMetadata": live},
+            mdt.format.version)))
     updated = len(merged.base_keys & set(merger.records))
     return records, {"numDeletes": len(merged.base_keys - set(merger.records)), "numUpdateWrites": updated,
                      "numInserts": len(records) - updated, "totalUpdatedRecordsCompacted": updated,
@@ -179,7 +214,7 @@ def _compact_operation(table: HoodieTable, mdt: HoodieTable, instant_time: str, 
     fs = _operation_slice(mdt, op)
     data_timeline = Timeline.load(table.storage, table.base_path)
     valid, pending = block_instants(data_timeline, mdt.timeline)
-    latest = instant_time[: -len(COMPACTION_SUFFIX)]
+    latest = _delta_commit_of(mdt.timeline, instant_time)
     valid = {ts for ts in valid if ts <= latest}
     name = base_file_name(fs.file_id, COMPACTION_WRITE_TOKEN, instant_time, ".hfile")
     records, counts = _merged_records(mdt, fs, data_timeline, valid, pending, name)
@@ -200,9 +235,9 @@ def _execute_compaction(table: HoodieTable, mdt: HoodieTable, instant_time: str)
     requested = Instant(instant_time, Action.COMPACTION, State.REQUESTED)
     plan = CompactionPlan.from_bytes(timeline.read_plan(requested))
     if current is None or current.state == State.REQUESTED:
-        TimelineWriter(mdt.storage, mdt.base_path).transition_to_inflight(requested)
+        mdt.timeline_writer().transition_to_inflight(requested)
         mdt.reload_timeline()
-    schema = metadata_record_schema_json()
+    schema = metadata_record_schema_json(mdt.format.version)
     meta = CommitMetadata(operation_type="COMPACT", compacted=True, extra_metadata={"schema": schema})
     for op in plan.operations or []:
         stat = _compact_operation(table, mdt, instant_time, op, schema)
@@ -253,9 +288,9 @@ def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, con
         return None
     if _other_partitions(table):
         return None
-    instant_time = latest + COMPACTION_SUFFIX
-    if timeline.get(instant_time) is not None:
+    if _serviced_after(timeline, (Action.COMMIT, Action.COMPACTION), latest):
         return None  # compacted at this delta commit already (a later one failed and was retried)
+    instant_time = _service_instant(mdt, latest, COMPACTION_SUFFIX)
     if not _schedule_compaction(mdt, instant_time):
         return None
     _execute_compaction(table, mdt, instant_time)
@@ -287,7 +322,7 @@ def _execute_clean(mdt: HoodieTable, instant_time: str) -> None:
     plan = clean.deserialize_plan("HoodieCleanerPlan", data)
     current = timeline.get(instant_time, Action.CLEAN)
     if current is not None and current.state == State.REQUESTED:
-        TimelineWriter(mdt.storage, mdt.base_path).transition_to_inflight(requested, data)
+        mdt.timeline_writer().transition_to_inflight(requested, data)
     results = []
     for partition, infos in sorted((plan.get("filePathsToBeDeletedPerPartition") or {}).items()):
         for info in infos:
@@ -310,9 +345,9 @@ def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
     if last is not None and sum(1 for i in timeline.instants if i.is_completed and i.timestamp > last) \
             < CLEAN_WAIT_INSTANTS:
         return done
-    instant_time = latest + CLEAN_SUFFIX
-    if timeline.get(instant_time) is not None:
+    if _serviced_after(timeline, (Action.CLEAN,), latest):
         return done
+    instant_time = _service_instant(mdt, latest, CLEAN_SUFFIX)
     clean = _clean_inputs()
     config = HoodieConfig({clean.POLICY: clean.KEEP_LATEST_COMMITS,
                            clean.COMMITS_RETAINED: str(CLEANER_COMMITS_RETAINED)})
@@ -335,7 +370,7 @@ def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesRes
     for inst in [i for i in timeline.instants if i.action == Action.COMPACTION and not i.is_completed]:
         # runPendingTableServicesOperations; not while a data instant it merges is being
         # rolled back (its blocks are invalid until the rollback completes)
-        if _data_instants_holding_compaction(table, inst.timestamp[: -len(COMPACTION_SUFFIX)]):
+        if _data_instants_holding_compaction(table, _delta_commit_of(timeline, inst.timestamp)):
             break
         _execute_compaction(table, mdt, inst.timestamp)
         result.compacted.append(inst.timestamp)

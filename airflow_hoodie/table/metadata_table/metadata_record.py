@@ -26,36 +26,43 @@ TYPE_PARTITION_LIST = 1
 TYPE_FILE_LIST = 2
 
 
-@lru_cache(maxsize=1)
-def metadata_record_schema() -> dict[str, Any]:
-    """The writer schema of metadata records: meta fields, then HoodieMetadataRecord's."""
-    text = resources.files(__package__).joinpath("HoodieMetadataRecord.avsc").read_text("utf-8")
+#: the schema file of each table version's metadata records: Hudi 1.x added fields (secondary
+#: index, typed column-stats values) that its readers expect in every block's schema
+_SCHEMA_FILES = {6: "HoodieMetadataRecord.avsc", 8: "HoodieMetadataRecord_1x.avsc", 9: "HoodieMetadataRecord_1x.avsc"}
+
+
+@lru_cache(maxsize=None)
+def metadata_record_schema(table_version: int = 6) -> dict[str, Any]:
+    """The writer schema of metadata records: meta fields, then HoodieMetadataRecord's, in
+    the form the Hudi release of ``table_version`` writes."""
+    text = resources.files(__package__).joinpath(_SCHEMA_FILES[table_version]).read_text("utf-8")
     schema = json.loads(text)
     meta = [{"name": name, "type": ["null", "string"], "doc": "", "default": None} for name in META_COLUMNS]
     return {**schema, "fields": meta + schema["fields"]}
 
 
-def metadata_record_schema_json() -> str:
-    return json.dumps(metadata_record_schema(), separators=(",", ":"))
+def metadata_record_schema_json(table_version: int = 6) -> str:
+    return json.dumps(metadata_record_schema(table_version), separators=(",", ":"))
 
 
-@lru_cache(maxsize=1)
-def _parsed() -> Any:
-    return fastavro.parse_schema(metadata_record_schema())
+@lru_cache(maxsize=None)
+def _parsed(table_version: int) -> Any:
+    return fastavro.parse_schema(metadata_record_schema(table_version))
 
 
 def partition_key(partition_path: str) -> str:
     return partition_path or NON_PARTITIONED_NAME
 
 
-def encode_record(record: Mapping[str, Any]) -> bytes:
+def encode_record(record: Mapping[str, Any], table_version: int = 6) -> bytes:
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, _parsed(), dict(record))
+    fastavro.schemaless_writer(buf, _parsed(table_version), dict(record))
     return buf.getvalue()
 
 
 def files_partition_records(
-    files: Mapping[str, Mapping[str, int | None]], partitions: Mapping[str, bool] | None = None
+    files: Mapping[str, Mapping[str, int | None]], partitions: Mapping[str, bool] | None = None,
+    table_version: int = 6,
 ) -> list[tuple[bytes, bytes]]:
     """(HFile key, Avro value) of the ``files`` records for a change, sorted by key.
 
@@ -69,4 +76,4 @@ def files_partition_records(
     for part, names in files.items():
         records[partition_key(part)] = {"key": "", "type": TYPE_FILE_LIST, "filesystemMetadata": {
             name: {"size": int(size or 0), "isDeleted": size is None} for name, size in names.items()}}
-    return sorted((key.encode("utf-8"), encode_record(rec)) for key, rec in records.items())
+    return sorted((key.encode("utf-8"), encode_record(rec, table_version)) for key, rec in records.items())

@@ -40,7 +40,11 @@ FILES_FILE_GROUP = "files-0000-0"
 def metadata_table_of(table: HoodieTable) -> HoodieTable:
     """The metadata table as a table of its own (MERGE_ON_READ, HFile base files)."""
     path = metadata_table_path(table.base_path)
-    return type(table)(table.storage, path, TableConfig.load(table.storage, path))
+    mdt = type(table)(table.storage, path, TableConfig.load(table.storage, path))
+    # its instants are taken under the data table's lock, with the data write's settings
+    # (the expected clock skew of Hudi 1.x tables among them)
+    mdt.write_config = table.write_config
+    return mdt
 
 
 def _latest_base_instant(mdt: HoodieTable) -> str:
@@ -74,18 +78,19 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
     instant's record-index records, appended in the same delta commit (:mod:`record_index`)."""
     mdt = metadata_table_of(table)
     run_table_services(table, mdt)  # Hudi's writer runs them before its next delta commit
-    writer = TimelineWriter(mdt.storage, mdt.base_path)
+    writer = mdt.timeline_writer()
     if not _begin(writer, mdt.reload_timeline(), instant_time):
         return None
-    schema = metadata_record_schema_json()
+    version = mdt.format.version
+    schema = metadata_record_schema_json(version)
     block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
-                     content=write_hfile(files_partition_records(change.files, change.partitions), schema))
+                     content=write_hfile(files_partition_records(change.files, change.partitions, version), schema))
     base_instant = _latest_base_instant(mdt)
     # a new log version per delta commit, with this writer's own token (Hudi's Spark writer
     # rolls over the same way; a store without append gets no special case)
     token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)
-    log = LogWriter(mdt.storage, mdt.storage.join(mdt.base_path, FILES_PARTITION), FILES_FILE_GROUP, base_instant,
-                    token, max_file_size=0)
+    log = LogWriter.for_instant(mdt.storage, mdt.storage.join(mdt.base_path, FILES_PARTITION), FILES_FILE_GROUP,
+                                base_instant, instant_time, token, mdt.format, max_file_size=0)
     try:
         (result,) = log.append([block])
     finally:

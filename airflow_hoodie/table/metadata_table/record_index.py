@@ -59,6 +59,7 @@ from airflow_hoodie.table.metadata_table.metadata_record import (
 from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State, parse_instant_time
+from airflow_hoodie.table.metadata_table.files_bootstrap import initialization_instant, write_empty_log
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
 
 if TYPE_CHECKING:  # the table imports this module
@@ -139,21 +140,26 @@ def location_of(info: Mapping[str, Any]) -> Location:
 
 
 @lru_cache(maxsize=8)
-def _record_prefix(file_name: str | None) -> bytes:
-    """The Avro bytes of a type-5 record up to its last field, ``recordIndexMetadata``
-    (meta fields, empty key, type 5, three null payloads), then that union's branch 1."""
+def _record_frame(file_name: str | None, table_version: int) -> tuple[bytes, bytes]:
+    """The Avro bytes of a type-5 record around its ``recordIndexMetadata`` value: before it
+    (meta fields, empty key, type 5, null payloads, then that union's branch 1) and after it
+    (the null fields Hudi 1.x's schema has behind it)."""
     rec: dict[str, Any] = {"key": "", "type": TYPE_RECORD_INDEX, "recordIndexMetadata": None}
     if file_name is not None:
         rec["_hoodie_file_name"] = file_name
-    null_last = encode_record(rec)
-    if null_last[-1:] != b"\x00":
-        raise HoodieError("HoodieMetadataRecord.avsc must end with recordIndexMetadata (a bundled-schema bug).")
-    return null_last[:-1] + b"\x02"
+    fields = [f["name"] for f in metadata_record_schema(table_version)["fields"]]
+    trailing = len(fields) - 1 - fields.index("recordIndexMetadata")
+    null_value = encode_record(rec, table_version)
+    # every field behind it is a null union branch: one zero byte each
+    if null_value[len(null_value) - trailing - 1:] != b"\x00" * (trailing + 1):
+        raise HoodieError("The bundled HoodieMetadataRecord schema has non-null fields after recordIndexMetadata "
+                          "(a packaging bug).")
+    return null_value[:len(null_value) - trailing - 1] + b"\x02", b"\x00" * trailing
 
 
-@lru_cache(maxsize=1)
-def _info_schema() -> Any:
-    field_ = next(f for f in metadata_record_schema()["fields"] if f["name"] == "recordIndexMetadata")
+@lru_cache(maxsize=4)
+def _info_schema(table_version: int) -> Any:
+    field_ = next(f for f in metadata_record_schema(table_version)["fields"] if f["name"] == "recordIndexMetadata")
     return fastavro.parse_schema(next(t for t in field_["type"] if t != "null"))
 
 
@@ -162,12 +168,12 @@ def _file_info(partition: str, file_id: str) -> dict[str, Any]:
     return index_info(partition, file_id, 0)
 
 
-def record_index_records(locations: Mapping[str, tuple[str, str, int]], file_name: str | None = None
-                         ) -> list[tuple[bytes, bytes]]:
+def record_index_records(locations: Mapping[str, tuple[str, str, int]], file_name: str | None = None,
+                         table_version: int = 6) -> list[tuple[bytes, bytes]]:
     """(HFile key, Avro value) of type-5 records for ``key -> (partition, file id, millis)``,
     sorted by key (HFiles are sorted). The bytes are those of the whole HoodieMetadataRecord;
     only its last field is encoded per key (a 200k-key insert spent 4 s encoding the rest)."""
-    prefix, schema = _record_prefix(file_name), _info_schema()
+    (prefix, suffix), schema = _record_frame(file_name, table_version), _info_schema(table_version)
     out = []
     buf = io.BytesIO()
     for key in sorted(locations):
@@ -175,7 +181,7 @@ def record_index_records(locations: Mapping[str, tuple[str, str, int]], file_nam
         buf.seek(0)
         buf.truncate()
         fastavro.schemaless_writer(buf, schema, {**_file_info(part, fid), "instantTime": millis})
-        out.append((key.encode("utf-8"), prefix + buf.getvalue()))
+        out.append((key.encode("utf-8"), prefix + buf.getvalue() + suffix))
     return out
 
 
@@ -464,7 +470,8 @@ def append_record_index(mdt: HoodieTable, instant_time: str, change: RecordIndex
         by_group.setdefault(file_group_index(key, count), RecordIndexChange()).upserts[key] = loc
     for key in change.deletes:
         by_group.setdefault(file_group_index(key, count), RecordIndexChange()).deletes.add(key)
-    schema = metadata_record_schema_json()
+    version = mdt.format.version
+    schema = metadata_record_schema_json(version)
     folder = mdt.storage.join(mdt.base_path, RECORD_INDEX_PARTITION)
     for index, part in sorted(by_group.items()):
         fs = slices[index]
@@ -472,12 +479,13 @@ def append_record_index(mdt: HoodieTable, instant_time: str, change: RecordIndex
         blocks = []
         if part.upserts:
             blocks.append(LogBlock(BlockType.HFILE_DATA, headers,
-                                   content=write_hfile(record_index_records(part.upserts), schema)))
+                                   content=write_hfile(record_index_records(part.upserts, table_version=version), schema)))
         if part.deletes:
             blocks.append(delete_block([DeleteRecord(k, RECORD_INDEX_PARTITION, None) for k in sorted(part.deletes)],
                                        instant_time, schema=schema))
         token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)
-        log = LogWriter(mdt.storage, folder, fs.file_id, fs.base_instant, token, max_file_size=0)
+        log = LogWriter.for_instant(mdt.storage, folder, fs.file_id, fs.base_instant, instant_time, token, mdt.format,
+                                    max_file_size=0)
         try:
             results = log.append(blocks)
         finally:
@@ -505,7 +513,10 @@ def file_group_count(keys: int, minimum: int, maximum: int, max_group_bytes: int
 
 def _init_instant(table: HoodieTable, mdt_timeline: Timeline) -> str:
     """createIndexInitTimestamp of the v6 writer: the latest completed data instant (or
-    Hudi's solo-commit time) + ``010``, ``011``, ... the first the metadata table lacks."""
+    Hudi's solo-commit time) + ``010``, ``011``, ... the first the metadata table lacks;
+    Hudi 1.x counts ``…000``, ``…001``, ... instead (files_bootstrap.initialization_instant)."""
+    if table.config.table_version >= 8:
+        return initialization_instant(table.config.table_version, {i.timestamp for i in mdt_timeline.instants})
     last = table.reload_timeline().completed().last()
     base = last.timestamp if last is not None else "00000000000000"
     taken = {i.timestamp for i in mdt_timeline.instants}
@@ -544,6 +555,7 @@ def initialize_record_index(table: HoodieTable, minimum: int, maximum: int, max_
     under the table lock, before the write's own instant exists."""
     storage, mdt_base = table.storage, metadata_table_path(table.base_path)
     mdt = type(table)(storage, mdt_base, TableConfig.load(storage, mdt_base))
+    mdt.write_config = table.write_config
     timeline = table.reload_timeline()
     valid = {i.timestamp for i in timeline.completed().instants}
     start = timeline.first_non_savepoint_commit()
@@ -554,7 +566,7 @@ def initialize_record_index(table: HoodieTable, minimum: int, maximum: int, max_
         for key in _slice_keys(table, fs, [], None, valid, start):
             locations[key] = (fs.partition_path, fs.file_id, millis)
     count = file_group_count(len(locations), minimum, maximum, max_group_bytes, growth)
-    writer = TimelineWriter(storage, mdt_base)
+    writer = mdt.timeline_writer()
     _remove_failed_build(table, mdt, writer)
     instant = _init_instant(table, mdt.reload_timeline())
     writer.create_requested(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
@@ -563,11 +575,12 @@ def initialize_record_index(table: HoodieTable, minimum: int, maximum: int, max_
     groups: list[dict[str, tuple[str, str, int]]] = [{} for _ in range(count)]
     for key, loc in locations.items():
         groups[file_group_index(key, count)][key] = loc
-    schema = metadata_record_schema_json()
+    schema = metadata_record_schema_json(mdt.format.version)
     meta = CommitMetadata(operation_type="BULK_INSERT_PREPPED", extra_metadata={"schema": schema})
     for index, group in enumerate(groups):
+        write_empty_log(mdt, RECORD_INDEX_PARTITION, file_group_id(index), instant)
         name = f"{file_group_id(index)}_{make_write_token(index, 0, 0)}_{instant}.hfile"
-        data = write_hfile(record_index_records(group, name), schema)
+        data = write_hfile(record_index_records(group, name, mdt.format.version), schema)
         storage.write_bytes(storage.join(mdt_base, RECORD_INDEX_PARTITION, name), data)
         meta.add_write_stat(RECORD_INDEX_PARTITION, WriteStat.new(
             fileId=file_group_id(index), path=f"{RECORD_INDEX_PARTITION}/{name}", prevCommit="null",

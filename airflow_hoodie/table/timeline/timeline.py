@@ -22,12 +22,9 @@ from typing import Iterable, Iterator, Sequence
 import fastavro
 
 from airflow_hoodie.errors import HoodieTimelineError
-from airflow_hoodie.table.metadata.commit_metadata import (
-    CommitMetadata,
-    ReplaceCommitMetadata,
-    parse_commit_metadata,
-)
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, parse_commit_metadata
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline import commit_serde_v2
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
@@ -67,8 +64,8 @@ def as_json_metadata(inst: Instant, data: bytes) -> bytes:
     records = list(fastavro.reader(io.BytesIO(data)))
     if len(records) != 1:
         raise HoodieTimelineError(f"{inst.file_name}: expected one Avro metadata record, found {len(records)}")
-    model = ReplaceCommitMetadata if kind == "replace" else CommitMetadata
-    return model.from_avro(records[0]).to_json()
+    # every non-null stat field kept: a delta commit's log fields (logFiles, baseFile, ...)
+    return commit_serde_v2.from_record(records[0], replace=kind == "replace").to_json()
 
 
 #: Pending actions whose completed file is stored under another action.

@@ -140,8 +140,8 @@ def _conflict_then_archival(tmp_path, monkeypatch, force: bool) -> tuple[str, li
             write_arrow(base, to_arrow(rows([100 + k], 3, "later", p="c")), "upsert", c)
         if force:
             rule = ar.instants_to_archive
-            monkeypatch.setattr(ar, "instants_to_archive", lambda instants, s, ctx: [
-                i for i in instants if i.is_completed and i.action == "commit"][:2] or rule(instants, s, ctx))
+            monkeypatch.setattr(ar, "instants_to_archive", lambda instants, s, ctx, rules=None: [
+                i for i in instants if i.is_completed and i.action == "commit"][:2] or rule(instants, s, ctx, rules))
         seen["archived"] = run_archive(HoodieTable.load(base), aggressive).get("archived_instants") or []
 
     match = "archived before this commit" if force else "conflict"

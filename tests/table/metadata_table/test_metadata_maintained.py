@@ -186,10 +186,10 @@ def test_a_write_that_fails_after_its_metadata_delta_commit_leaves_a_true_listin
     write_arrow(str(base), batch(range(0, 6), 1), "upsert", cfg)
     real_complete = TimelineWriter.complete
 
-    def data_completion_fails(self, instant, content):
+    def data_completion_fails(self, instant, content, completion_time=None):
         if "/.hoodie/metadata" not in self.base_path and instant.action == "deltacommit":
             raise OSError(28, "No space left on device")  # the write's own completion only
-        return real_complete(self, instant, content)
+        return real_complete(self, instant, content, completion_time)
 
     monkeypatch.setattr(TimelineWriter, "complete", data_completion_fails)
     with pytest.raises(OSError, match="No space left"):

@@ -128,12 +128,14 @@ def test_v9_commit_metadata_is_avro_with_the_1x_fields():
     assert TableFormat(6, 1).encode_completed(Action.COMMIT, meta).lstrip().startswith(b"{")
 
 
-def test_writes_to_v8_v9_stay_refused():
+def test_writes_to_versions_we_do_not_write_are_refused():
     meta = CommitMetadata(operation_type="UPSERT")
-    for version in (8, 9):
+    for version in (5, 7, 10):
         with pytest.raises(HoodieNotSupportedError):
-            TableFormat(version, 2).serialize_completed(Action.COMMIT, meta)
-    assert TableFormat(6, 1).serialize_completed(Action.COMMIT, meta)
+            TableFormat(version, 2 if version >= 8 else 1).serialize_completed(Action.COMMIT, meta)
+    assert TableFormat(6, 1).serialize_completed(Action.COMMIT, meta)[:1] == b"{"
+    for version in (8, 9):
+        assert TableFormat(version, 2).serialize_completed(Action.COMMIT, meta)[:4] == b"Obj\x01"
 
 
 @pytest.fixture
