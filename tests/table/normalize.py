@@ -116,15 +116,17 @@ def hudi_rs_rows(
     end: str | None = None,
     filters: list[tuple[str, str, Any]] | None = None,
     columns: list[str] | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Read a table with hudi-rs (PyPI ``hudi``) and normalize it like :func:`normalize_table`.
+    ``storage_options`` are hudi-rs's (object_store's: ``aws_endpoint_url``, ``aws_allow_http`` ...).
 
     ``query_type`` is one of snapshot, read_optimized, incremental. Used as the external
     oracle for tables we write: if hudi-rs reads our table as we do, it is a real Hudi table.
     """
     from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 
-    table = HudiTableBuilder.from_base_uri(str(base_path)).build()
+    table = HudiTableBuilder.from_base_uri(str(base_path)).with_storage_options(dict(storage_options or {})).build()
     rs_filters = None
     if filters:
         # hudi-rs takes string values; IN / NOT IN lists as comma-separated strings

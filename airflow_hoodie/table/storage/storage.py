@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from airflow_hoodie.errors import HoodieIOError
+from airflow_hoodie.table.storage import local_conditional
+from airflow_hoodie.table.storage.s3_conditional import DEFAULT_MAX_ATTEMPTS, S3ConditionalWriter, Versioned
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,35 @@ class FileStatus:
         return posixpath.basename(self.path.rstrip("/"))
 
 
+_S3_BOOL_OPTIONS = ("anonymous", "background_writes", "allow_delayed_open", "allow_bucket_creation",
+                    "allow_bucket_deletion", "check_directory_existence_before_creation",
+                    "force_virtual_addressing")
+_S3_FLOAT_OPTIONS = ("request_timeout", "connect_timeout")
+_S3_INT_OPTIONS = ("load_frequency",)
+#: our own S3 option (not pyarrow's): attempts per request in the SDK's standard retry mode
+S3_RETRY_MAX_ATTEMPTS = "retry_max_attempts"
+
+
+def s3_filesystem_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """pyarrow ``S3FileSystem`` keyword arguments from storage options, which reach us as
+    strings from a connection's JSON extra or a job's ``--storage-option key=value``:
+    booleans and numbers are typed here, and retries use the AWS SDK's standard mode
+    (``retry_max_attempts`` attempts, 3 by default)."""
+    opts = dict(options)
+    for key in _S3_BOOL_OPTIONS:
+        if isinstance(opts.get(key), str):
+            opts[key] = opts[key].strip().lower() in ("1", "true", "yes")
+    for key in _S3_FLOAT_OPTIONS:
+        if isinstance(opts.get(key), str):
+            opts[key] = float(opts[key])
+    for key in _S3_INT_OPTIONS:
+        if isinstance(opts.get(key), str):
+            opts[key] = int(opts[key])
+    attempts = int(opts.pop(S3_RETRY_MAX_ATTEMPTS, None) or DEFAULT_MAX_ATTEMPTS)
+    opts.setdefault("retry_strategy", pafs.AwsStandardS3RetryStrategy(max_attempts=attempts))
+    return opts
+
+
 def _scheme(uri: str) -> str:
     if "://" in uri:
         return uri.split("://", 1)[0].lower()
@@ -44,10 +75,15 @@ def _scheme(uri: str) -> str:
 class Storage:
     """A filesystem plus the URI prefix needed to turn its paths back into URIs."""
 
-    def __init__(self, fs: pafs.FileSystem, uri_prefix: str = "") -> None:
+    def __init__(self, fs: pafs.FileSystem, uri_prefix: str = "",
+                 conditional: S3ConditionalWriter | None = None) -> None:
         self.fs = fs
         self._uri_prefix = uri_prefix
         self._local = isinstance(fs, pafs.LocalFileSystem)
+        # object stores have no directories: creating "directory" marker objects would only
+        # cost requests (a HEAD and a PUT per level) and nothing reads them
+        self._has_dirs = self._local or isinstance(fs, pafs.HadoopFileSystem)
+        self._conditional = conditional
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -68,9 +104,9 @@ class Storage:
                 path = os.path.abspath(os.path.expanduser(path))
                 return cls(pafs.LocalFileSystem(), ""), path.rstrip("/") or "/"
             if scheme in ("s3", "s3a"):
-                fs = pafs.S3FileSystem(**opts)
+                fs = pafs.S3FileSystem(**s3_filesystem_options(opts))
                 path = uri.split("://", 1)[1].rstrip("/")
-                return cls(fs, "s3://"), path
+                return cls(fs, "s3://", S3ConditionalWriter(opts)), path
             if scheme in ("gs", "gcs"):
                 fs = pafs.GcsFileSystem(**opts)
                 path = uri.split("://", 1)[1].rstrip("/")
@@ -81,7 +117,7 @@ class Storage:
                 host, _, port = host_port.partition(":")
                 fs = pafs.HadoopFileSystem(host or "default", int(port or 0), **opts)
                 return cls(fs, f"hdfs://{host_port}"), "/" + path.rstrip("/")
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, TypeError, ValueError) as exc:
             raise HoodieIOError(
                 f"Cannot open storage for {uri!r}: {exc}. Check the URI and the "
                 "storage options (credentials, region, endpoint)."
@@ -99,6 +135,12 @@ class Storage:
     @property
     def is_local(self) -> bool:
         return self._local
+
+    @property
+    def has_atomic_create(self) -> bool:
+        """Whether :meth:`create_if_absent` is atomic against other processes (local: a hard
+        link; S3: a conditional PUT). GCS and HDFS here check then write."""
+        return self._local or self._conditional is not None
 
     @staticmethod
     def join(*parts: str) -> str:
@@ -177,15 +219,22 @@ class Storage:
 
     # --------------------------------------------------------------------- writes
     def mkdirs(self, path: str) -> None:
+        """Create a directory; a no-op on object stores, which have none (a marker object
+        would cost a HEAD and a PUT per level and nothing would read it)."""
+        if not self._has_dirs:
+            return
         try:
             self.fs.create_dir(path, recursive=True)
         except (OSError, pa.ArrowException) as exc:
             raise self._wrap("create directory", path, exc) from exc
 
-    def open_output(self, path: str) -> pa.NativeFile:
+    def _mkparent(self, path: str) -> None:
         parent = posixpath.dirname(path)
-        if parent:
+        if parent and self._has_dirs:
             self.mkdirs(parent)
+
+    def open_output(self, path: str) -> pa.NativeFile:
+        self._mkparent(path)
         try:
             return self.fs.open_output_stream(path)
         except (OSError, pa.ArrowException) as exc:
@@ -197,9 +246,7 @@ class Storage:
         Locally the bytes go to a temp file that is renamed into place; object stores
         publish an object only once its upload completes, so they are atomic already.
         """
-        parent = posixpath.dirname(path)
-        if parent:
-            self.mkdirs(parent)
+        self._mkparent(path)
         try:
             if self._local:
                 tmp = f"{path}.{uuid.uuid4().hex}.tmp"
@@ -219,12 +266,13 @@ class Storage:
 
         This is the timeline's atomic step: two writers racing to create the same
         instant file cannot both win. Locally a hard link of a fully written temp file
-        gives all-or-nothing semantics; on object stores we check then write, which is
-        what Hudi does without a lock provider.
+        gives all-or-nothing semantics; on S3 a PutObject with ``If-None-Match: *``. Other
+        stores (GCS, HDFS) check then write, which is what Hudi does without a lock
+        provider: use a lock provider there when several writers share a table.
         """
-        parent = posixpath.dirname(path)
-        if parent:
-            self.mkdirs(parent)
+        self._mkparent(path)
+        if self._conditional is not None:
+            return self._conditional.put_if_absent(path, data) is not None
         if self._local:
             tmp = f"{path}.{uuid.uuid4().hex}.tmp"
             try:
@@ -248,6 +296,43 @@ class Storage:
             return False
         self.write_bytes(path, data)
         return True
+
+    # ------------------------------------------------------------ versioned writes
+    def read_versioned(self, path: str) -> Versioned | None:
+        """A small file and its version tag (S3: the ETag); None when absent. With
+        :meth:`replace_if_version` this is a compare-and-swap (the storage-based lock)."""
+        if self._conditional is not None:
+            return self._conditional.get(path)
+        if self._local:
+            got = local_conditional.read_versioned(path)
+            return None if got is None else Versioned(*got)
+        raise self._not_conditional("read a versioned file")
+
+    def create_versioned(self, path: str, data: bytes) -> Versioned | None:
+        """Create ``path`` if absent; the written version, or None when it exists."""
+        if self._conditional is not None:
+            etag = self._conditional.put_if_absent(path, data)
+            return None if etag is None else Versioned(data, etag)
+        if self._local:
+            return Versioned(data, local_conditional.etag_of(data)) if self.create_if_absent(path, data) else None
+        raise self._not_conditional("create a versioned file")
+
+    def replace_if_version(self, path: str, data: bytes, version: str) -> Versioned | None:
+        """Replace ``path`` only if it still has ``version``; the new version, or None."""
+        if self._conditional is not None:
+            etag = self._conditional.put_if_match(path, data, version)
+            return None if etag is None else Versioned(data, etag)
+        if self._local:
+            etag = local_conditional.replace_if_match(path, data, version)
+            return None if etag is None else Versioned(data, etag)
+        raise self._not_conditional("replace a versioned file")
+
+    def _not_conditional(self, what: str) -> Exception:
+        from airflow_hoodie.errors import HoodieNotSupportedError
+
+        return HoodieNotSupportedError(
+            f"Cannot {what} on {self.uri('')!r}: conditional writes are implemented for local "
+            "paths and S3 only. Use the ZooKeeper or DynamoDB lock provider on this store.")
 
     def open_append(self, path: str) -> pa.NativeFile:
         """Append stream; only filesystems with real appends (local, HDFS) have it."""

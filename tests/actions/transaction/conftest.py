@@ -8,12 +8,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+from tests.s3.moto_server import moto_server
 
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 
@@ -100,19 +101,5 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def dynamodb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Endpoint URL of moto's server (DynamoDB API) for this test session."""
-    try:
-        import moto.server  # noqa: F401
-    except ImportError:
-        _required("moto[server]", "pip install 'moto[server]'")
-    port = free_port()
-    log = open(tmp_path_factory.mktemp("moto") / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    try:
-        _wait_for_port(port, proc, "moto server")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        _stop(proc)
-        log.close()
+    with moto_server(tmp_path_factory.mktemp("moto")) as endpoint:
+        yield endpoint

@@ -1,0 +1,143 @@
+"""S3 conditional writes (``If-None-Match: *`` / ``If-Match: <etag>``) through boto3.
+
+``pyarrow.fs.S3FileSystem`` cannot send preconditions, so the two steps that must be atomic
+on S3 go through boto3 instead: creating a timeline (or heartbeat, marker, lock) file only if
+it does not exist, and replacing the lock file only if nobody changed it since we read it
+(RFC-91's StorageBasedLockProvider). S3 has honoured both headers since 2024 (If-Match on
+PutObject since late 2024); a store that ignores them would make these calls unsafe, so the
+tests run them against a real endpoint.
+
+The client is built from the same pyarrow storage options the rest of the table uses
+(``access_key``, ``secret_key``, ``session_token``, ``region``, ``endpoint_override``,
+``scheme``, ``connect_timeout``, ``request_timeout``); without keys boto3 finds credentials
+the standard AWS way (environment, profile, instance role). Retries use botocore's
+``standard`` retry mode, as pyarrow's ``AwsStandardS3RetryStrategy`` does for the other calls.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from airflow_hoodie.errors import HoodieIOError
+
+#: retries of one conditional call (botocore ``standard`` mode counts the first attempt)
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """An object's bytes and the ETag a conditional update must name."""
+
+    data: bytes
+    etag: str
+
+
+def _endpoint_url(options: Mapping[str, Any]) -> str | None:
+    endpoint = options.get("endpoint_override")
+    if not endpoint:
+        return None
+    endpoint = str(endpoint)
+    if "://" in endpoint:
+        return endpoint
+    return f"{options.get('scheme') or 'https'}://{endpoint}"
+
+
+def _split(path: str) -> tuple[str, str]:
+    bucket, _, key = path.partition("/")
+    if not bucket or not key:
+        raise HoodieIOError(f"S3 path {path!r} has no bucket or no key; use s3://bucket/key.")
+    return bucket, key
+
+
+class S3ConditionalWriter:
+    """Conditional PutObject and GetObject-with-ETag on one S3 endpoint."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self._options = dict(options)
+        self._client: Any = None
+        self._guard = threading.Lock()
+
+    def _s3(self) -> Any:
+        with self._guard:
+            if self._client is None:
+                try:
+                    import boto3
+                    from botocore.config import Config
+                except ImportError as exc:  # pragma: no cover - boto3 ships with the provider's deps
+                    raise HoodieIOError(
+                        "Conditional writes on S3 need boto3; pip install boto3 (the amazon provider "
+                        "brings it)."
+                    ) from exc
+                o = self._options
+                config = Config(
+                    retries={"mode": "standard",
+                             "max_attempts": int(o.get("retry_max_attempts") or DEFAULT_MAX_ATTEMPTS)},
+                    connect_timeout=float(o.get("connect_timeout") or 60),
+                    read_timeout=float(o.get("request_timeout") or 60),
+                    s3={"addressing_style": "path" if o.get("endpoint_override") else "auto"},
+                )
+                self._client = boto3.session.Session().client(
+                    "s3",
+                    endpoint_url=_endpoint_url(o),
+                    region_name=o.get("region") or None,
+                    aws_access_key_id=o.get("access_key") or None,
+                    aws_secret_access_key=o.get("secret_key") or None,
+                    aws_session_token=o.get("session_token") or None,
+                    config=config,
+                )
+            return self._client
+
+    @staticmethod
+    def _code(exc: Any) -> tuple[str, int, int]:
+        resp = getattr(exc, "response", None) or {}
+        meta = resp.get("ResponseMetadata", {})
+        return (str(resp.get("Error", {}).get("Code", "")), int(meta.get("HTTPStatusCode") or 0),
+                int(meta.get("RetryAttempts") or 0))
+
+    def _put(self, path: str, data: bytes, **condition: str) -> str | None:
+        """PUT with a precondition: the new ETag, or None when the precondition failed."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = _split(path)
+        try:
+            resp = self._s3().put_object(Bucket=bucket, Key=key, Body=data, **condition)
+            return str(resp["ETag"])
+        except ClientError as exc:
+            code, status, retries = self._code(exc)
+            if status == 412 or code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 409:
+                if retries:
+                    # an earlier attempt may have landed and only its answer got lost: the
+                    # object then holds exactly our bytes, and the write is ours
+                    current = self.get(path)
+                    if current is not None and current.data == data:
+                        return current.etag
+                return None
+            raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
+        except BotoCoreError as exc:
+            raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
+
+    def put_if_absent(self, path: str, data: bytes) -> str | None:
+        """Create ``path``; its ETag, or None when it already exists."""
+        return self._put(path, data, IfNoneMatch="*")
+
+    def put_if_match(self, path: str, data: bytes, etag: str) -> str | None:
+        """Replace ``path`` only if its ETag is still ``etag``; the new ETag, or None."""
+        return self._put(path, data, IfMatch=etag)
+
+    def get(self, path: str) -> Versioned | None:
+        """The object and its ETag; None when it does not exist."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = _split(path)
+        try:
+            resp = self._s3().get_object(Bucket=bucket, Key=key)
+            return Versioned(resp["Body"].read(), str(resp["ETag"]))
+        except ClientError as exc:
+            code, status, _ = self._code(exc)
+            if status == 404 or code in ("NoSuchKey", "404"):
+                return None
+            raise HoodieIOError(f"Cannot read s3://{path}: {exc}") from exc
+        except BotoCoreError as exc:
+            raise HoodieIOError(f"Cannot read s3://{path}: {exc}") from exc
