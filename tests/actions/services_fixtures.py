@@ -55,6 +55,8 @@ import os  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
+from tests.actions.table_versions import version_settings  # noqa: E402
+
 
 def table_config(table_type: str = "MERGE_ON_READ", **extra: str) -> dict[str, str]:
     cfg = {"hoodie.table.name": "svc", "hoodie.datasource.write.table.type": table_type,
@@ -64,6 +66,7 @@ def table_config(table_type: str = "MERGE_ON_READ", **extra: str) -> dict[str, s
         # services need log files: without this, inserts beside updates merge the one small
         # group into a new base file each time (Hudi's MOR small-file rule), leaving no logs
         cfg["hoodie.parquet.small.file.limit"] = "0"
+    cfg.update(version_settings())
     cfg.update(extra)
     return cfg
 

@@ -15,8 +15,11 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.errors import HoodieError, HoodieKeyError, HoodieSchemaError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
+from tests.actions.table_versions import table_version, version_settings  # noqa: F401
 from tests.actions.write_model import TableModel, actual, random_batch, to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 
 def conf(table_type: str = "COPY_ON_WRITE", partitioned: bool = True, index: str = "SIMPLE", **extra: str) -> dict:
@@ -32,6 +35,7 @@ def conf(table_type: str = "COPY_ON_WRITE", partitioned: bool = True, index: str
     }
     if partitioned:
         c["hoodie.datasource.write.partitionpath.field"] = "p"
+    c.update(version_settings())
     c.update(extra)
     return c
 
