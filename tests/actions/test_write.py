@@ -19,7 +19,6 @@ from tests.actions.table_versions import table_version, version_settings  # noqa
 from tests.actions.write_model import TableModel, actual, random_batch, to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
 
-pytestmark = pytest.mark.usefixtures("table_version")
 
 
 def conf(table_type: str = "COPY_ON_WRITE", partitioned: bool = True, index: str = "SIMPLE", **extra: str) -> dict:
