@@ -18,3 +18,33 @@ register(
               "While a pending data-table instant holds back the metadata table's compaction, fail a write once "
               "the metadata table has more delta commits than this since its last compaction"),
 )
+
+# ------------------------------------------------------------------ statistics indexes
+COLUMN_STATS_ENABLE = "hoodie.metadata.index.column.stats.enable"
+COLUMN_STATS_COLUMN_LIST = "hoodie.metadata.index.column.stats.column.list"
+COLUMN_STATS_MAX_COLUMNS = "hoodie.metadata.index.column.stats.max.columns.to.index"
+COLUMN_STATS_FILE_GROUP_COUNT = "hoodie.metadata.index.column.stats.file.group.count"
+PARTITION_STATS_ENABLE = "hoodie.metadata.index.partition.stats.enable"
+PARTITION_STATS_FILE_GROUP_COUNT = "hoodie.metadata.index.partition.stats.file.group.count"
+BLOOM_FILTER_ENABLE = "hoodie.metadata.index.bloom.filter.enable"
+BLOOM_FILTER_FILE_GROUP_COUNT = "hoodie.metadata.index.bloom.filter.file.group.count"
+
+register(
+    ConfigKey(COLUMN_STATS_ENABLE, None,
+              "true builds the metadata table's column_stats partition when missing; false drops it; unset keeps "
+              "a table's existing partition true and builds none"),
+    ConfigKey(COLUMN_STATS_COLUMN_LIST, "",
+              "Comma-separated columns column_stats covers (Hudi adds the record key, partition path and commit "
+              "time meta fields); empty: every top-level column up to max.columns.to.index"),
+    ConfigKey(COLUMN_STATS_MAX_COLUMNS, "32",
+              "With no column list, index the first this many top-level columns of the table schema"),
+    ConfigKey(COLUMN_STATS_FILE_GROUP_COUNT, "2", "File groups of a new column_stats partition"),
+    ConfigKey(PARTITION_STATS_ENABLE, None,
+              "true builds partition_stats (table version 8 and later; needs column_stats) when missing; false "
+              "drops it; unset keeps an existing one true"),
+    ConfigKey(PARTITION_STATS_FILE_GROUP_COUNT, "1", "File groups of a new partition_stats partition"),
+    ConfigKey(BLOOM_FILTER_ENABLE, None,
+              "true builds the bloom_filters partition (each base file's footer bloom filter) when missing; false "
+              "drops it; unset keeps an existing one true"),
+    ConfigKey(BLOOM_FILTER_FILE_GROUP_COUNT, "4", "File groups of a new bloom_filters partition"),
+)

@@ -354,3 +354,28 @@ def read_log_column_ranges(storage: Storage, path: str, columns: Sequence[str]) 
               if not b.corrupt and b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)]
     data = pa.concat_tables(tables, promote_options="default") if tables else None
     return table_column_ranges(data, columns)
+
+
+def comparable_value(wrapped: Any, value_type: Mapping[str, Any] | None) -> Any:
+    """A decoded min/max in a form that orders as Hudi orders it: a V2 decimal's bytes as
+    their unscaled integer (other bytes order as unsigned bytes, strings and numbers as they are)."""
+    value = unwrap_value(wrapped)
+    if isinstance(value, (bytes, bytearray)) and value_type and int(value_type.get("typeOrdinal") or 0) == 10:
+        return int.from_bytes(value, "big", signed=True)
+    return value
+
+
+def range_from_payload(payload: Mapping[str, Any]) -> ColumnRange | None:
+    """The ColumnRange a V2 HoodieMetadataColumnStats holds (None for a V1 one: its values
+    carry no type, so callers read the file instead)."""
+    vt = payload.get("valueType")
+    if not vt:
+        return None
+    value_type = VALUE_TYPES[int(vt.get("typeOrdinal") or 0)]
+    precision = scale = 0
+    if value_type == "DECIMAL" and vt.get("additionalInfo"):
+        precision, scale = (int(x) for x in str(vt["additionalInfo"]).split(","))
+    return ColumnRange(str(payload["columnName"]), value_type, comparable_value(payload.get("minValue"), vt),
+                       comparable_value(payload.get("maxValue"), vt), int(payload.get("nullCount") or 0),
+                       int(payload.get("valueCount") or 0), int(payload.get("totalSize") or 0),
+                       int(payload.get("totalUncompressedSize") or 0), precision, scale)

@@ -3,10 +3,12 @@
 Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, default true):
 - disabled: the whole metadata table goes, as a Hudi writer with it disabled does;
 - ``files``: kept true, one delta commit per data instant (:mod:`metadata_writer`);
-- ``column_stats``, ``partition_stats``, ``bloom_filters``: dropped the way Hudi drops a
-  partition (config entry first, then the folder; index definitions exist from table
-  version 8, which comes with the Hudi 1.x work), because
-  stale statistics make Spark prune files that hold matches: wrong answers, silently;
+- ``column_stats``, ``partition_stats``, ``bloom_filters``: kept true in the same delta
+  commit (:mod:`stats_index_writer`), built when their ``hoodie.metadata.index.*.enable``
+  key is true; dropped the way Hudi drops a partition (config entry first, then the folder)
+  when that key is false, or when we cannot keep them (base files other than parquet, an
+  index-definition version other than V1/V2), because stale statistics make Spark prune
+  files that hold matches: wrong answers, silently;
 - ``record_index``: kept true, in the same delta commit (:mod:`record_index`);
 - anything else (secondary and expression indexes): the job stops before it changes
   anything, naming them.
@@ -30,7 +32,7 @@ from airflow_hoodie.table.storage.storage import Storage
 if TYPE_CHECKING:  # the table imports this module
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-#: statistics partitions a writer that cannot maintain them must drop
+#: statistics partitions: kept true, or dropped when disabled or not keepable
 DROPPABLE = ("column_stats", "partition_stats", "bloom_filters")
 
 
@@ -45,6 +47,43 @@ def _drop_partitions(table: HoodieTable, names: list[str]) -> None:
         folder = Storage.join(metadata_table_path(table.base_path), name)
         if table.storage.exists(folder):
             table.storage.delete_dir(folder)
+
+
+def _unkeepable_stats(table: HoodieTable) -> list[str]:
+    """Listed statistics partitions this change must drop: disabled by their key, or ones we
+    cannot keep true."""
+    from airflow_hoodie.config_keys import metadata_table as keys  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.stats_index_writer import index_version  # noqa: PLC0415
+
+    enable_key = {"column_stats": keys.COLUMN_STATS_ENABLE, "partition_stats": keys.PARTITION_STATS_ENABLE,
+                  "bloom_filters": keys.BLOOM_FILTER_ENABLE}
+    config = table.write_config
+    listed = [p for p in _listed(table, METADATA_PARTITIONS) if p in DROPPABLE]
+    parquet = (table.config.get("hoodie.table.base.file.format") or "PARQUET").upper() == "PARQUET"
+    known_version = index_version(table) in ("V1", "V2")
+    out = []
+    for p in listed:
+        disabled = config is not None and (config.get(enable_key[p]) or "").lower() == "false"
+        if disabled or not parquet or (p != "bloom_filters" and not known_version) or not _hudi_layout(table, p):
+            out.append(p)
+    if "column_stats" in out and "partition_stats" in listed and "partition_stats" not in out:
+        out.append("partition_stats")  # Hudi builds partition stats from column stats
+    return out
+
+
+def _hudi_layout(table: HoodieTable, partition: str) -> bool:
+    """Whether a statistics partition's folder holds Hudi's file groups <prefix>-0000-0 ..
+    <prefix>-<n-1>-0 (anything else we cannot keep true, so it is dropped)."""
+    import re  # noqa: PLC0415
+
+    from airflow_hoodie.table.metadata_table.stats_index_writer import FILE_GROUP_PREFIX  # noqa: PLC0415
+
+    folder = Storage.join(metadata_table_path(table.base_path), partition)
+    if not table.storage.exists(folder):
+        return False
+    pattern = re.compile(r"^\.?(" + re.escape(FILE_GROUP_PREFIX[partition]) + r"\d{4}-0)_")
+    ids = {m.group(1) for f in table.storage.list_dir(folder) if (m := pattern.match(f.path.rsplit("/", 1)[-1]))}
+    return bool(ids) and ids == {f"{FILE_GROUP_PREFIX[partition]}{i:04d}-0" for i in range(len(ids))}
 
 
 def unmaintained_partitions(table: HoodieTable) -> list[str]:
@@ -71,7 +110,7 @@ def prepare_metadata_table(table: HoodieTable, enabled: bool) -> None:
             "cannot keep true yet; nothing was changed. Run this job with hoodie.metadata.enable=false to drop the "
             "whole metadata table first, as a Hudi writer with it disabled does (Hudi rebuilds it, and the record "
             "index with a full scan), or run the job with Hudi itself.")
-    stale = [p for p in _listed(table, METADATA_PARTITIONS) if p in DROPPABLE]
+    stale = _unkeepable_stats(table)
     if stale:
         _drop_partitions(table, stale)
     # a folder without its files partition listed is one being built (or whose building
@@ -98,10 +137,12 @@ def ensure_files_partition(table: HoodieTable) -> bool:
     it enabled does. Returns whether the table now has one."""
     from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition  # noqa: PLC0415
 
+    from airflow_hoodie.table.metadata_table.stats_index_writer import ensure_stats_partitions  # noqa: PLC0415
+
     table.reload_config()
-    if FILES_PARTITION in _listed(table, METADATA_PARTITIONS):
-        return True
-    if has_metadata_table(table):
-        remove_metadata_table(table)
-    initialize_files_partition(table, committed_listing(table))
+    if FILES_PARTITION not in _listed(table, METADATA_PARTITIONS):
+        if has_metadata_table(table):
+            remove_metadata_table(table)
+        initialize_files_partition(table, committed_listing(table))
+    ensure_stats_partitions(table)
     return True

@@ -17,7 +17,8 @@ delta commit of the data instant being completed, under the data table's lock):
    ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
    compaction (all of them, the initializing one included, before the first), compaction
    ``<latest delta commit>001`` merges the latest slice of every file group of the ``files``
-   and ``record_index`` partitions into new base HFiles (Hudi compacts all partitions at
+   ``record_index``, ``column_stats``, ``partition_stats`` and ``bloom_filters`` partitions
+   into new base HFiles (Hudi compacts all partitions at
    once; with a partition we do not compact, there is no compaction at all).
 4. archival of the metadata table's timeline (actions/archive.archive_metadata_table):
    the data table's rules with keep.min/max one higher, and nothing at or after the data
@@ -72,7 +73,8 @@ CLEAN_WAIT_INSTANTS = 3
 COMPACTION_WRITE_TOKEN = make_write_token(0, 0, 0)
 MB = 1024 * 1024
 #: the partitions this module compacts (each merged as its reader merges it)
-COMPACTED_PARTITIONS = (FILES_PARTITION, ri.RECORD_INDEX_PARTITION)
+COMPACTED_PARTITIONS = (FILES_PARTITION, ri.RECORD_INDEX_PARTITION, "column_stats", "partition_stats",
+                        "bloom_filters")
 
 
 @dataclass
@@ -193,6 +195,18 @@ def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, va
             "_hoodie_file_name": name, "key": "", "type": ri.TYPE_RECORD_INDEX, "recordIndexMetadata": info},
             mdt.format.version))
             for key, info in sorted(infos.items())]
+        return records, {}
+    if fs.partition_path in ("column_stats", "partition_stats", "bloom_filters"):
+        # merged as their reader merges them; tombstones go, as Hudi's compaction drops them
+        from airflow_hoodie.table.metadata_table import stats_reader  # noqa: PLC0415
+
+        files = stats_reader.IndexPartitionFiles(mdt.storage, fs.partition_path, [fs], valid, pending,
+                                                 data_timeline.first_non_savepoint_commit())
+        live = {k: r for k, r in stats_reader.merge_group(files, fs, None).items()
+                if not (r.get("ColumnStatsMetadata") or r.get("BloomFilterMetadata") or {}).get("isDeleted")}
+        records = [(key.encode("utf-8"), encode_record({**{k: v for k, v in rec.items() if not k.startswith("_hoodie_")},
+                                                        "_hoodie_file_name": name}, mdt.format.version))
+                   for key, rec in sorted(live.items())]
         return records, {}
     merger = _Merger()
     merged = merge_file_slice(mdt.storage, fs, valid, pending, merger)

@@ -26,6 +26,7 @@ from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_services
 from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
 from airflow_hoodie.table.metadata_table.record_index import RecordIndexChange, append_record_index
+from airflow_hoodie.table.metadata_table.stats_index_writer import append_stats, stats_for_change
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
@@ -104,5 +105,8 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
         logVersion=result.version, logOffset=result.offset, baseFile="", logFiles=[name]))
     if record_index:
         append_record_index(mdt, instant_time, record_index, meta)
+    # column_stats, partition_stats and bloom_filters of the files this instant wrote or
+    # deleted, in the same delta commit (:mod:`stats_index_writer`)
+    append_stats(mdt, instant_time, stats_for_change(table, instant_time, change), meta)
     mdt.complete(Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     return result.log_path

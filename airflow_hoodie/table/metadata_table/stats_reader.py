@@ -19,7 +19,7 @@ from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
-from airflow_hoodie.table.metadata_table.column_stats import unwrap_value
+from airflow_hoodie.table.metadata_table.column_stats import comparable_value, unwrap_value
 from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
@@ -76,10 +76,12 @@ def _combine(old: Mapping[str, Any] | None, new: dict[str, Any]) -> dict[str, An
     if not a or not b or b.get("isDeleted") or a.get("isDeleted"):
         return new
     merged = dict(b)
+    vt = b.get("valueType") or a.get("valueType")
+    order = lambda w: comparable_value(w, vt)  # noqa: E731
     mins = [w for w in (a.get("minValue"), b.get("minValue")) if unwrap_value(w) is not None]
     maxs = [w for w in (a.get("maxValue"), b.get("maxValue")) if unwrap_value(w) is not None]
-    merged["minValue"] = min(mins, key=unwrap_value) if mins else None
-    merged["maxValue"] = max(maxs, key=unwrap_value) if maxs else None
+    merged["minValue"] = min(mins, key=order) if mins else None
+    merged["maxValue"] = max(maxs, key=order) if maxs else None
     for k in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize"):
         merged[k] = int(a.get(k) or 0) + int(b.get(k) or 0)
     return {**new, "ColumnStatsMetadata": merged}

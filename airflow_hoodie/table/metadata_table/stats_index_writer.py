@@ -1,0 +1,475 @@
+"""Keeping ``column_stats``, ``partition_stats`` and ``bloom_filters`` true, commit by commit.
+
+Every data instant that changes the file listing is mirrored by one metadata-table delta
+commit (:mod:`metadata_writer`); the statistics of the files that instant wrote go into the
+same delta commit, one HFile data block per touched file group of each partition, as Hudi's
+writer appends them (HoodieTableMetadataUtil.convertMetadataToColumnStatsRecords and
+siblings):
+
+- a base file it wrote: its column ranges from the footer, and its bloom filter;
+- a log file it appended to: the ranges of the records of its blocks of this instant (Hudi
+  collects them while appending; a table of version 6 appends several instants to one log
+  file, and the metadata table sums their counts);
+- a file it deleted (clean, rollback, restore, replaced files cleaned): tombstones;
+- each partition it wrote: the range over its new files, merged by the reader (:mod:`partition_stats`).
+
+A partition of these is built (from the latest file slices, at Hudi's initialization instant)
+when its ``hoodie.metadata.index.*.enable`` key is true and the table lacks it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.file_group.file_naming import make_write_token
+from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
+from airflow_hoodie.table.log.log_writer import LogWriter
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
+from airflow_hoodie.table.metadata_table.bloom_filter_index import (
+    BLOOM_FILTERS_PARTITION,
+    bloom_filter_records,
+    read_footer_bloom_filter,
+)
+from airflow_hoodie.table.metadata_table.column_stats import (
+    COLUMN_STATS_PARTITION,
+    INDEXED_META_FIELDS,
+    ColumnRange,
+    FileColumnStats,
+    column_stats_records,
+    encode_records,
+    file_column_ranges,
+    read_log_column_ranges,
+    table_column_ranges,
+)
+from airflow_hoodie.table.metadata_table.files_bootstrap import write_empty_log
+from airflow_hoodie.table.metadata_table.files_change import FilesChange
+from airflow_hoodie.table.metadata_table.files_listing import metadata_table_path
+from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.metadata_record import metadata_record_schema_json
+from airflow_hoodie.table.metadata_table.partition_stats import (
+    PARTITION_STATS_PARTITION,
+    partition_ranges,
+    partition_stats_records,
+)
+from airflow_hoodie.table.metadata_table.record_index import _init_instant, file_group_index
+from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
+from airflow_hoodie.table.timeline.instant import Action, Instant, State
+
+if TYPE_CHECKING:
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+    from airflow_hoodie.table.storage.storage import Storage
+
+#: the statistics partitions, with the file-id prefix of their file groups
+FILE_GROUP_PREFIX = {COLUMN_STATS_PARTITION: "col-stats-", PARTITION_STATS_PARTITION: "partition-stats-",
+                     BLOOM_FILTERS_PARTITION: "bloom-filters-"}
+STATS_PARTITIONS = tuple(FILE_GROUP_PREFIX)
+INDEX_DEFS_PATH_KEY = "hoodie.table.index.defs.path"
+DEFAULT_INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
+
+
+def listed_partitions(table: HoodieTable) -> list[str]:
+    return [p.strip() for p in (table.config.get(METADATA_PARTITIONS) or "").split(",") if p.strip()]
+
+
+def kept_stats_partitions(table: HoodieTable) -> list[str]:
+    return [p for p in listed_partitions(table) if p in STATS_PARTITIONS]
+
+
+# ------------------------------------------------------------------ index definitions
+def _index_defs(table: HoodieTable) -> dict[str, Any]:
+    rel = table.config.get(INDEX_DEFS_PATH_KEY)
+    if not rel:
+        return {}
+    path = table.storage.join(table.base_path, rel)
+    if not table.storage.exists(path):
+        return {}
+    return (json.loads(table.storage.read_bytes(path).decode("utf-8")) or {}).get("indexDefinitions") or {}
+
+
+def index_version(table: HoodieTable) -> str:
+    """The column-stats index-definition version: what the table's definition says, else
+    Hudi's current one for the table version (V2 from table version 9, V1 before)."""
+    definition = _index_defs(table).get(COLUMN_STATS_PARTITION) or {}
+    if definition.get("version"):
+        return str(definition["version"])
+    return "V2" if table.config.table_version >= 9 else "V1"
+
+
+def _table_columns(table: HoodieTable) -> list[str] | None:
+    """Top-level fields of the table's latest schema, meta fields first when populated."""
+    from airflow_hoodie.table.schema.meta_fields import META_COLUMNS  # noqa: PLC0415
+    from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema  # noqa: PLC0415
+
+    schema = latest_avro_schema(table.reload_timeline(), table.config.get(CREATE_SCHEMA))
+    if not schema:
+        return None
+    fields = [f["name"] for f in schema.get("fields") or [] if not f["name"].startswith("_hoodie_")]
+    meta = list(META_COLUMNS) if table.config.populate_meta_fields else []
+    return meta + fields
+
+
+def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = None) -> list[str] | None:
+    """The columns column_stats covers: the table's index definition (Hudi 1.x records it),
+    else ``hoodie.metadata.index.column.stats.column.list`` (after Hudi's three meta fields
+    on 1.x), else every top-level column up to ``max.columns.to.index`` (on version 6,
+    every column: Hudi 0.14 had no cap). None: every column of each file."""
+    from airflow_hoodie.config_keys.metadata_table import (  # noqa: PLC0415
+        COLUMN_STATS_COLUMN_LIST,
+        COLUMN_STATS_MAX_COLUMNS,
+    )
+
+    definition = _index_defs(table).get(COLUMN_STATS_PARTITION) or {}
+    if definition.get("sourceFields"):
+        return list(definition["sourceFields"])
+    config = table.write_config
+    listed = [c.strip() for c in (config.get(COLUMN_STATS_COLUMN_LIST) or "").split(",") if c.strip()]
+    one_x = table.config.table_version >= 8
+    if listed:
+        return list(dict.fromkeys((list(INDEXED_META_FIELDS) if one_x else []) + listed))
+    if file_columns is None:
+        file_columns = _table_columns(table)
+    if file_columns is None:
+        return None
+    if not one_x:
+        return list(file_columns)
+    data = [c for c in file_columns if not c.startswith("_hoodie_")]
+    cols = [c for c in INDEXED_META_FIELDS if c in file_columns] + data
+    return cols[: int(config.get(COLUMN_STATS_MAX_COLUMNS) or 32)]
+
+
+def _write_index_definition(table: HoodieTable, columns: Sequence[str]) -> None:
+    """Hudi 1.x records which columns column_stats covers in the table's index definitions."""
+    if table.config.table_version < 8:
+        return
+    rel = table.config.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
+    path = table.storage.join(table.base_path, rel)
+    defs = _index_defs(table) if table.config.get(INDEX_DEFS_PATH_KEY) else {}
+    defs[COLUMN_STATS_PARTITION] = {
+        "indexName": COLUMN_STATS_PARTITION, "indexType": COLUMN_STATS_PARTITION,
+        "indexFunction": COLUMN_STATS_PARTITION, "sourceFields": list(columns), "indexOptions": {},
+        "version": index_version(table)}
+    table.storage.write_bytes(path, json.dumps({"indexDefinitions": defs}, indent=2).encode("utf-8"))
+    if not table.config.get(INDEX_DEFS_PATH_KEY):
+        table.update_config({INDEX_DEFS_PATH_KEY: rel})
+
+
+# ------------------------------------------------------------------ file statistics
+def _parquet_stats(storage: Storage, path: str, columns: Sequence[str] | None,
+                   want_bloom: bool) -> tuple[list[ColumnRange], Any, list[str]]:
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from airflow_hoodie.table.bloom.bloom_footer import bloom_filter_from_footer  # noqa: PLC0415
+
+    handle = storage.open_input(path)
+    try:
+        md = pq.ParquetFile(handle).metadata
+    finally:
+        handle.close()
+    names = [md.schema.column(i).path for i in range(md.num_columns)]
+    return (file_column_ranges(md, columns),
+            bloom_filter_from_footer(md.metadata) if want_bloom else None, names)
+
+
+def _log_ranges(storage: Storage, path: str, columns: Sequence[str] | None, instant_time: str | None
+                ) -> list[ColumnRange]:
+    """Ranges of a log file's data records (only the blocks of ``instant_time`` when given)."""
+    if instant_time is None:
+        return read_log_column_ranges(storage, path, columns or [])
+    import pyarrow as pa  # noqa: PLC0415
+
+    from airflow_hoodie.table.log.data_block import decode_data_block  # noqa: PLC0415
+    from airflow_hoodie.table.log.log_reader import read_log_blocks  # noqa: PLC0415
+
+    tables = [decode_data_block(b) for b in read_log_blocks(storage, path)
+              if not b.corrupt and b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
+              and b.instant_time == instant_time]
+    data = pa.concat_tables(tables, promote_options="default") if tables else None
+    if columns is None:
+        columns = [] if data is None else list(data.column_names)
+    return table_column_ranges(data, columns)
+
+
+class StatsBatch:
+    """The statistics records of one delta commit, by metadata-table partition."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def add(self, partition: str, records: Mapping[str, dict[str, Any]]) -> None:
+        if records:
+            self.records.setdefault(partition, {}).update(records)
+
+    def __bool__(self) -> bool:
+        return any(self.records.values())
+
+
+def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mapping[str, Mapping[str, int | None]],
+                    instant_time: str | None) -> StatsBatch:
+    """The statistics records of ``files`` (partition -> file name -> size, None when
+    deleted) for the kept ``partitions``; log files take the blocks of ``instant_time``
+    (every block when None, as when a partition is built)."""
+    batch = StatsBatch()
+    if not partitions:
+        return batch
+    version = table.config.table_version
+    ivs = index_version(table)
+    columns = indexed_columns(table)
+    col_files: list[FileColumnStats] = []
+    blooms: dict[tuple[str, str], Any] = {}
+    new_ranges: list[tuple[str, list[ColumnRange]]] = []
+    want_bloom = BLOOM_FILTERS_PARTITION in partitions
+    want_ranges = COLUMN_STATS_PARTITION in partitions or PARTITION_STATS_PARTITION in partitions
+    for part, names in sorted(files.items()):
+        for name, size in sorted(names.items()):
+            is_base = name.endswith(".parquet")
+            if not is_base and ".log." not in name:
+                continue
+            if size is None:
+                col_files.append(FileColumnStats(part, name, None, columns or ()))
+                if is_base:
+                    blooms[(part, name)] = None
+                continue
+            path = table.storage.join(table.base_path, part, name) if part else table.storage.join(table.base_path, name)
+            if is_base:
+                if not want_ranges and not want_bloom:
+                    continue
+                ranges, bloom, names_in_file = _parquet_stats(table.storage, path, columns, want_bloom)
+                if columns is None:
+                    columns = indexed_columns(table, names_in_file)
+                    ranges = [r for r in ranges if r.column in set(columns or [])]
+                if want_bloom and bloom is not None:
+                    blooms[(part, name)] = bloom
+            elif want_ranges:
+                ranges = _log_ranges(table.storage, path, columns, instant_time)
+            else:
+                continue
+            col_files.append(FileColumnStats(part, name, ranges))
+            new_ranges.append((part, ranges))
+    if COLUMN_STATS_PARTITION in partitions:
+        for f in col_files:  # tombstones name the columns found in the live files when none were configured
+            if f.ranges is None and not f.columns and columns:
+                f.columns = columns
+        batch.add(COLUMN_STATS_PARTITION, column_stats_records(col_files, ivs, version))
+    if PARTITION_STATS_PARTITION in partitions and new_ranges:
+        if instant_time is not None:  # a commit: Hudi's delta covers the partitions' latest slices
+            new_ranges = _latest_slice_ranges(table, files, dict(((p, n), r) for p, n, r in _named(col_files)),
+                                              columns or [])
+        batch.add(PARTITION_STATS_PARTITION, partition_stats_records(partition_ranges(new_ranges), ivs, version))
+    if want_bloom:
+        batch.add(BLOOM_FILTERS_PARTITION, bloom_filter_records(blooms, instant_time or ""))
+    return batch
+
+
+def _named(col_files: Sequence[FileColumnStats]) -> list[tuple[str, str, list[ColumnRange]]]:
+    return [(f.partition, f.file_name, f.ranges) for f in col_files if f.ranges is not None]
+
+
+def _latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, int | None]],
+                         fresh: Mapping[tuple[str, str], list[ColumnRange]], columns: Sequence[str]
+                         ) -> list[tuple[str, list[ColumnRange]]]:
+    """(partition, ranges) of every file of the latest file slices of each partition the
+    change wrote to, the change's own files laid over the committed slices (Hudi's
+    partition-stats delta). Files the change did not write take their ranges from
+    column_stats (one batched lookup), or from the file when the index is V1."""
+    from airflow_hoodie.table.file_group.file_naming import parse_base_file_name, parse_log_file_name  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.column_stats import range_from_payload  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.index_keys import column_stats_key  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.stats_reader import (  # noqa: PLC0415
+        index_partition_files,
+        read_index_records,
+    )
+
+    view = table.file_system_view(table.reload_timeline())
+    slices: dict[tuple[str, str], list[str]] = {}
+    touched = sorted(p for p, names in files.items() if any(v is not None for v in names.values()))
+    for part in touched:
+        for fs in view.latest_file_slices(part):
+            slices[(part, fs.file_id)] = ([fs.base_file.file_name] if fs.base_file is not None else []) + \
+                [lf.file_name for lf in fs.log_files]
+        for name, size in files[part].items():
+            base = parse_base_file_name(name)
+            if base is not None:
+                if size is None:
+                    continue
+                slices[(part, base.file_id)] = [name] + [n for n in slices.get((part, base.file_id), [])
+                                                         if ".log." in n and n.split("_")[1].split(".log")[0]
+                                                         >= base.instant]
+                continue
+            log = parse_log_file_name(name)
+            if log is not None and size is not None:
+                group = slices.setdefault((part, log.file_id), [])
+                if name not in group:
+                    group.append(name)
+        for key in [k for k in slices if k[0] == part]:
+            slices[key] = [n for n in slices[key] if files[part].get(n, 0) is not None]
+    wanted = [(p, n) for (p, _fid), names in slices.items() for n in names if (p, n) not in fresh]
+    known: dict[tuple[str, str], list[ColumnRange]] = {}
+    if wanted and COLUMN_STATS_PARTITION in kept_stats_partitions(table) and index_version(table) == "V2":
+        keys = {column_stats_key(c, p, n): (p, n) for p, n in wanted for c in columns}
+        records = read_index_records(index_partition_files(table, COLUMN_STATS_PARTITION), keys)
+        for key, rec in records.items():
+            rng = range_from_payload(rec["ColumnStatsMetadata"])
+            if rng is not None:
+                known.setdefault(keys[key], []).append(rng)
+    out = [(p, list(r)) for (p, _n), r in fresh.items() if p in touched]
+    for p, n in wanted:
+        if (p, n) not in known:
+            path = table.storage.join(table.base_path, p, n) if p else table.storage.join(table.base_path, n)
+            known[(p, n)] = (_parquet_stats(table.storage, path, columns, False)[0] if n.endswith(".parquet")
+                             else _log_ranges(table.storage, path, columns, None))
+        out.append((p, known[(p, n)]))
+    return out
+
+
+def stats_for_change(table: HoodieTable, instant_time: str, change: FilesChange) -> StatsBatch:
+    """What data instant ``instant_time`` changes in the kept statistics partitions."""
+    return stats_for_files(table, kept_stats_partitions(table), change.files, instant_time)
+
+
+# ------------------------------------------------------------------ writing
+def _group_slices(mdt: HoodieTable, partition: str) -> list[Any]:
+    view = mdt.file_system_view(mdt.reload_timeline())
+    slices = sorted(view.latest_file_slices(partition), key=lambda s: s.file_id)
+    prefix = FILE_GROUP_PREFIX[partition]
+    if not slices or [s.file_id for s in slices] != [f"{prefix}{i:04d}-0" for i in range(len(slices))]:
+        raise HoodieNotSupportedError(
+            f"The {partition} partition of the metadata table {mdt.base_uri} has the file groups "
+            f"{[s.file_id for s in slices]}, not Hudi's {prefix}0000-0 .. {prefix}<n-1>-0; it cannot be kept true. "
+            f"Run with hoodie.metadata.enable=false to drop the metadata table (Hudi rebuilds it).")
+    return slices
+
+
+def append_stats(mdt: HoodieTable, instant_time: str, batch: StatsBatch, meta: CommitMetadata) -> None:
+    """Append ``batch`` as delta commit ``instant_time`` of ``mdt``: one log version per
+    touched file group, holding one HFile data block; write stats go into ``meta``."""
+    version = mdt.format.version
+    schema = metadata_record_schema_json(version)
+    for partition, records in sorted(batch.records.items()):
+        if not records:
+            continue
+        slices = _group_slices(mdt, partition)
+        groups: dict[int, dict[str, dict[str, Any]]] = {}
+        for key, rec in records.items():
+            groups.setdefault(file_group_index(key, len(slices)), {})[key] = rec
+        folder = mdt.storage.join(mdt.base_path, partition)
+        for index, group in sorted(groups.items()):
+            fs = slices[index]
+            block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
+                             content=write_hfile(encode_records(group, version), schema))
+            token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)
+            log = LogWriter.for_instant(mdt.storage, folder, fs.file_id, fs.base_instant, instant_time, token,
+                                        mdt.format, max_file_size=0)
+            try:
+                (result,) = log.append([block])
+            finally:
+                log.close()
+            name = result.log_path.rsplit("/", 1)[-1]
+            meta.add_write_stat(partition, WriteStat.new(
+                fileId=fs.file_id, path=f"{partition}/{name}", prevCommit=fs.base_instant, numWrites=len(group),
+                numUpdateWrites=len(group), totalWriteBytes=result.size, partitionPath=partition, totalLogBlocks=1,
+                fileSizeInBytes=mdt.storage.size(result.log_path), logVersion=result.version,
+                logOffset=result.offset, baseFile=fs.base_file.file_name if fs.base_file is not None else "",
+                logFiles=[name]))
+
+
+# ------------------------------------------------------------------ building
+def _latest_files(table: HoodieTable) -> dict[str, dict[str, int | None]]:
+    """partition -> name -> size of the files of every latest file slice."""
+    view = table.file_system_view(table.reload_timeline())
+    out: dict[str, dict[str, int | None]] = {}
+    for fs in view.latest_merged_file_slices():
+        files = out.setdefault(fs.partition_path, {})
+        if fs.base_file is not None:
+            files[fs.base_file.file_name] = fs.base_file.size
+        for lf in fs.log_files:
+            files[lf.file_name] = lf.size
+    return out
+
+
+def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], group_counts: Mapping[str, int]) -> str:
+    """Build ``partitions`` from the table's latest file slices as one delta commit of the
+    metadata table at Hudi's initialization instant, then list them; returns that instant.
+    Runs under the table lock, before the write's own instant exists."""
+    from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_of  # noqa: PLC0415
+
+    mdt = metadata_table_of(table)
+    storage, mdt_base = table.storage, metadata_table_path(table.base_path)
+    files = _latest_files(table)
+    if COLUMN_STATS_PARTITION in partitions and table.config.table_version >= 8:
+        columns = indexed_columns(table)
+        if columns is None:
+            first = next((table.storage.join(table.base_path, p, n) if p else table.storage.join(table.base_path, n)
+                          for p, names in sorted(files.items()) for n in sorted(names) if n.endswith(".parquet")), None)
+            if first is not None:
+                columns = indexed_columns(table, _parquet_stats(storage, first, None, False)[2])
+        if columns:
+            _write_index_definition(table, columns)
+    batch = stats_for_files(table, partitions, files, None)
+    writer = mdt.timeline_writer()
+    instant = _init_instant(table, mdt.reload_timeline())
+    writer.create_requested(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
+    writer.transition_to_inflight(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
+    version = mdt.format.version
+    schema = metadata_record_schema_json(version)
+    meta = CommitMetadata(operation_type="BULK_INSERT_PREPPED", extra_metadata={"schema": schema})
+    for partition in partitions:
+        # a timeless tombstone has no instant to carry; build records at the init instant
+        records = batch.records.get(partition, {})
+        if partition == BLOOM_FILTERS_PARTITION:
+            for rec in records.values():
+                rec["BloomFilterMetadata"]["timestamp"] = instant
+        count = max(1, int(group_counts.get(partition, 1)))
+        write_partition_metadata(storage, mdt_base, partition, instant)
+        groups: list[dict[str, dict[str, Any]]] = [{} for _ in range(count)]
+        for key, rec in records.items():
+            groups[file_group_index(key, count)][key] = rec
+        prefix = FILE_GROUP_PREFIX[partition]
+        for index, group in enumerate(groups):
+            file_id = f"{prefix}{index:04d}-0"
+            write_empty_log(mdt, partition, file_id, instant)
+            name = f"{file_id}_{make_write_token(index, 0, 0)}_{instant}.hfile"
+            named = {k: {**rec, "_hoodie_file_name": name} for k, rec in group.items()}
+            data = write_hfile(encode_records(named, version), schema)
+            storage.write_bytes(storage.join(mdt_base, partition, name), data)
+            meta.add_write_stat(partition, WriteStat.new(
+                fileId=file_id, path=f"{partition}/{name}", prevCommit="null", numWrites=len(group),
+                numInserts=len(group), totalWriteBytes=len(data), partitionPath=partition, fileSizeInBytes=len(data)))
+    mdt.complete(Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta)
+    table.update_config({METADATA_PARTITIONS: ",".join(sorted(set(listed_partitions(table)) | set(partitions)))})
+    return instant
+
+
+def ensure_stats_partitions(table: HoodieTable) -> list[str]:
+    """Under the table lock: build the statistics partitions whose enable key is true and
+    the table lacks (partition stats from table version 8, with column stats). Returns the
+    partitions built."""
+    from airflow_hoodie.config_keys import metadata_table as keys  # noqa: PLC0415
+
+    config = table.write_config
+    table.reload_config()
+    listed = set(listed_partitions(table))
+    wanted = []
+    if (config.get(keys.COLUMN_STATS_ENABLE) or "").lower() == "true":
+        wanted.append(COLUMN_STATS_PARTITION)
+    if ((config.get(keys.PARTITION_STATS_ENABLE) or "").lower() == "true" and table.config.table_version >= 8
+            and (COLUMN_STATS_PARTITION in listed or COLUMN_STATS_PARTITION in wanted)):
+        wanted.append(PARTITION_STATS_PARTITION)
+    if (config.get(keys.BLOOM_FILTER_ENABLE) or "").lower() == "true":
+        wanted.append(BLOOM_FILTERS_PARTITION)
+    missing = [p for p in wanted if p not in listed]
+    if not missing:
+        return []
+    base = (table.config.get("hoodie.table.base.file.format") or "PARQUET").upper()
+    if base != "PARQUET":
+        raise HoodieNotSupportedError(
+            f"{', '.join(missing)} of {table.base_uri}: airflow-hoodie reads statistics from parquet base files only "
+            f"(this table's are {base}). Leave the hoodie.metadata.index.*.enable keys unset.")
+    counts = {COLUMN_STATS_PARTITION: int(config.get(keys.COLUMN_STATS_FILE_GROUP_COUNT) or 2),
+              PARTITION_STATS_PARTITION: int(config.get(keys.PARTITION_STATS_FILE_GROUP_COUNT) or 1),
+              BLOOM_FILTERS_PARTITION: int(config.get(keys.BLOOM_FILTER_FILE_GROUP_COUNT) or 4)}
+    initialize_stats_partitions(table, missing, counts)
+    return missing

@@ -1,0 +1,120 @@
+"""Test helper: do a table's statistics partitions describe exactly the files on storage?
+
+- ``column_stats``: every data file on storage (base and log) has a live record per indexed
+  column equal to what we compute from the file, and no live record names a file storage
+  lacks;
+- ``partition_stats``: per partition and column, the range covers the range of every file of
+  the latest file slices (the counts only grow: Hudi merges each commit's delta by summing);
+- ``bloom_filters``: every base file's record holds the footer's filter, and none names a
+  file storage lacks.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import fastavro
+
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata_table.bloom_filter_index import bloom_filter_of, read_footer_bloom_filter
+from airflow_hoodie.table.metadata_table.column_stats import (
+    FileColumnStats,
+    column_stats_records,
+    read_file_column_ranges,
+    read_log_column_ranges,
+    unwrap_value,
+)
+from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, partition_stats_key
+from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema
+from airflow_hoodie.table.metadata_table.partition_stats import partition_ranges
+from airflow_hoodie.table.metadata_table.stats_index_writer import index_version, indexed_columns, listed_partitions
+from airflow_hoodie.table.metadata_table.stats_reader import index_partition_files, read_index_records
+
+
+def data_files(base: Path | str) -> dict[str, list[str]]:
+    """partition -> data file names on storage."""
+    out: dict[str, list[str]] = {}
+    for root, _dirs, names in os.walk(base):
+        rel = os.path.relpath(root, base)
+        if rel.split(os.sep)[0] == ".hoodie":
+            continue
+        for n in names:
+            if n.endswith(".parquet") or ".log." in n:
+                out.setdefault("" if rel == "." else rel, []).append(n)
+    return out
+
+
+def _plain(record: dict[str, Any], version: int) -> dict[str, Any]:
+    """The record as it decodes, without meta fields (a compacted base names its file)."""
+    schema = fastavro.parse_schema(metadata_record_schema(version))
+    decoded = fastavro.schemaless_reader(io.BytesIO(encode_record(record, version)), schema)
+    return {k: v for k, v in decoded.items() if not k.startswith("_hoodie_")}
+
+
+def assert_stats_describe_storage(base: Path | str) -> dict[str, int]:
+    """Assert the statistics partitions match storage; returns how many records were checked."""
+    table = HoodieTable.load(str(base))
+    version = table.config.table_version
+    listed = listed_partitions(table)
+    files = data_files(base)
+    checked = {"column_stats": 0, "partition_stats": 0, "bloom_filters": 0}
+    path_of = {(p, n): os.path.join(str(base), p, n) for p, names in files.items() for n in names}
+    ranges_of: dict[tuple[str, str], list[Any]] = {}
+    if "column_stats" in listed or "partition_stats" in listed:
+        columns = indexed_columns(table)
+        for (p, n), path in sorted(path_of.items()):
+            ranges_of[(p, n)] = (read_file_column_ranges(table.storage, path, columns) if n.endswith(".parquet")
+                                 else read_log_column_ranges(table.storage, path, columns or []))
+    if "column_stats" in listed:
+        live = read_index_records(index_partition_files(table, "column_stats"))
+        expected = column_stats_records([FileColumnStats(p, n, r) for (p, n), r in ranges_of.items()],
+                                        index_version(table), version)
+        for key, rec in expected.items():
+            assert key in live, f"no column stats for {rec['ColumnStatsMetadata']['fileName']} " \
+                                f"{rec['ColumnStatsMetadata']['columnName']}"
+            assert _plain(live[key], version) == _plain(rec, version), key
+        stale = {r["ColumnStatsMetadata"]["fileName"] for k, r in live.items() if k not in expected}
+        assert not stale, f"column stats of files not on storage: {sorted(stale)}"
+        checked["column_stats"] = len(expected)
+    if "partition_stats" in listed:
+        live = read_index_records(index_partition_files(table, "partition_stats"))
+        # a snapshot reads the latest file slices: their ranges are what pruning must cover
+        latest = set()
+        for fs in table.file_system_view().latest_merged_file_slices():
+            latest.update((fs.partition_path, f.file_name) for f in ([fs.base_file] if fs.base_file else [])
+                          + list(fs.log_files))
+        by_part = partition_ranges([(p, r) for (p, n), r in ranges_of.items() if (p, n) in latest])
+        for part, cols in by_part.items():
+            for column, rng in cols.items():
+                rec = live.get(partition_stats_key(column, part))
+                assert rec is not None, f"no partition stats for {part} {column}"
+                m = rec["ColumnStatsMetadata"]
+                lo, hi = unwrap_value(m["minValue"]), unwrap_value(m["maxValue"])
+                if rng.min is not None:
+                    assert lo is not None and _cmp(lo, rng) <= 0 and _cmp(hi, rng, True) >= 0, (part, column, m, rng)
+                checked["partition_stats"] += 1
+    if "bloom_filters" in listed:
+        live = read_index_records(index_partition_files(table, "bloom_filters"))
+        wanted = {bloom_filter_key(p, n): path for (p, n), path in path_of.items() if n.endswith(".parquet")}
+        for key, path in wanted.items():
+            footer = read_footer_bloom_filter(table.storage, path)
+            if footer is None:
+                continue
+            assert key in live, f"no bloom filter record for {path}"
+            assert bloom_filter_of(live[key]) == footer, path
+            checked["bloom_filters"] += 1
+        assert not set(live) - set(wanted), "bloom filters of files not on storage"
+    return checked
+
+
+def _cmp(value: Any, rng: Any, upper: bool = False) -> int:
+    """value (as the record holds it) against the range's min (or max)."""
+    bound = rng.max if upper else rng.min
+    if rng.value_type == "DECIMAL" and isinstance(value, bytes):
+        value = int.from_bytes(value, "big", signed=True)
+        if not isinstance(bound, int):
+            raise AssertionError(f"decimal bound {bound!r}")
+    return (value > bound) - (value < bound)
