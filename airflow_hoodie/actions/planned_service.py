@@ -82,6 +82,8 @@ class ServiceTaskContext:
     def for_plan(cls, table: HoodieTable, instant_time: str, timeline: Timeline, schema: dict[str, Any],
                  config: HoodieConfig | None, storage_options: Mapping[str, str] | None,
                  sort_columns: tuple[str, ...] = ()) -> "ServiceTaskContext":
+        if storage_options is None:  # the options the table was opened with
+            storage_options = getattr(table, "storage_options", None)
         return cls(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
                    {**table_props(table), **(config.as_dict() if config else {})},
                    valid_instants_before(timeline, instant_time), execution_stage(),

@@ -19,6 +19,7 @@ ZOOKEEPER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 FILESYSTEM = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 IN_PROCESS = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 DYNAMODB = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider"
+STORAGE = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
 
 LOCK_PATH = "hoodie.write.lock.filesystem.path"
 LOCK_EXPIRE_MIN = "hoodie.write.lock.filesystem.expire"
@@ -29,6 +30,9 @@ ZK_BASE_PATH = "hoodie.write.lock.zookeeper.base_path"
 ZK_LOCK_KEY = "hoodie.write.lock.zookeeper.lock_key"
 ZK_SESSION_TIMEOUT_MS = "hoodie.write.lock.zookeeper.session_timeout_ms"
 ZK_CONNECTION_TIMEOUT_MS = "hoodie.write.lock.zookeeper.connection_timeout_ms"
+
+STORAGE_VALIDITY_TIMEOUT_SECS = "hoodie.write.lock.storage.validity.timeout.secs"
+STORAGE_HEARTBEAT_POLL_SECS = "hoodie.write.lock.storage.heartbeat.poll.secs"
 
 DDB_TABLE = "hoodie.write.lock.dynamodb.table"
 DDB_PARTITION_KEY = "hoodie.write.lock.dynamodb.partition_key"
@@ -59,6 +63,9 @@ register(
     ConfigKey(ZK_LOCK_KEY, None, "Lock znode name (default: hoodie.table.name)"),
     ConfigKey(ZK_SESSION_TIMEOUT_MS, "60000", ""),
     ConfigKey(ZK_CONNECTION_TIMEOUT_MS, "15000", ""),
+    ConfigKey(STORAGE_VALIDITY_TIMEOUT_SECS, "300", "Lease of the storage-based lock (RFC-91), renewed by its "
+              "heartbeat; at least 10 s and 10x the heartbeat"),
+    ConfigKey(STORAGE_HEARTBEAT_POLL_SECS, "30", "Seconds between renewals of the storage-based lock's lease"),
     ConfigKey(DDB_TABLE, None, "DynamoDB table holding the locks"),
     ConfigKey(DDB_PARTITION_KEY, None, "Lock item key (default: hoodie.table.name)"),
     ConfigKey(DDB_REGION, None, "AWS region (default: AWS_REGION, else us-east-1, as in Hudi)"),

@@ -90,6 +90,9 @@ class HoodieTable:
         self.metadata_enabled: bool | None = None
         #: the write options of the change in progress (the metadata table's services read theirs)
         self.write_config = HoodieConfig({})
+        #: the storage options it was opened with: the table lock and the services' tasks
+        #: reach the same store with them (an S3 endpoint, a region)
+        self.storage_options: dict[str, Any] = {}
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -114,7 +117,9 @@ class HoodieTable:
         if not storage.exists(main):
             # Hudi recovers a properties update that died between its two renames the same way
             storage.write_bytes(main, storage.read_bytes(backup))
-        return cls(storage, path, config, base_uri)
+        table = cls(storage, path, config, base_uri)
+        table.storage_options = dict(storage_options or {})
+        return table
 
     @classmethod
     def exists(cls, base_uri: str, storage_options: Mapping[str, Any] | None = None) -> bool:

@@ -18,6 +18,7 @@ from airflow_hoodie.config_keys.locks import (
     PROVIDER,
     RETRY_MAX_WAIT_MS,
     RETRY_WAIT_MS,
+    STORAGE,
     WAIT_TIME_MS,
     ZOOKEEPER,
 )
@@ -31,6 +32,7 @@ _IMPLEMENTATIONS = {
     IN_PROCESS: ("airflow_hoodie.actions.transaction.in_process_lock", "InProcessLockProvider"),
     ZOOKEEPER: ("airflow_hoodie.actions.transaction.zookeeper_lock", "ZookeeperBasedLockProvider"),
     DYNAMODB: ("airflow_hoodie.actions.transaction.dynamodb_lock", "DynamoDBBasedLockProvider"),
+    STORAGE: ("airflow_hoodie.actions.transaction.storage_based_lock", "StorageBasedLockProvider"),
 }
 
 
