@@ -6,6 +6,7 @@ table keeps its version, and every instant is written in the 1.x timeline layout
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.instant import Instant
+from tests.conftest import conformance_next_dir
 from tests.table.normalize import hudi_rs_rows, normalize_table, normalize_value
 from tests.table.table_files import copy_conformance_table
 
@@ -64,18 +66,38 @@ def _key(row: dict[str, Any], keys: list[str]) -> str:
     return ",".join(str(row[k]) for k in keys)
 
 
+@functools.lru_cache(maxsize=1)
+def _hudi_schemas() -> dict[str, dict]:
+    """The Avro schema Hudi 1.1 embedded in its own completed and inflight instant files of
+    each action (file suffix -> schema), from the conformance corpus."""
+    out: dict[str, dict] = {}
+    root = conformance_next_dir() / "tables"
+    for p in sorted(root.glob("*/v9_*/.hoodie/timeline/*")):
+        data = p.read_bytes() if p.is_file() else b""
+        if data.startswith(b"Obj\x01"):
+            out.setdefault(p.name.split(".", 1)[1], fastavro.reader(io.BytesIO(data)).writer_schema)
+    return out
+
+
 def _check_timeline_layout(base: Path) -> None:
-    """Every instant file is under .hoodie/timeline, and every completed one carries its
-    completion time in its name and decodes as a Hudi 1.x Avro container."""
+    """Every instant file is under .hoodie/timeline; every completed one carries its
+    completion time in its name; and every Avro instant file we wrote decodes with the
+    schema Hudi 1.1 wrote into its own file of that action (so Hudi 1.x's reader, which
+    resolves against its schema, reads ours)."""
     assert not [p.name for p in (base / ".hoodie").iterdir() if p.is_file() and p.name[:1].isdigit()]
+    schemas = _hudi_schemas()
+    assert {"commit", "deltacommit", "replacecommit", "deltacommit.inflight"} <= set(schemas), sorted(schemas)
     for p in (base / ".hoodie" / "timeline").iterdir():
         inst = Instant.parse(p.name)
-        if inst is None or not inst.is_completed:
+        if inst is None:
             continue
-        assert inst.completion_time and inst.completion_time >= inst.timestamp, p.name
         data = p.read_bytes()
-        assert data.startswith(b"Obj\x01"), p.name
-        assert len(list(fastavro.reader(io.BytesIO(data)))) == 1, p.name
+        if inst.is_completed:
+            assert inst.completion_time and inst.completion_time >= inst.timestamp, p.name
+            assert data.startswith(b"Obj\x01"), p.name
+        hudi_schema = schemas.get(p.name.split(".", 1)[1])
+        if data.startswith(b"Obj\x01") and hudi_schema is not None:
+            assert len(list(fastavro.reader(io.BytesIO(data), reader_schema=hudi_schema))) == 1, p.name
 
 
 @pytest.mark.parametrize("name", TABLES)
