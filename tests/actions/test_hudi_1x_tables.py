@@ -25,6 +25,7 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata_table.record_index import has_record_index, read_record_index
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.instant import Instant
 from tests.conftest import conformance_next_dir
@@ -100,6 +101,19 @@ def _check_timeline_layout(base: Path) -> None:
             assert len(list(fastavro.reader(io.BytesIO(data), reader_schema=hudi_schema))) == 1, p.name
 
 
+def _check_record_index(base: Path) -> None:
+    """Where the table keeps a record index, it maps every key to the file group holding it
+    (Hudi's writers look keys up there instead of in the files)."""
+    table = HoodieTable.load(str(base))
+    if not has_record_index(table.config):
+        return
+    rows = read_table(str(base), columns=["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"])
+    actual = {r["_hoodie_record_key"]: (r["_hoodie_partition_path"], r["_hoodie_file_name"].split("_")[0])
+              for r in rows.to_pylist()}
+    indexed = {k: tuple(loc) for k, loc in read_record_index(table).items()}
+    assert indexed == actual
+
+
 @pytest.mark.parametrize("name", TABLES)
 def test_hudi_1x_table_takes_every_job(conformance_next, tmp_path, name):
     base = copy_conformance_table(conformance_next, name, tmp_path)
@@ -121,6 +135,7 @@ def test_hudi_1x_table_takes_every_job(conformance_next, tmp_path, name):
         assert hudi_rs_rows(str(base)) == ours, f"hudi-rs after {step}"
         assert _properties(base)["hoodie.table.version"] == props["hoodie.table.version"]
         _check_timeline_layout(base)
+        _check_record_index(base)
 
     # an upsert changing two stored records (their ordering value raised so they win)
     stored_keys = [_key({k: normalize_value(v) for k, v in r.items()}, keys) for r in stored.select(keys).to_pylist()]
