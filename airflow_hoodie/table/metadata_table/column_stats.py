@@ -344,14 +344,17 @@ def table_column_ranges(data: pa.Table | None, columns: Sequence[str]) -> list[C
     return out
 
 
-def read_log_column_ranges(storage: Storage, path: str, columns: Sequence[str]) -> list[ColumnRange]:
-    """Column ranges of the data records of one log file."""
+def read_log_column_ranges(storage: Storage, path: str, columns: Sequence[str],
+                           instants: set[str] | None = None) -> list[ColumnRange]:
+    """Column ranges of the data records of one log file (of the blocks of ``instants``
+    when given: a rolled-back block's records are no longer in the file)."""
     from airflow_hoodie.table.log.data_block import decode_data_block  # noqa: PLC0415
     from airflow_hoodie.table.log.log_block import BlockType  # noqa: PLC0415
     from airflow_hoodie.table.log.log_reader import read_log_blocks  # noqa: PLC0415
 
     tables = [decode_data_block(b) for b in read_log_blocks(storage, path)
-              if not b.corrupt and b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)]
+              if not b.corrupt and b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
+              and (instants is None or b.instant_time in instants)]
     data = pa.concat_tables(tables, promote_options="default") if tables else None
     return table_column_ranges(data, columns)
 

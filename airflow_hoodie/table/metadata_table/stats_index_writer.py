@@ -175,8 +175,10 @@ def _parquet_stats(storage: Storage, path: str, columns: Sequence[str] | None,
 
 
 def _log_ranges(storage: Storage, path: str, columns: Sequence[str] | None, instant_time: str | None
-                ) -> list[ColumnRange]:
-    """Ranges of a log file's data records (only the blocks of ``instant_time`` when given)."""
+                ) -> list[ColumnRange] | None:
+    """Ranges of a log file's data records (only the blocks of ``instant_time`` when given);
+    None when that instant wrote no data or delete block to it (a rollback's command block:
+    Hudi writes no statistics for it)."""
     if instant_time is None:
         return read_log_column_ranges(storage, path, columns or [])
     import pyarrow as pa  # noqa: PLC0415
@@ -184,9 +186,10 @@ def _log_ranges(storage: Storage, path: str, columns: Sequence[str] | None, inst
     from airflow_hoodie.table.log.data_block import decode_data_block  # noqa: PLC0415
     from airflow_hoodie.table.log.log_reader import read_log_blocks  # noqa: PLC0415
 
-    tables = [decode_data_block(b) for b in read_log_blocks(storage, path)
-              if not b.corrupt and b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
-              and b.instant_time == instant_time]
+    mine = [b for b in read_log_blocks(storage, path) if not b.corrupt and b.instant_time == instant_time]
+    if not any(b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE) for b in mine):
+        return None
+    tables = [decode_data_block(b) for b in mine if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)]
     data = pa.concat_tables(tables, promote_options="default") if tables else None
     if columns is None:
         columns = [] if data is None else list(data.column_names)
@@ -244,7 +247,10 @@ def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mappin
                 if want_bloom and bloom is not None:
                     blooms[(part, name)] = bloom
             elif want_ranges:
-                ranges = _log_ranges(table.storage, path, columns, instant_time)
+                log_ranges = _log_ranges(table.storage, path, columns, instant_time)
+                if log_ranges is None:
+                    continue
+                ranges = log_ranges
             else:
                 continue
             col_files.append(FileColumnStats(part, name, ranges))
@@ -320,7 +326,7 @@ def _latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, in
         if (p, n) not in known:
             path = table.storage.join(table.base_path, p, n) if p else table.storage.join(table.base_path, n)
             known[(p, n)] = (_parquet_stats(table.storage, path, columns, False)[0] if n.endswith(".parquet")
-                             else _log_ranges(table.storage, path, columns, None))
+                             else _log_ranges(table.storage, path, columns, None) or [])
         out.append((p, known[(p, n)]))
     return out
 

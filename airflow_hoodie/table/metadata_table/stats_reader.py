@@ -77,6 +77,8 @@ def _combine(old: Mapping[str, Any] | None, new: dict[str, Any]) -> dict[str, An
         return new
     merged = dict(b)
     vt = b.get("valueType") or a.get("valueType")
+    if vt and int(vt.get("typeOrdinal") or 0) == 1 and a.get("valueType"):  # NULL: a block without data
+        vt = merged["valueType"] = a["valueType"]
     order = lambda w: comparable_value(w, vt)  # noqa: E731
     mins = [w for w in (a.get("minValue"), b.get("minValue")) if unwrap_value(w) is not None]
     maxs = [w for w in (a.get("maxValue"), b.get("maxValue")) if unwrap_value(w) is not None]
