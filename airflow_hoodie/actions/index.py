@@ -113,6 +113,57 @@ def file_footer(ref: FileRef) -> dict[str, Any]:
     return out
 
 
+def metadata_footers(table: Any, refs: list[FileRef], prune_by_ranges: bool = True
+                     ) -> dict[tuple[str, str], dict[str, Any]]:
+    """:func:`file_footer` of each base-file-only slice, from the metadata table
+    (``hoodie.bloom.index.use.metadata``): key ranges from ``column_stats`` (the
+    ``_hoodie_record_key`` column) and filters from ``bloom_filters``, each partition read with
+    one batched lookup per metadata-table file group, not one footer per data file. A slice
+    the metadata table does not describe (no record, or a partition missing) is left out, and
+    its footer is read as before."""
+    from airflow_hoodie.table.metadata_table.bloom_filter_index import BLOOM_FILTERS_PARTITION  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.column_stats import (  # noqa: PLC0415
+        COLUMN_STATS_PARTITION,
+        comparable_value,
+    )
+    from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, column_stats_key  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.stats_index_writer import kept_stats_partitions  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.stats_reader import (  # noqa: PLC0415
+        index_partition_files,
+        read_index_records,
+    )
+
+    kept = kept_stats_partitions(table)
+    if BLOOM_FILTERS_PARTITION not in kept or (prune_by_ranges and COLUMN_STATS_PARTITION not in kept):
+        return {}
+    plain = [r for r in refs if r.base_file and not r.log_files]
+    name = {id(r): r.base_file.rsplit("/", 1)[-1] for r in plain}  # type: ignore[union-attr]
+    blooms = read_index_records(index_partition_files(table, BLOOM_FILTERS_PARTITION),
+                                [bloom_filter_key(r.partition_path, name[id(r)]) for r in plain])
+    ranges: dict[str, dict[str, Any]] = {}
+    if prune_by_ranges:
+        ranges = read_index_records(index_partition_files(table, COLUMN_STATS_PARTITION),
+                                    [column_stats_key(RECORD_KEY, r.partition_path, name[id(r)]) for r in plain])
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in plain:
+        bloom = blooms.get(bloom_filter_key(r.partition_path, name[id(r)]))
+        meta = (bloom or {}).get("BloomFilterMetadata") or {}
+        if not meta.get("bloomFilter"):
+            continue
+        footer: dict[str, Any] = {"partition": r.partition_path, "file_id": r.file_id, "min": None, "max": None,
+                                  "bloom": bytes(meta["bloomFilter"]).decode("utf-8"),
+                                  "bloom_type": meta.get("type") or None}
+        if prune_by_ranges:
+            stats = (ranges.get(column_stats_key(RECORD_KEY, r.partition_path, name[id(r)])) or {}
+                     ).get("ColumnStatsMetadata")
+            if not stats:
+                continue
+            footer["min"] = comparable_value(stats.get("minValue"), stats.get("valueType"))
+            footer["max"] = comparable_value(stats.get("maxValue"), stats.get("valueType"))
+        out[(r.partition_path, r.file_id)] = footer
+    return out
+
+
 def in_key_range(keys: pa.Array, min_key: str, max_key: str) -> pa.Array:
     """Boolean mask: is each key within a file's [min, max] record-key range?"""
     return pc.and_(pc.greater_equal(keys, min_key), pc.less_equal(keys, max_key))
@@ -141,12 +192,16 @@ def bloom_candidates(keys: pa.Array, footer: dict[str, Any], prune_by_ranges: bo
     return pc.fill_null(mask, False)
 
 
-def probe_file(ref: FileRef, wanted: pa.Array, use_bloom: bool, prune_by_ranges: bool = True) -> pa.Table:
+def probe_file(ref: FileRef, wanted: pa.Array, use_bloom: bool, prune_by_ranges: bool = True,
+               footer: dict[str, Any] | None = None) -> pa.Table:
     """(key, partition, file_id) of the ``wanted`` keys this file slice holds. With a BLOOM
     index the footer's key range and bloom filter first drop the keys it cannot hold: a file
-    they all miss is read no further than its footer, and no footer leaves the task."""
+    they all miss is read no further than its footer, and no footer leaves the task.
+    ``footer``: the same facts taken from the metadata table (:func:`metadata_footers`), so
+    not even the footer is read."""
     if use_bloom:
-        wanted = wanted.filter(bloom_candidates(wanted, file_footer(ref), prune_by_ranges))
+        wanted = wanted.filter(bloom_candidates(wanted, footer if footer is not None else file_footer(ref),
+                                                prune_by_ranges))
     if not len(wanted):
         return KEYS_SCHEMA.empty_table()
     return file_keys(ref, wanted)

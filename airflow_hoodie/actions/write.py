@@ -37,6 +37,7 @@ from airflow_hoodie.actions.index import (
     FileRef,
     is_global,
     keys_by_partition,
+    metadata_footers,
     probe_file,
     record_index_lookup,
     validate_index_type,
@@ -96,7 +97,7 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
 
 
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
-                         executor: Executor, prune_by_ranges: bool = True) -> pa.Table:
+                         executor: Executor, prune_by_ranges: bool = True, use_metadata: bool = False) -> pa.Table:
     """(key, partition, file_id) of the batch's keys found in the candidate files: one task
     per file gets the batch keys that may live there (its partition's, or all of them for a
     global index) and returns only the ones it holds."""
@@ -107,12 +108,17 @@ def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[E
     if uses_record_index(client, index_type):
         return record_index_lookup(client.table, keys)
     bloom = index_type in ("BLOOM", "GLOBAL_BLOOM")
+    # hoodie.bloom.index.use.metadata: ranges and filters from the metadata table (index.py)
+    footers = metadata_footers(client.table, refs, prune_by_ranges) if bloom and use_metadata and \
+        client.table is not None else {}
     if is_global(index_type):
         # any file may hold any key: the keys travel once, with the function, not per file
-        tables = executor.map(partial(_probe_for_all, keys, bloom, prune_by_ranges), refs)
+        items = [(ref, footers.get((ref.partition_path, ref.file_id))) for ref in refs]
+        tables = executor.map(partial(_probe_for_all, keys, bloom, prune_by_ranges), items)
     else:
         by_part = keys_by_partition(keys, batch.column(PARTITION_PATH).combine_chunks())
-        items = [(ref, by_part[ref.partition_path]) for ref in refs if ref.partition_path in by_part]
+        items = [(ref, by_part[ref.partition_path], footers.get((ref.partition_path, ref.file_id)))
+                 for ref in refs if ref.partition_path in by_part]
         tables = executor.map(partial(_probe_for_partition, bloom, prune_by_ranges), items)
     found = [t for t in tables if t.num_rows]
     return pa.concat_tables(found) if found else KEYS_SCHEMA.empty_table()
@@ -124,12 +130,12 @@ def uses_record_index(client: WriteClient, index_type: str) -> bool:
     return index_type == "RECORD_INDEX" and client.table is not None and has_record_index(client.table.config)
 
 
-def _probe_for_all(keys: pa.Array, bloom: bool, prune_by_ranges: bool, ref: Any) -> pa.Table:
-    return probe_file(ref, keys, bloom, prune_by_ranges)
+def _probe_for_all(keys: pa.Array, bloom: bool, prune_by_ranges: bool, item: tuple[Any, Any]) -> pa.Table:
+    return probe_file(item[0], keys, bloom, prune_by_ranges, item[1])
 
 
-def _probe_for_partition(bloom: bool, prune_by_ranges: bool, item: tuple[Any, pa.Array]) -> pa.Table:
-    return probe_file(item[0], item[1], bloom, prune_by_ranges)
+def _probe_for_partition(bloom: bool, prune_by_ranges: bool, item: tuple[Any, pa.Array, Any]) -> pa.Table:
+    return probe_file(item[0], item[1], bloom, prune_by_ranges, item[2])
 
 
 def index_scope(client: WriteClient, operation: str, global_index: bool, batch_partitions: Sequence[str]
@@ -318,7 +324,8 @@ class ArrowWriteEngine:
 
     def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
         existing = lookup_existing_keys(client, self.batch, files, index_type, self.executor,
-                                        cfg.get_bool("hoodie.bloom.index.prune.by.ranges"))
+                                        cfg.get_bool("hoodie.bloom.index.prune.by.ranges"),
+                                        cfg.get_bool("hoodie.bloom.index.use.metadata"))
         self._located(tag_records(self.batch, existing, index_type, update_partition_path(cfg, index_type)))
 
     def untag(self) -> None:

@@ -36,6 +36,12 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     read_file_slice,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata_table.stats_index_writer import kept_stats_partitions
+from airflow_hoodie.table.metadata_table.stats_pruning import (
+    prune_partitions_by_stats,
+    prune_slices_by_stats,
+    typed_filters,
+)
 from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
 from airflow_hoodie.table.schema.meta_fields import (
@@ -439,7 +445,12 @@ def read_table(
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME})
     view = _view(table, as_of)
     partitions = set(prune_partitions(list(view.partitions()), spec, flt, schema))
+    skipping = _data_skipping(table, query_type, as_of, metadata_enable, flt, schema)
+    if skipping:  # partition_stats, then column_stats (stats_pruning)
+        partitions = prune_partitions_by_stats(table, partitions, skipping, schema)
     slices = _slices_to_read(table, view, query_type, latest, partitions, window)
+    if skipping:
+        slices = prune_slices_by_stats(table, slices, skipping, schema)
     opts = SliceReadOptions(
         merge_config=MergeConfig.from_properties(table.config),
         columns=columns if partition_values is None else None,
@@ -540,6 +551,16 @@ class _IncrementalWindow:
         if not len(in_window):
             return None
         return cls(start, in_window, bool(archived), expression)
+
+
+def _data_skipping(table: HoodieTable, query_type: str, as_of: str | None, metadata_enable: bool, flt: list,
+                   schema: pa.Schema | None) -> list:
+    """The filters the metadata table's statistics can skip files by: latest snapshot and
+    read-optimized reads only (the statistics describe the latest files), on a table that
+    keeps them, read with the metadata table."""
+    if not flt or as_of or query_type == "incremental" or not metadata_enable or not kept_stats_partitions(table):
+        return []
+    return typed_filters(flt, schema, _coerce)
 
 
 def _view(table: HoodieTable, as_of: str | None) -> Any:
