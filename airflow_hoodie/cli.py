@@ -367,6 +367,75 @@ def _parse_filter(text: str) -> tuple[str, str, Any]:
     raise HoodieError(f"--filter {text!r} is not COLUMN OP VALUE (ops: =, !=, <, <=, >, >=, in, not in)")
 
 
+# ------------------------------------------------------------------------------- stats
+def file_stats_rows(table: HoodieTable, file: str) -> list[dict[str, Any]]:
+    """The metadata table's column stats of one data file (``file``: its path under the
+    table, partition folders included), one row per indexed column."""
+    from airflow_hoodie.table.metadata_table.column_stats import VALUE_TYPES, comparable_value  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.index_keys import column_stats_key  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.stats_index_writer import (  # noqa: PLC0415
+        indexed_columns,
+        kept_stats_partitions,
+    )
+    from airflow_hoodie.table.metadata_table.stats_reader import (  # noqa: PLC0415
+        index_partition_files,
+        read_index_records,
+    )
+
+    if "column_stats" not in kept_stats_partitions(table):
+        raise HoodieError(f"{table.base_uri} keeps no column_stats in its metadata table; write with "
+                          "hoodie.metadata.index.column.stats.enable=true to build it.")
+    partition, _, name = file.strip("/").rpartition("/")
+    columns = indexed_columns(table) or []
+    keys = {column_stats_key(c, partition, name): c for c in columns}
+    records = read_index_records(index_partition_files(table, "column_stats"), keys)
+    rows = []
+    for key, column in keys.items():
+        m = (records.get(key) or {}).get("ColumnStatsMetadata")
+        if m is None:
+            continue
+        vt = m.get("valueType")
+        rows.append({"column": column, "min": _stat_value(comparable_value(m.get("minValue"), vt), vt),
+                     "max": _stat_value(comparable_value(m.get("maxValue"), vt), vt), "null_count": m.get("nullCount"),
+                     "value_count": m.get("valueCount"), "total_size": m.get("totalSize"),
+                     "value_type": VALUE_TYPES[int(vt["typeOrdinal"])] if vt else "V1"})
+    if not rows:
+        raise HoodieError(f"The column_stats partition of {table.base_uri} holds no statistics of {file!r}; give the "
+                          "file's path under the table, partition folders included (see `airflow-hoodie slices`).")
+    return rows
+
+
+def _stat_value(value: Any, vt: Mapping[str, Any] | None) -> Any:
+    """A stored min/max as its logical value (a V2 decimal's unscaled int, a date's epoch days,
+    a timestamp's epoch units)."""
+    import datetime as _dt  # noqa: PLC0415
+    import decimal  # noqa: PLC0415
+
+    if value is None or not vt:
+        return value
+    ordinal = int(vt.get("typeOrdinal") or 0)
+    if ordinal == 10 and vt.get("additionalInfo"):
+        return decimal.Decimal(int(value)).scaleb(-int(str(vt["additionalInfo"]).split(",")[1]))
+    if ordinal == 12:
+        return _dt.date(1970, 1, 1) + _dt.timedelta(days=int(value))
+    per_second = {15: 1_000, 16: 1_000_000, 18: 1_000, 19: 1_000_000}.get(ordinal)
+    if per_second:
+        moment = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=int(value) * (1_000_000 // per_second))
+        return moment.replace(tzinfo=_dt.timezone.utc) if ordinal in (15, 16) else moment
+    return value
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    table = _load_table(args.path, args)
+    rows = file_stats_rows(table, args.file)
+    if args.json:
+        dump_json(rows, out)
+    else:
+        print_table(rows, ["column", "min", "max", "null_count", "value_count", "total_size", "value_type"], out,
+                    width=60)
+    return EXIT_OK
+
+
 # -------------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -422,6 +491,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="print at most N rows")
     common(p)
     p.set_defaults(func=cmd_read)
+
+    p = sub.add_parser("stats", help="print a data file's column statistics from the metadata table")
+    p.add_argument("path", help="table base path or URI")
+    p.add_argument("file", help="the data file's path under the table, e.g. 2024/01/15/<file>.parquet")
+    common(p)
+    p.set_defaults(func=cmd_stats)
     return parser
 
 

@@ -135,3 +135,23 @@ def test_bloom_lookup_through_the_metadata_table_reads_no_footer(tmp_path, table
         assert_stats_describe_storage(base)
     assert results["true"][0] == results["false"][0]
     assert results["false"][1] > 0 and results["true"][1] == 0
+
+
+def test_cli_shows_a_files_stats(conformance_next):
+    import io
+    import json
+
+    from airflow_hoodie.cli import main
+
+    base = str(conformance_next / "tables" / "cow/v9_timebasedkeygen_nonhivestyle")
+    name = "2024/01/15/11/73a81ee8-5d9c-420e-bab2-4626f8756100-0_1-27-59_20260403183837738.parquet"
+    out = io.StringIO()
+    assert main(["stats", base, name, "--json"], out) == 0
+    rows = {r["column"]: r for r in json.loads(out.getvalue())}
+    assert rows["currency"]["min"] == "USD" and rows["currency"]["value_type"] == "STRING"
+    assert rows["_hoodie_commit_time"]["max"] == "20260403183837738"
+    assert rows["amount"]["value_type"] == "DECIMAL" and rows["amount"]["min"] == "89.99" and len(rows) == 16
+    assert rows["txn_date"]["min"] == "2024-01-15"
+    err = io.StringIO()
+    assert main(["stats", base, "2024/01/15/11/nope.parquet"], io.StringIO(), err) != 0
+    assert "holds no statistics" in err.getvalue()
