@@ -55,7 +55,9 @@ import os  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
-from tests.actions.table_versions import version_settings  # noqa: E402
+import re  # noqa: E402
+
+from tests.actions.table_versions import current_version, version_settings  # noqa: E402
 
 
 def table_config(table_type: str = "MERGE_ON_READ", **extra: str) -> dict[str, str]:
@@ -115,8 +117,59 @@ def data_files(base: str) -> list[str]:
     return sorted(out)
 
 
+#: a layout-2 completed instant file: ``<requested>_<completion>.<action>``
+_LAYOUT_2_COMPLETED = re.compile(r"^(\d{17})_(\d{17})(\.[a-z]+)$")
+
+
+def timeline_dir(base: str) -> str:
+    """The active timeline folder of the version under test: ``.hoodie`` on version 6,
+    ``.hoodie/timeline`` on 8 and 9 (Hudi 1.x, timeline layout 2)."""
+    meta = os.path.join(base, ".hoodie")
+    return os.path.join(meta, "timeline") if current_version() >= 8 else meta
+
+
 def timeline_files(base: str) -> list[str]:
-    return sorted(f for f in os.listdir(os.path.join(base, ".hoodie")) if f[0].isdigit())
+    """The active timeline's instant files, named ``<time>.<action>[.<state>]`` on every version.
+
+    On version 8/9 they are read from ``.hoodie/timeline`` (and ``.hoodie`` itself must hold
+    none), each completed file must be named ``<requested>_<completion>.<action>`` with a
+    completion time not before its requested time, and that completion time is then dropped,
+    so a test names an instant the same way on every version.
+    """
+    names = sorted(f for f in os.listdir(timeline_dir(base)) if f[0].isdigit())
+    if current_version() < 8:
+        return names
+    stray = [f for f in os.listdir(os.path.join(base, ".hoodie")) if f[0].isdigit()]
+    assert not stray, f"instant files outside .hoodie/timeline on a layout-2 table: {stray}"
+    out = []
+    for name in names:
+        time_part, _, rest = name.partition(".")
+        if "_" in time_part:
+            m = _LAYOUT_2_COMPLETED.match(name)
+            assert m and m.group(2) >= m.group(1), f"malformed layout-2 completed instant file {name}"
+            name = m.group(1) + m.group(3)
+        out.append(name)
+    return sorted(out)
+
+
+def completed_file(base: str, ts: str, action: str) -> str:
+    """The path of instant ``ts``'s completed ``action`` file in the version under test's
+    layout (``.hoodie/<ts>.<action>`` on 6, ``.hoodie/timeline/<ts>_<completion>.<action>`` on
+    8/9); fails the test when there is not exactly one."""
+    folder = timeline_dir(base)
+    if current_version() < 8:
+        found = [f for f in os.listdir(folder) if f == f"{ts}.{action}"]
+    else:
+        found = [f for f in os.listdir(folder) if re.fullmatch(rf"{ts}_\d{{17}}\.{action}", f)]
+    assert len(found) == 1, f"expected one completed {ts}.{action} in {folder}, found {found}"
+    return os.path.join(folder, found[0])
+
+
+def clustering_action() -> str:
+    """The action of a pending clustering on the version under test: Hudi 1.x (8/9) writes
+    ``<ts>.clustering.requested``/``.inflight``, completing as a replacecommit; version 6 a
+    pending replacecommit."""
+    return "clustering" if current_version() >= 8 else "replacecommit"
 
 
 def load(base: str):

@@ -22,6 +22,11 @@ def table_version(request: pytest.FixtureRequest) -> Iterator[int]:
         _CURRENT["version"] = 6
 
 
+def current_version() -> int:
+    """The table version the running test writes (6 outside a module that opted in)."""
+    return _CURRENT["version"]
+
+
 def version_settings() -> dict[str, str]:
     """Write settings creating a table at the version under test (one writer per test: no
     clock-skew wait)."""

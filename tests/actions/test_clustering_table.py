@@ -9,7 +9,11 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieWriteConflictError
 
-from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
+from tests.actions.services_fixtures import (Model, batch, clustering_action, data_files, load, snapshot, table_config,
+                                             timeline_files, write)
+from tests.actions.table_versions import table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 
 @pytest.fixture(params=["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -33,7 +37,7 @@ def test_schedule_execute_sorted(small_files):
     res = cu.run_clustering(load(base), HoodieConfig({cu.SORT_COLUMNS: "id"}), LocalExecutor())
     ts = res["instant"]
     assert res["state"] == "completed" and res["replaced_file_groups"] == len(before_groups)
-    assert f"{ts}.replacecommit.requested" in timeline_files(base) and f"{ts}.replacecommit" in timeline_files(base)
+    assert f"{ts}.{clustering_action()}.requested" in timeline_files(base) and f"{ts}.replacecommit" in timeline_files(base)
     assert snapshot(base) == model.table()
     new = [f for f in data_files(base) if f.endswith(f"_{ts}.parquet")]
     assert len(new) == 2  # one output file group per partition
@@ -84,7 +88,7 @@ def test_crash_mid_clustering_then_rerun(small_files):
 
     with pytest.raises(Boom):
         cu.execute_clustering(load(base), ts, Crash())
-    assert f"{ts}.replacecommit.inflight" in timeline_files(base)
+    assert f"{ts}.{clustering_action()}.inflight" in timeline_files(base)
     assert snapshot(base) == model.table()
     res = cu.run_clustering(load(base), HoodieConfig({}), LocalExecutor(), "execute", ts)
     assert res["rolled_back_files"] >= 1 and res["state"] == "completed"

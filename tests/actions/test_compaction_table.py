@@ -10,6 +10,9 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieError
 
 from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
+from tests.actions.table_versions import current_version, table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 
 @pytest.fixture
@@ -63,10 +66,25 @@ def test_logs_after_plan_go_to_new_slice_and_survive(mor):
     # a second plan must not pick the same file groups
     assert c.schedule_compaction(load(base), HoodieConfig({}), force=True).instant is None
     b = batch(range(0, 40, 3), 50)
-    write(base, b, cfg)
+    delta_ts = write(base, b, cfg)
     model.upsert(b)
-    logs_new = [f for f in data_files(base) if f".log." in f and f"_{ts}.log" in f]
-    assert logs_new, "log files written after the plan must carry the compaction instant as base instant"
+    if current_version() < 8:
+        logs_new = [f for f in data_files(base) if f".log." in f and f"_{ts}.log" in f]
+        assert logs_new, "log files written after the plan must carry the compaction instant as base instant"
+    else:
+        # Hudi 1.x names a log by the delta commit writing it; its slice is the one the
+        # compaction opens because that delta commit completed after the plan
+        logs_new = [f for f in data_files(base) if f".log." in f and f"_{delta_ts}.log" in f]
+        assert logs_new and not [f for f in data_files(base) if f"_{ts}.log" in f]
+        view = load(base).file_system_view()
+        in_plan = view.pending_compaction_operations()
+        new_slices = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
+        planned_logs = [f for f in logs_new if (f.split("/")[0], f.split("/")[1][1:].split("_")[0]) in in_plan]
+        assert planned_logs, "the write after the plan must update file groups under compaction"
+        for f in planned_logs:
+            part, name = f.split("/")
+            sl = new_slices[(part, name[1:].split("_")[0])]
+            assert sl.base_instant == ts and sl.base_file is None and [lf.file_name for lf in sl.log_files] == [name]
     assert snapshot(base) == model.table()
     c.execute_pending_compactions(load(base), LocalExecutor())
     assert snapshot(base) == model.table()
@@ -125,7 +143,7 @@ def test_pending_write_blocks_scheduling(mor):
 
     base, _, _ = mor
     t = load(base)
-    TimelineWriter(t.storage, t.base_path).create_requested(Instant("20990101000000000", Action.DELTA_COMMIT,
+    TimelineWriter(t.storage, t.base_path, layout=2 if current_version() >= 8 else 1).create_requested(Instant("20990101000000000", Action.DELTA_COMMIT,
                                                                     State.REQUESTED))
     with pytest.raises(HoodieWriteConflictError, match="still pending"):
         c.schedule_compaction(load(base), HoodieConfig({}))

@@ -316,8 +316,11 @@ class Timeline:
         return self.filter(actions=Action.LOG_COMPACTION).pending()
 
     def pending_replace(self) -> "Timeline":
-        """Pending replacecommits (clustering plans or insert-overwrites in flight)."""
-        return self.filter(actions=Action.REPLACE_COMMIT).pending()
+        """Pending replacecommits (clustering plans or insert-overwrites in flight). Table
+        version 8+ gives a pending clustering its own action (``clustering``, completing as a
+        replacecommit), so it is asked for too: otherwise a v8/v9 clustering plan would
+        neither fence writers off its file groups nor keep a second plan from taking them."""
+        return self.filter(actions=(Action.REPLACE_COMMIT, Action.CLUSTERING)).pending()
 
     def cleans(self) -> "Timeline":
         return self.filter(actions=Action.CLEAN)
