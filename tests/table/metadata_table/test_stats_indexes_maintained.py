@@ -78,3 +78,19 @@ def test_stats_partitions_are_dropped_when_disabled(tmp_path, table_version):  #
     listed = set(listed_partitions(HoodieTable.load(base)))
     assert not listed & {"column_stats", "partition_stats", "bloom_filters"}
     assert not (tmp_path / "t" / ".hoodie" / "metadata" / "column_stats").exists()
+
+
+def test_stats_survive_metadata_table_compaction(tmp_path, table_version):  # noqa: F811
+    """The metadata table's compaction merges the statistics partitions into new base HFiles
+    (tombstones dropped); they still describe the files on storage."""
+    base = str(tmp_path / "t")
+    cfg = table_config("MERGE_ON_READ", **STATS, **{"hoodie.metadata.compact.max.delta.commits": "2"})
+    for t in range(1, 6):
+        write(base, batch(range(0, 8), t), cfg)
+    cl.run_clean(load(base), HoodieConfig({**cfg, cl.POLICY: "KEEP_LATEST_FILE_VERSIONS",
+                                           cl.FILE_VERSIONS_RETAINED: "1"}), LocalExecutor())
+    write(base, batch(range(0, 8), 9), cfg)
+    mdt = tmp_path / "t" / ".hoodie" / "metadata"
+    compacted = [p.name for p in (mdt / "column_stats").iterdir() if p.name.endswith(".hfile")]
+    assert len(compacted) > 2  # the build's base files and at least one compaction's
+    assert_stats_describe_storage(base)
