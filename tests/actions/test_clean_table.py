@@ -10,6 +10,9 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
+from tests.actions.table_versions import table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 
 def _cow(tmp_path, n=8):
@@ -98,10 +101,8 @@ def test_crash_after_requested_and_after_inflight(tmp_path):
     # crash after some deletes (inflight): rerun completes with missing files counted as deleted
     base2, model2, snaps2 = _cow(tmp_path / "b")
     inst2, plan2, _ = cl.plan_clean(load(base2), conf)
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
-
     t = load(base2)
-    TimelineWriter(t.storage, t.base_path).transition_to_inflight(
+    t.format.timeline_writer(t.storage, t.base_path).transition_to_inflight(
         Instant(inst2.timestamp, Action.CLEAN, State.REQUESTED), t.timeline.read_plan(inst2))
     first = next(iter(plan2["filePathsToBeDeletedPerPartition"].values()))[0]["filePath"]
     t.storage.delete(first.replace("file://", ""))

@@ -12,6 +12,9 @@ from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.storage.storage import Storage
 
 from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, timeline_files, write
+from tests.actions.table_versions import table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
