@@ -5,6 +5,7 @@ Everything runs on the embedded default: no connection needed (local Spark throu
 with the Airflow Variable ``hoodie_example_base_path`` or the environment variable
 ``HOODIE_EXAMPLE_BASE_PATH`` (default: ``$HOODIE_EXAMPLE_BASE_DIR/tables/trips``, with
 ``HOODIE_EXAMPLE_BASE_DIR`` defaulting to ``$AIRFLOW_HOME/hoodie_example``).
+``HOODIE_EXAMPLE_TABLE_VERSION`` (6, 8 or 9) picks the Hudi table version of a new table.
 
 The path is resolved when the DAG file is parsed because the table's Asset (which
 schedules the downstream DAG) must be known then.
@@ -46,9 +47,14 @@ CONCURRENCY_CONF = {
     "hoodie.cleaner.policy.failed.writes": "LAZY",
 }
 
+#: the Hudi table version a new demo table is created at: 6 (Hudi 0.14/0.15, the default),
+#: 8 (Hudi 1.0) or 9 (Hudi 1.1); an existing table keeps its own
+TABLE_VERSION = os.environ.get("HOODIE_EXAMPLE_TABLE_VERSION", "6")
+
 #: how the demo table is written: MERGE_ON_READ, keyed by uuid, latest ts wins, by city
 WRITE_CONF = {
     **CONCURRENCY_CONF,
+    "hoodie.write.table.version": TABLE_VERSION,
     "hoodie.table.name": TABLE_NAME,
     "hoodie.table.type": "MERGE_ON_READ",
     "hoodie.datasource.write.recordkey.field": "uuid",

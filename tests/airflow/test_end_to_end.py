@@ -9,6 +9,7 @@ same through our reader and through hudi-rs.
 from __future__ import annotations
 
 import os
+import sys
 
 import pendulum
 import pytest
@@ -50,9 +51,14 @@ def _xcom(dr, task_id):
         return None if row is None else XComModel.deserialize_value(row)
 
 
-def test_ingest_maintenance_downstream(airflow_db, tmp_path, monkeypatch):
+@pytest.mark.parametrize("version", ["6", "9"])
+def test_ingest_maintenance_downstream(airflow_db, tmp_path, monkeypatch, version):
     _require_job_scripts()
     monkeypatch.delenv("AIRFLOW_HOODIE_JOBS_DIR", raising=False)
+    if version != "6":  # a table of its own, created at that version by the example DAGs
+        monkeypatch.setenv("HOODIE_EXAMPLE_BASE_DIR", str(tmp_path / f"example_v{version}"))
+        monkeypatch.setenv("HOODIE_EXAMPLE_TABLE_VERSION", version)
+        monkeypatch.delitem(sys.modules, "hoodie_example_common", raising=False)  # parsed again with them
     table = os.path.join(os.environ["HOODIE_EXAMPLE_BASE_DIR"], "tables", "trips")
 
     ingest = _dag("hoodie_example_ingest")
@@ -96,3 +102,7 @@ def test_ingest_maintenance_downstream(airflow_db, tmp_path, monkeypatch):
     assert _states(dr) == {"read_new_commits": "success"}
     out = _xcom(dr, "read_new_commits")
     assert out["end"] is not None and out["rows"] > 0
+
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+    assert str(HoodieTable.load(table).config.table_version) == version
