@@ -176,3 +176,40 @@ def load(base: str):
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
     return HoodieTable.load(base)
+
+
+def history_files(base: str) -> dict[str, list[str]]:
+    """A version 8/9 table's LSM history (``.hoodie/timeline/history``): the parquet files the
+    latest manifest lists (checked against ``_version_``), and every file in the folder."""
+    import json
+
+    folder = os.path.join(base, ".hoodie", "timeline", "history")
+    names = sorted(os.listdir(folder))
+    version = open(os.path.join(folder, "_version_")).read().strip()
+    manifest = json.load(open(os.path.join(folder, f"manifest_{version}")))
+    listed = sorted(e["fileName"] for e in manifest["files"])
+    for e in manifest["files"]:
+        assert os.path.getsize(os.path.join(folder, e["fileName"])) == e["fileLen"], e
+    return {"listed": listed, "all": names, "version": [version]}
+
+
+def history_rows(base: str) -> list[dict]:
+    """The archived instants as the listed history parquet files hold them (read with pyarrow,
+    not our timeline reader)."""
+    import pyarrow.parquet as pq
+
+    folder = os.path.join(base, ".hoodie", "timeline", "history")
+    rows: list[dict] = []
+    for name in history_files(base)["listed"]:
+        rows += pq.read_table(os.path.join(folder, name)).to_pylist()
+    return sorted(rows, key=lambda r: r["instantTime"])
+
+
+def completion_times(base: str) -> dict[str, str]:
+    """Requested -> completion time of the completed instants in a layout-2 active timeline."""
+    out = {}
+    for name in os.listdir(timeline_dir(base)):
+        m = _LAYOUT_2_COMPLETED.match(name)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out

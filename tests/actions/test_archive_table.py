@@ -12,7 +12,11 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 
-from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, timeline_files, write
+from tests.actions.services_fixtures import (Model, batch, completion_times, history_files, history_rows, load, snapshot,
+                                             table_config, timeline_files, write)
+from tests.actions.table_versions import current_version, table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 # the archival rules alone: with a metadata table, nothing past its latest compaction is
 # archived (tests/table/metadata_table/test_metadata_compaction.py)
@@ -42,24 +46,42 @@ def test_refuses_min_commits_not_above_cleaner_retained(tmp_path):
 def test_archive_commits_and_read_back(tmp_path):
     base, cfg, model, commits = _commits(tmp_path, 9)
     assert ar.run_archive(load(base), HoodieConfig({**CONF, ar.MAX_COMMITS: "9", ar.MIN_COMMITS: "5"}))["instant"] is None
+    completed_at = completion_times(base) if current_version() >= 8 else {}
     res = ar.run_archive(load(base), HoodieConfig(CONF))
     assert res["archived_instants"] == commits[:5]
     active = timeline_files(base)
     assert all(not f.startswith(tuple(commits[:5])) for f in active)
     assert [f for f in active if f.endswith(".commit")] == [f"{t}.commit" for t in commits[5:]]
-    assert os.listdir(os.path.join(base, ".hoodie", "archived")) == [".commits_.archive.1_1-0-1"]
     arch = load(base).archived_timeline()
     assert arch.timestamps == commits[:5] if isinstance(arch.timestamps, list) else list(arch.timestamps) == commits[:5]
-    states = sorted((e["commitTime"], e["actionState"]) for e in arch.entries)
-    assert states == sorted((t, s) for t in commits[:5] for s in ("REQUESTED", "INFLIGHT", "COMPLETED"))
-    done = [e for e in arch.entries if e["actionState"] == "COMPLETED"]
-    assert all(e["hoodieCommitMetadata"]["partitionToWriteStats"] for e in done)
+    if current_version() < 8:
+        assert os.listdir(os.path.join(base, ".hoodie", "archived")) == [".commits_.archive.1_1-0-1"]
+        states = sorted((e["commitTime"], e["actionState"]) for e in arch.entries)
+        assert states == sorted((t, s) for t in commits[:5] for s in ("REQUESTED", "INFLIGHT", "COMPLETED"))
+        done = [e for e in arch.entries if e["actionState"] == "COMPLETED"]
+        assert all(e["hoodieCommitMetadata"]["partitionToWriteStats"] for e in done)
+    else:
+        # Hudi 1.x LSM history: one L0 parquet file <min>_<max>_0.parquet, listed by manifest_1,
+        # one row per completed instant with its completion time and completed-file bytes
+        first = f"{commits[0]}_{commits[4]}_0.parquet"
+        assert history_files(base) == {"listed": [first], "all": [first, "_version_", "manifest_1"], "version": ["1"]}
+        rows = history_rows(base)
+        assert [(r["instantTime"], r["completionTime"], r["action"]) for r in rows] == [
+            (t, completed_at[t], "commit") for t in commits[:5]]
+        assert [i.completion_time for i in arch.instants] == [completed_at[t] for t in commits[:5]]
+        assert all(arch.metadata(t)["partitionToWriteStats"] for t in commits[:5])
     assert snapshot(base) == model.table()
-    # second run appends to the same archive file (local storage can append)
+    # second run: version 6 appends to the same archive file (local storage can append);
+    # Hudi 1.x writes a second L0 file and a new manifest listing both
     for t in range(20, 24):
-        write(base, batch(range(t, t + 2), t), cfg)
-    ar.run_archive(load(base), HoodieConfig(CONF))
-    assert os.listdir(os.path.join(base, ".hoodie", "archived")) == [".commits_.archive.1_1-0-1"]
+        commits.append(write(base, batch(range(t, t + 2), t), cfg))
+    res = ar.run_archive(load(base), HoodieConfig(CONF))
+    if current_version() < 8:
+        assert os.listdir(os.path.join(base, ".hoodie", "archived")) == [".commits_.archive.1_1-0-1"]
+    else:
+        second = f"{res['archived_instants'][0]}_{res['archived_instants'][-1]}_0.parquet"
+        assert history_files(base)["listed"] == [first, second] and history_files(base)["version"] == ["2"]
+        assert [r["instantTime"] for r in history_rows(base)] == commits[:9]
     assert len(load(base).archived_timeline().instants) == 9
 
 
@@ -106,10 +128,25 @@ def test_clean_and_rollback_archived_beyond_max(tmp_path):
     cleans = [f for f in timeline_files(base) if f.endswith(".clean")]
     res = ar.run_archive(load(base), HoodieConfig({**CONF, ar.BATCH: "1"}))
     archived_cleans = [t for t in res["archived_instants"] if f"{t}.clean" in cleans]
-    assert len(archived_cleans) == len(cleans) - 4
+    if current_version() < 8:
+        # Hudi 0.14: completed cleans beyond keep.max.commits go, down to keep.min.commits
+        assert len(archived_cleans) == len(cleans) - 4
+    else:
+        # Hudi 1.x (TimelineArchiverV2): a clean goes with the commits, when requested before
+        # the newest commit archived
+        clean_times = sorted(f.split(".")[0] for f in cleans)
+        commits_gone = [t for t in res["archived_instants"] if t not in clean_times]
+        assert commits_gone and archived_cleans == [t for t in clean_times if t < max(commits_gone)]
+        assert 0 < len(archived_cleans) < len(cleans)
+    assert not [f for f in timeline_files(base) if f.split(".")[0] in archived_cleans]
 
 
-def test_merge_small_archive_files_and_recovery(tmp_path):
+def test_merge_small_archive_files_and_recovery(tmp_path, table_version):
+    if table_version >= 8:
+        pytest.skip("version 6 only: Hudi 1.x has no archive log files to merge; its LSM history compacts L0 files "
+                    "into L1 instead (tests/actions/test_archive_v9.py::"
+                    "test_a_second_archival_adds_a_level0_file_and_the_layer_compacts, and the crash recovery in "
+                    "test_an_archival_killed_midway_is_finished_by_the_retry)")
     base, cfg, model, commits = _commits(tmp_path, 8)
     t = load(base)
     folder = t.archive_path
