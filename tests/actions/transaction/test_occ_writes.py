@@ -19,6 +19,9 @@ from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf
 from tests.actions.write_model import to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
+from tests.actions.table_versions import table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 OCC = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
        "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"}

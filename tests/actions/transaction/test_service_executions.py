@@ -4,11 +4,13 @@ that stalled past its heartbeat expiry and was taken over."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
 from pathlib import Path
 
+import fastavro
 import pytest
 
 from airflow_hoodie.actions.clustering import run_clustering
@@ -25,6 +27,10 @@ from tests.actions.test_write import conf
 from tests.actions.transaction.test_occ_writes import OCC, RunsMeanwhile, rows
 from tests.actions.write_model import to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
+from tests.actions.services_fixtures import completed_file
+from tests.actions.table_versions import current_version, table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 EXPECTED = ["b0", "b1", "b2", "b3", "b4", "a5", "a6", "a7", "a8", "a9"]
 
@@ -48,7 +54,14 @@ def _files_of_instant(base: str, ts: str) -> list[str]:
 
 
 def _committed_files(base: str, ts: str, action: str) -> list[str]:
-    meta = json.loads((Path(base) / ".hoodie" / f"{ts}.{action}").read_bytes())
+    """The files the completed instant's metadata names: Jackson JSON in ``.hoodie/<ts>.<action>``
+    on version 6, an Avro container in ``.hoodie/timeline/<ts>_<completion>.<action>`` on 8/9
+    (read here with fastavro, not our timeline reader)."""
+    data = Path(completed_file(base, ts, action)).read_bytes()
+    if current_version() < 8:
+        meta = json.loads(data)
+    else:
+        (meta,) = list(fastavro.reader(io.BytesIO(data)))
     return sorted(Path(s["path"]).name for stats in meta["partitionToWriteStats"].values() for s in stats)
 
 
