@@ -3,6 +3,7 @@ metadata table vs by listing storage, and what keeping the metadata table true a
 upsert.
 
     .venv/bin/python benchmarks/listing.py [--partitions 1000] [--latency-ms 0] [--repeat 5]
+    .venv/bin/python benchmarks/listing.py --bloom [--bloom-files 1000] [--bloom-keys 100000]
 
 Writes a COPY_ON_WRITE table with one file group per partition (the write keeps its
 metadata table's ``files`` partition, hoodie.metadata.enable's default), then builds the
@@ -11,6 +12,13 @@ and timing it (median of --repeat). With ``--latency-ms`` every storage call als
 that long, a stand-in for an object store's per-request latency (S3 lists are ~20-50 ms
 each). Then it times upserts of the same batch (updates in 100 partitions) into copies of
 the table with the metadata table kept and without one (median of --repeat).
+
+``--bloom``: a BLOOM-index upsert of --bloom-keys keys into a table of --bloom-files files
+(one file group per partition) that keeps column_stats and bloom_filters, tagged through the
+metadata table (``hoodie.bloom.index.use.metadata=true``: key ranges and filters from one
+batched lookup per metadata-table file group) against the footer path (one parquet footer
+per file), counting the storage calls the lookup makes and timing the lookup and the whole
+upsert (median of --repeat, the modes interleaved on fresh copies).
 """
 
 from __future__ import annotations
@@ -59,7 +67,13 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--latency-ms", type=float, default=0.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--bloom", action="store_true", help="run the BLOOM lookup benchmark instead")
+    ap.add_argument("--bloom-files", type=int, default=1000)
+    ap.add_argument("--bloom-keys", type=int, default=100_000)
     args = ap.parse_args()
+    if args.bloom:
+        bloom_benchmark(args.bloom_files, args.bloom_keys, args.latency_ms, args.repeat)
+        return
 
     from airflow_hoodie.actions.write import write_arrow
     from airflow_hoodie.table.file_group.file_system_view import FileSystemView
@@ -142,6 +156,97 @@ def main() -> None:
     print_table(rows)
     name = "listing" if not args.latency_ms else f"listing_{args.latency_ms:g}ms"
     print(f"figures: {write_report(name, figures, rows)}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+STORAGE_METHODS = ("list_dir", "read_bytes", "info", "exists", "size", "open_input")
+
+
+def bloom_benchmark(files: int, keys: int, latency_ms: float, repeat: int) -> None:
+    """The lookup of a BLOOM upsert through the metadata table against the footer path."""
+    import airflow_hoodie.actions.write as write_module
+    from airflow_hoodie.actions.write import write_arrow
+    from airflow_hoodie.table.storage.storage import Storage
+
+    tmp = tempfile.mkdtemp(prefix="bloom-bench-")
+    base = os.path.join(tmp, "t")
+    per_file = max(1, keys // files)
+    ids = list(range(files * per_file))
+    cfg = {"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
+           "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p",
+           "hoodie.index.type": "BLOOM", "hoodie.index.bloom.num_entries": str(per_file * 2),
+           "hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.index.bloom.filter.enable": "true"}
+    rows = pa.table({"id": [f"k{i:08d}" for i in ids], "ts": [1] * len(ids), "v": ids,
+                     "p": [f"p{i // per_file:05d}" for i in ids]})
+    t0 = time.perf_counter()
+    write_arrow(base, rows, "insert", cfg, table_name="bloom")
+    build_s = time.perf_counter() - t0
+    batch = rows.set_column(1, "ts", pa.array([2] * len(ids)))
+
+    calls: Counter[str] = Counter()
+    originals = {m: getattr(Storage, m) for m in STORAGE_METHODS}
+    counting = [False]
+
+    def wrap(name, fn):
+        def counted(self, *a, **k):
+            if counting[0]:
+                calls[name] += 1
+                if latency_ms:
+                    time.sleep(latency_ms / 1000)
+            return fn(self, *a, **k)
+        return counted
+
+    lookup = write_module.lookup_existing_keys
+    lookup_s: list[float] = []
+
+    def timed_lookup(*a, **k):
+        counting[0] = True
+        t = time.perf_counter()
+        try:
+            return lookup(*a, **k)
+        finally:
+            lookup_s.append(time.perf_counter() - t)
+            counting[0] = False
+
+    for m, fn in originals.items():
+        setattr(Storage, m, wrap(m, fn))
+    write_module.lookup_existing_keys = timed_lookup
+    results: dict[str, dict] = {}
+    try:
+        per_mode: dict[str, dict[str, list]] = {m: {"lookup": [], "upsert": [], "calls": []} for m in ("metadata", "footers")}
+        for k in range(repeat):
+            for mode, use in (("metadata", "true"), ("footers", "false")):
+                copy = os.path.join(tmp, f"{mode}-{k}")
+                shutil.copytree(base, copy)
+                calls.clear()
+                del lookup_s[:]
+                t0 = time.perf_counter()
+                write_arrow(copy, batch, "upsert", {**cfg, "hoodie.bloom.index.use.metadata": use})
+                per_mode[mode]["upsert"].append(time.perf_counter() - t0)
+                per_mode[mode]["lookup"].append(sum(lookup_s))
+                per_mode[mode]["calls"].append(dict(calls))
+                shutil.rmtree(copy)
+        for mode, got in per_mode.items():
+            last = got["calls"][-1]
+            results[mode] = {"lookup_s_median": round(statistics.median(got["lookup"]), 3),
+                             "upsert_s_median": round(statistics.median(got["upsert"]), 3),
+                             "lookup_storage_calls": last, "lookup_storage_calls_total": sum(last.values())}
+    finally:
+        for m, fn in originals.items():
+            setattr(Storage, m, fn)
+        write_module.lookup_existing_keys = lookup
+    figures = {"files": files, "keys": len(ids), "latency_ms_per_call": latency_ms, "table_build_s": round(build_s, 2),
+               **{f"bloom_{m}": r for m, r in results.items()}}
+    print(figures)
+    table_rows = [(f"BLOOM lookup of {len(ids):,} keys in {files:,} files through the metadata table "
+                   f"({results['metadata']['lookup_storage_calls_total']} storage calls)",
+                   results["metadata"]["lookup_s_median"], results["footers"]["lookup_s_median"],
+                   f"parquet footers ({results['footers']['lookup_storage_calls_total']} calls)"),
+                  (f"the whole upsert of {len(ids):,} keys, metadata table lookup",
+                   results["metadata"]["upsert_s_median"], results["footers"]["upsert_s_median"], "footer lookup")]
+    print_table(table_rows)
+    name = "bloom_lookup" if not latency_ms else f"bloom_lookup_{latency_ms:g}ms"
+    print(f"figures: {write_report(name, figures, table_rows)}")
     shutil.rmtree(tmp, ignore_errors=True)
 
 
