@@ -17,6 +17,7 @@ the standard AWS way (environment, profile, instance role). Retries use botocore
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -24,6 +25,8 @@ from airflow_hoodie.errors import HoodieIOError
 
 #: retries of one conditional call (botocore ``standard`` mode counts the first attempt)
 DEFAULT_MAX_ATTEMPTS = 3
+#: attempts of a conditional PUT that S3 answers 409 (a concurrent conditional write of the key)
+CONFLICT_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -101,22 +104,30 @@ class S3ConditionalWriter:
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = _split(path)
-        try:
-            resp = self._s3().put_object(Bucket=bucket, Key=key, Body=data, **condition)
-            return str(resp["ETag"])
-        except ClientError as exc:
-            code, status, retries = self._code(exc)
-            if status == 412 or code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 409:
-                if retries:
-                    # an earlier attempt may have landed and only its answer got lost: the
-                    # object then holds exactly our bytes, and the write is ours
-                    current = self.get(path)
-                    if current is not None and current.data == data:
-                        return current.etag
-                return None
-            raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
+        for attempt in range(CONFLICT_ATTEMPTS):
+            try:
+                resp = self._s3().put_object(Bucket=bucket, Key=key, Body=data, **condition)
+                return str(resp["ETag"])
+            except ClientError as exc:
+                code, status, retries = self._code(exc)
+                if status == 409 or code == "ConditionalRequestConflict":
+                    # another conditional write of this key was in flight: its outcome decides
+                    # ours, so ask again (S3's advice) instead of guessing
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                if status == 412 or code == "PreconditionFailed":
+                    if retries:
+                        # an earlier attempt may have landed and only its answer got lost: the
+                        # object then holds exactly our bytes, and the write is ours
+                        current = self.get(path)
+                        if current is not None and current.data == data:
+                            return current.etag
+                    return None
+                raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
+            except BotoCoreError as exc:
+                raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
+        raise HoodieIOError(f"Cannot write s3://{path}: S3 answered 409 ConditionalRequestConflict "
+                            f"{CONFLICT_ATTEMPTS} times (concurrent writes of one key); retry the task.")
 
     def put_if_absent(self, path: str, data: bytes) -> str | None:
         """Create ``path``; its ETag, or None when it already exists."""
