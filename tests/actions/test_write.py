@@ -15,7 +15,9 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.errors import HoodieError, HoodieKeyError, HoodieSchemaError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
-from tests.actions.table_versions import table_version, version_settings  # noqa: F401
+from tests.actions.table_versions import current_version, table_version, version_settings  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("table_version")
 from tests.actions.write_model import TableModel, actual, random_batch, to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
 
@@ -104,10 +106,25 @@ def test_ordering_field_keeps_newer_stored_record(tmp_path):
     write_arrow(base, to_arrow([{"id": 1, "ts": 5, "p": "x", "v": "new"}]), "upsert", c, table_name="t")
     write_arrow(base, to_arrow([{"id": 1, "ts": 3, "p": "x", "v": "old"}]), "upsert", c)
     assert read_table(base).column("v").to_pylist() == ["new"]
-    # without an ordering field the latest write wins (OverwriteWithLatestAvroPayload)
     c2 = conf(partitioned=False)
     write_arrow(base, to_arrow([{"id": 1, "ts": 1, "p": "x", "v": "latest"}]), "upsert", c2)
-    assert read_table(base).column("v").to_pylist() == ["latest"]
+    if current_version() < 8:
+        # version 6: without a payload ordering field the latest write wins (OverwriteWithLatestAvroPayload)
+        assert read_table(base).column("v").to_pylist() == ["latest"]
+        return
+    # Hudi 1.x: the merge mode is the table's, fixed when it was created with ordering field ts
+    # (EVENT_TIME_ORDERING); a write without payload settings still loses to the stored ts=5
+    props = HoodieTable.load(base).config
+    assert (props.record_merge_mode, props.ordering_fields) == ("EVENT_TIME_ORDERING", ["ts"])
+    assert read_table(base).column("v").to_pylist() == ["new"]
+    # the latest write wins on a table created with COMMIT_TIME_ORDERING
+    base2 = str(tmp_path / "commit_time")
+    c3 = conf(partitioned=False, **{"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"})
+    write_arrow(base2, to_arrow([{"id": 1, "ts": 5, "p": "x", "v": "new"}]), "upsert", c3, table_name="t")
+    write_arrow(base2, to_arrow([{"id": 1, "ts": 1, "p": "x", "v": "latest"}]), "upsert", c3)
+    assert HoodieTable.load(base2).config.record_merge_mode == "COMMIT_TIME_ORDERING"
+    assert read_table(base2).column("v").to_pylist() == ["latest"]
+    assert [r["v"] for r in hudi_rs_rows(base2)] == ["latest"]
 
 
 def test_soft_delete_column(tmp_path):
@@ -232,7 +249,21 @@ def test_mor_log_rollover_and_blocks(tmp_path):
         write_arrow(base, to_arrow(batch), "upsert", c, table_name="t")
         model.apply("upsert", batch)
     logs = sorted(p.name for p in (tmp_path / "t").glob(".*.log.*"))
-    assert len({n.split(".log.")[1].split("_")[0] for n in logs}) >= 2  # rolled over to new versions
+    if current_version() < 8:
+        assert len({n.split(".log.")[1].split("_")[0] for n in logs}) >= 2  # rolled over to new versions
+    else:
+        # Hudi 1.x never appends to an existing log: each delta commit writes its own file,
+        # named by that commit (version 1: one write's blocks fit), so a group's later writes
+        # land in new files whatever hoodie.logfile.max.size says
+        delta_commits = {i.timestamp for i in HoodieTable.load(base).timeline.completed()
+                         if i.action == "deltacommit"}
+        named = [(n[1:].split("_")[0], n.split("_")[1].split(".log.")[0], n.split(".log.")[1].split("_")[0])
+                 for n in logs]
+        assert all(ts in delta_commits and version == "1" for _fid, ts, version in named), logs
+        by_group: dict[str, set[str]] = {}
+        for fid, ts, _version in named:
+            by_group.setdefault(fid, set()).add(ts)
+        assert max(len(v) for v in by_group.values()) >= 2
     assert actual(read_table(base)) == model.expected()
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
 
