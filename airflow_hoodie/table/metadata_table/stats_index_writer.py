@@ -29,11 +29,7 @@ from airflow_hoodie.table.file_group.partition_metadata import write_partition_m
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
-from airflow_hoodie.table.metadata_table.bloom_filter_index import (
-    BLOOM_FILTERS_PARTITION,
-    bloom_filter_records,
-    read_footer_bloom_filter,
-)
+from airflow_hoodie.table.metadata_table.bloom_filter_index import BLOOM_FILTERS_PARTITION, bloom_filter_records
 from airflow_hoodie.table.metadata_table.column_stats import (
     COLUMN_STATS_PARTITION,
     INDEXED_META_FIELDS,

@@ -14,10 +14,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_hoodie.actions import index as index_module
-from airflow_hoodie.actions import write as write_module
 from airflow_hoodie.table.metadata_table import stats_pruning
 from airflow_hoodie.table.read import read_table
-from tests.actions.services_fixtures import load, table_config, write
+from tests.actions.services_fixtures import table_config, write
 from tests.actions.table_versions import table_version  # noqa: F401 - the fixture
 from tests.table.metadata_table.stats_check import assert_stats_describe_storage
 
