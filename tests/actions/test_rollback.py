@@ -16,6 +16,9 @@ from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf
 from tests.actions.write_model import actual, to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
+from tests.actions.table_versions import current_version, table_version  # noqa: F401  (the fixture the module runs under)
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 
 class Crash(Exception):
@@ -135,7 +138,9 @@ def test_rollback_refuses_older_completed(tmp_path):
 
 def test_rollback_writes_its_command_block_to_a_new_log_version(tmp_path):
     """Hudi 0.14 never rewrites a log file on rollback: the command block goes to the next
-    version of the slice's log, and the failed write's own log file keeps its bytes."""
+    version of the slice's log, and the failed write's own log file keeps its bytes. Hudi 1.x
+    (versions 8/9) has no command block: the failed write's logs hold only its blocks (named
+    by it), so its rollback deletes them and leaves every other log as it was."""
     import pathlib
 
     from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
@@ -153,6 +158,15 @@ def test_rollback_writes_its_command_block_to_a_new_log_version(tmp_path):
     assert logs_before
     r = write_arrow(base, to_arrow(rows(0, 1, 3, "g")), "upsert", c)
     assert r.rolled_back == [failed_ts]
+    if current_version() >= 8:
+        failed_logs = [p for p in logs_before if parse_log_file_name(p.name).base_instant == failed_ts]
+        assert failed_logs and len(failed_logs) == len(logs_before)  # the failed write's logs only
+        assert not [p for p in failed_logs if p.exists()]
+        assert not [p for p in data_logs() if any(b.is_rollback for b in read_log_blocks_from_bytes(p.read_bytes(), str(p)))]
+        assert not [p for p in data_logs() if parse_log_file_name(p.name).base_instant == failed_ts]
+        assert actual(read_table(base))[0][3] == "g0"
+        assert normalize_table(read_table(base)) == hudi_rs_rows(base)
+        return
     for path, data in logs_before.items():
         assert path.read_bytes() == data  # untouched
     rollback_logs = []
