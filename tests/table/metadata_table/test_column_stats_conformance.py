@@ -215,3 +215,33 @@ def test_stats_stay_true_through_upsert_compaction_and_clean(conformance_next, t
     assert sum(len(v) for v in data_files(base).values()) < before  # the clean deleted files
     checked = assert_stats_describe_storage(base)
     assert checked["column_stats"] > 0
+
+
+#: Hudi-written MOR tables without statistics: we build them, then keep them through the services
+BUILT_ON = ["mor/v9_txns_nonpart_nometa", "mor/v9_nonpartitioned_rollback", "mor/v9_txns_complex_nometa"]
+
+
+@pytest.mark.parametrize("name", BUILT_ON)
+def test_stats_built_on_hudi_mor_tables_stay_true(conformance_next, tmp_path, name):
+    base = copy_conformance_table(conformance_next, name, tmp_path)
+    table = HoodieTable.load(str(base))
+    keys = table.config.record_key_fields
+    stats = {"hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.index.partition.stats.enable": "true",
+             "hoodie.metadata.index.bloom.filter.enable": "true"}
+    cfg = {**FAST, **stats, "hoodie.datasource.write.recordkey.field": ",".join(keys)}
+    stored = read_table(str(base))
+    rows = stored.drop_columns([n for n in stored.column_names if n.startswith("_hoodie_")])
+    write_arrow(str(base), rows.slice(0, 2), "upsert", cfg)
+    listed = HoodieTable.load(str(base)).config.get("hoodie.table.metadata.partitions")
+    assert {"column_stats", "partition_stats", "bloom_filters"} <= set(listed.split(","))
+    assert assert_stats_describe_storage(base)["column_stats"] > 0
+    sched = c.schedule_compaction(HoodieTable.load(str(base)), HoodieConfig(cfg), force=True)
+    assert sched.instant is not None
+    c.execute_pending_compactions(HoodieTable.load(str(base)), LocalExecutor(), HoodieConfig(cfg))
+    assert_stats_describe_storage(base)
+    cl.run_clean(HoodieTable.load(str(base)), HoodieConfig(
+        {**FAST, cl.POLICY: cl.KEEP_LATEST_FILE_VERSIONS, cl.FILE_VERSIONS_RETAINED: "1"}), LocalExecutor())
+    assert_stats_describe_storage(base)
+    flt = [(keys[0], "=", rows.column(keys[0])[0].as_py())]
+    assert read_table(str(base), filters=flt).num_rows == read_table(str(base), filters=flt,
+                                                                      metadata_enable=False).num_rows == 1
