@@ -7,6 +7,10 @@ it does not exist, and replacing the lock file only if nobody changed it since w
 PutObject since late 2024); a store that ignores them would make these calls unsafe, so the
 tests run them against a real endpoint.
 
+The same client also does the small whole-object calls where pyarrow spends extra requests:
+a write in one PutObject (pyarrow: a three-request multipart upload), a read in one GetObject
+(pyarrow: HEAD first), a delete without re-creating a directory marker.
+
 The client is built from the same pyarrow storage options the rest of the table uses
 (``access_key``, ``secret_key``, ``session_token``, ``region``, ``endpoint_override``,
 ``scheme``, ``connect_timeout``, ``request_timeout``); without keys boto3 finds credentials
@@ -137,8 +141,40 @@ class S3ConditionalWriter:
         """Replace ``path`` only if its ETag is still ``etag``; the new ETag, or None."""
         return self._put(path, data, IfMatch=etag)
 
+    def put(self, path: str, data: bytes) -> str:
+        """One unconditional PutObject (pyarrow's output stream spends three requests on a
+        multipart upload even for a few bytes); the new ETag."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = _split(path)
+        try:
+            return str(self._s3().put_object(Bucket=bucket, Key=key, Body=data)["ETag"])
+        except (ClientError, BotoCoreError) as exc:
+            raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
+
+    def delete(self, path: str) -> bool:
+        """Delete one object; whether it existed (a HEAD, then a DeleteObject). pyarrow's
+        delete also re-creates a directory marker for the parent: a PUT nobody needs."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = _split(path)
+        try:
+            self._s3().head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            code, status, _ = self._code(exc)
+            if status == 404 or code in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise HoodieIOError(f"Cannot delete s3://{path}: {exc}") from exc
+        except BotoCoreError as exc:
+            raise HoodieIOError(f"Cannot delete s3://{path}: {exc}") from exc
+        try:
+            self._s3().delete_object(Bucket=bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            raise HoodieIOError(f"Cannot delete s3://{path}: {exc}") from exc
+        return True
+
     def get(self, path: str) -> Versioned | None:
-        """The object and its ETag; None when it does not exist."""
+        """The object and its ETag in one GetObject; None when it does not exist."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = _split(path)

@@ -200,6 +200,11 @@ class Storage:
 
     # ---------------------------------------------------------------------- reads
     def read_bytes(self, path: str) -> bytes:
+        if self._conditional is not None:  # one GET (pyarrow spends a HEAD first)
+            got = self._conditional.get(path)
+            if got is None:
+                raise HoodieIOError(f"File {self.uri(path)!r} does not exist.")
+            return got.data
         try:
             with self.fs.open_input_stream(path) as f:
                 return f.read()
@@ -255,6 +260,8 @@ class Storage:
                     f.flush()
                     os.fsync(f.fileno())
                 os.replace(tmp, path)
+            elif self._conditional is not None:
+                self._conditional.put(path, data)
             else:
                 with self.fs.open_output_stream(path) as f:
                     f.write(data)
@@ -347,6 +354,11 @@ class Storage:
 
     def delete(self, path: str, missing_ok: bool = True) -> bool:
         """Delete one file; returns whether it existed."""
+        if self._conditional is not None:
+            existed = self._conditional.delete(path)
+            if not existed and not missing_ok:
+                raise HoodieIOError(f"File {self.uri(path)!r} does not exist.")
+            return existed
         try:
             self.fs.delete_file(path)
             return True
