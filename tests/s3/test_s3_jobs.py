@@ -45,11 +45,14 @@ def model_of(table: pa.Table) -> dict[str, str]:
     return dict(zip(table.column("id").to_pylist(), table.column("v").to_pylist()))
 
 
-def assert_reads(s3: S3Place, uri: str, expected: dict[str, str], step: str) -> None:
+def assert_reads(s3: S3Place, uri: str, expected: dict[str, str], step: str, hudi_rs: bool = True) -> None:
+    """Our reader sees ``expected``; so does hudi-rs (seconds a read over S3: skipped for a
+    step the next checked step covers)."""
     ours = normalize_table(read_table(uri, storage_options=s3.storage_options))
     assert {r["id"]: r["v"] for r in ours} == expected, f"our reader after {step}"
     assert len(ours) == len(expected), f"duplicate rows after {step}"
-    assert hudi_rs_rows(uri, storage_options=s3.hudi_rs_options) == ours, f"hudi-rs after {step}"
+    if hudi_rs:
+        assert hudi_rs_rows(uri, storage_options=s3.hudi_rs_options) == ours, f"hudi-rs after {step}"
 
 
 def load(s3: S3Place, uri: str) -> HoodieTable:
@@ -63,13 +66,13 @@ def test_every_job_on_an_s3_table(s3: S3Place, version: str) -> None:
     opts = s3.storage_options
     write_arrow(uri, rows(list(range(12)), 1, "a"), "bulk_insert", cfg, storage_options=opts)
     model = model_of(rows(list(range(12)), 1, "a"))
-    assert_reads(s3, uri, model, "bulk_insert")
+    assert_reads(s3, uri, model, "bulk_insert", hudi_rs=False)
     table = load(s3, uri)
     assert table.config.get("hoodie.table.version") == version
 
     write_arrow(uri, rows([0, 1, 12], 2, "b"), "upsert", cfg, storage_options=opts)
     model.update(model_of(rows([0, 1, 12], 2, "b")))
-    assert_reads(s3, uri, model, "upsert")
+    assert_reads(s3, uri, model, "upsert", hudi_rs=False)
     write_arrow(uri, rows([2], 3, "d"), "delete", cfg, storage_options=opts)
     model.pop("k002")
     assert_reads(s3, uri, model, "delete")
@@ -88,7 +91,7 @@ def test_every_job_on_an_s3_table(s3: S3Place, version: str) -> None:
     last = load(s3, uri).timeline.completed_commits().last().timestamp
     create_savepoint(load(s3, uri), last)
     write_arrow(uri, rows([4, 5], 5, "s"), "upsert", cfg, storage_options=opts)
-    assert_reads(s3, uri, {**model, **model_of(rows([4, 5], 5, "s"))}, "upsert after savepoint")
+    assert_reads(s3, uri, {**model, **model_of(rows([4, 5], 5, "s"))}, "upsert after savepoint", hudi_rs=False)
     restore_to(load(s3, uri), last, HoodieConfig(cfg))
     assert_reads(s3, uri, model, "restore")
 

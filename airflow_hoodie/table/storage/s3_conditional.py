@@ -58,43 +58,52 @@ def _split(path: str) -> tuple[str, str]:
     return bucket, key
 
 
+#: boto3 clients by their options: building one costs a few hundred ms (botocore loads its
+#: service models), and every Storage.for_uri (each table load, each task) makes a writer
+_CLIENTS: dict[tuple[tuple[str, str], ...], Any] = {}
+_CLIENTS_GUARD = threading.Lock()
+
+
 class S3ConditionalWriter:
     """Conditional PutObject and GetObject-with-ETag on one S3 endpoint."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self._options = dict(options)
         self._client: Any = None
-        self._guard = threading.Lock()
 
     def _s3(self) -> Any:
-        with self._guard:
-            if self._client is None:
-                try:
-                    import boto3
-                    from botocore.config import Config
-                except ImportError as exc:  # pragma: no cover - boto3 ships with the provider's deps
-                    raise HoodieIOError(
-                        "Conditional writes on S3 need boto3; pip install boto3 (the amazon provider "
-                        "brings it)."
-                    ) from exc
-                o = self._options
-                config = Config(
-                    retries={"mode": "standard",
-                             "max_attempts": int(o.get("retry_max_attempts") or DEFAULT_MAX_ATTEMPTS)},
-                    connect_timeout=float(o.get("connect_timeout") or 60),
-                    read_timeout=float(o.get("request_timeout") or 60),
-                    s3={"addressing_style": "path" if o.get("endpoint_override") else "auto"},
-                )
-                self._client = boto3.session.Session().client(
-                    "s3",
-                    endpoint_url=_endpoint_url(o),
-                    region_name=o.get("region") or None,
-                    aws_access_key_id=o.get("access_key") or None,
-                    aws_secret_access_key=o.get("secret_key") or None,
-                    aws_session_token=o.get("session_token") or None,
-                    config=config,
-                )
-            return self._client
+        if self._client is None:
+            key = tuple(sorted((str(k), str(v)) for k, v in self._options.items()))
+            with _CLIENTS_GUARD:
+                client = _CLIENTS.get(key)
+                if client is None:
+                    client = _CLIENTS[key] = self._build()
+            self._client = client
+        return self._client
+
+    def _build(self) -> Any:
+        """A client is thread-safe (boto3's rule); a session is not, so each build has its own."""
+        try:
+            import boto3
+            from botocore.config import Config
+        except ImportError as exc:  # pragma: no cover - boto3 is a dependency of the provider
+            raise HoodieIOError("Conditional writes on S3 need boto3; pip install boto3.") from exc
+        o = self._options
+        config = Config(
+            retries={"mode": "standard", "max_attempts": int(o.get("retry_max_attempts") or DEFAULT_MAX_ATTEMPTS)},
+            connect_timeout=float(o.get("connect_timeout") or 60),
+            read_timeout=float(o.get("request_timeout") or 60),
+            s3={"addressing_style": "path" if o.get("endpoint_override") else "auto"},
+        )
+        return boto3.session.Session().client(
+            "s3",
+            endpoint_url=_endpoint_url(o),
+            region_name=o.get("region") or None,
+            aws_access_key_id=o.get("access_key") or None,
+            aws_secret_access_key=o.get("secret_key") or None,
+            aws_session_token=o.get("session_token") or None,
+            config=config,
+        )
 
     @staticmethod
     def _code(exc: Any) -> tuple[str, int, int]:
