@@ -93,10 +93,23 @@ class Model:
         return {"id": keys, "v": [self.rows[k] for k in keys]}
 
 
-def snapshot(base: str, **kw) -> dict[str, list]:
+#: why a read skips the hudi-rs comparison on a version 6 table: hudi-rs 0.5 leaves out the log
+#: files a write added to the new slice of a pending compaction (named by the compaction
+#: instant), which Hudi's own readers merge (HUDI-3194); on 8/9 such logs are named by their
+#: delta commit and hudi-rs reads them
+HUDI_RS_V6_PENDING_COMPACTION_GAP = "v6 logs in a pending compaction's slice"
+
+
+def snapshot(base: str, hudi_rs_gap: str | None = None, **kw) -> dict[str, list]:
+    """The table's ``id``/``v`` as our reader returns them, after checking that hudi-rs (which
+    lists a version 8/9 table through its metadata table) reads the very same rows.
+    ``hudi_rs_gap`` names a known hudi-rs limitation skipping that check on version 6 only."""
     from airflow_hoodie.table.read import read_table
+    from tests.table.normalize import hudi_rs_rows, normalize_table
 
     t = read_table(base, **kw)
+    if hudi_rs_gap is None or current_version() >= 8:
+        assert normalize_table(t) == hudi_rs_rows(base, **kw), f"hudi-rs reads {base} ({kw}) differently"
     if t.num_rows == 0:
         return {"id": [], "v": []}
     return t.select(["id", "v"]).sort_by("id").to_pydict()

@@ -16,10 +16,10 @@ from airflow_hoodie.errors import HoodieError, HoodieKeyError, HoodieSchemaError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.table_versions import current_version, table_version, version_settings  # noqa: F401
-
-pytestmark = pytest.mark.usefixtures("table_version")
 from tests.actions.write_model import TableModel, actual, random_batch, to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
+
+pytestmark = pytest.mark.usefixtures("table_version")
 
 
 
