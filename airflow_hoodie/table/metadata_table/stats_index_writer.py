@@ -225,8 +225,8 @@ def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mappin
     for part, names in sorted(files.items()):
         for name, size in sorted(names.items()):
             is_base = name.endswith(".parquet")
-            if not is_base and ".log." not in name:
-                continue
+            if not is_base and (".log." not in name or name.endswith(".cdc")):
+                continue  # change-data-capture logs get no statistics
             if size is None:
                 col_files.append(FileColumnStats(part, name, None, columns or ()))
                 if is_base:
