@@ -20,6 +20,7 @@ import pyarrow.fs as pafs
 
 from airflow_hoodie.errors import HoodieIOError
 from airflow_hoodie.table.storage import local_conditional
+from airflow_hoodie.table.storage.s3_output import BufferedS3Output
 from airflow_hoodie.table.storage.s3_conditional import DEFAULT_MAX_ATTEMPTS, S3ConditionalWriter, Versioned
 
 
@@ -239,7 +240,13 @@ class Storage:
             self.mkdirs(parent)
 
     def open_output(self, path: str) -> pa.NativeFile:
+        """A new file, visible whole once closed. On S3 a small file goes up in one
+        PutObject at close (:mod:`~airflow_hoodie.table.storage.s3_output`)."""
         self._mkparent(path)
+        if self._conditional is not None:
+            writer = self._conditional
+            stream = BufferedS3Output(lambda data: writer.put(path, data), lambda: self.fs.open_output_stream(path))
+            return pa.PythonFile(stream, mode="w")
         try:
             return self.fs.open_output_stream(path)
         except (OSError, pa.ArrowException) as exc:
