@@ -156,6 +156,9 @@ class WriteClient:
         check_merge_supported(self.config.as_dict(), f"The write to {self.base_uri}")
         try:
             self.table = HoodieTable.load(self.base_uri, self.storage_options or None)
+            # the write's settings from the start: its first instant time already honours
+            # hoodie.time.generator.max_expected_clock_skew_ms
+            self.table.write_config = self.config
         except HoodieTableNotFoundError:
             self.table = None
         if self.table is not None:
@@ -202,6 +205,7 @@ class WriteClient:
             raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
         props = table_config_from_write_config(self.config, self.table_name, avro_schema)
         self.table = HoodieTable.create(self.base_uri, props, self.storage_options or None)
+        self.table.write_config = self.config
         return self.table
 
     @property

@@ -210,3 +210,24 @@ def test_hudi_1x_table_without_meta_fields_is_cleaned_and_refuses_record_writes_
                for n in (base / ".hoodie" / "timeline").iterdir())
     assert normalize_table(read_table(str(base))) == expected == hudi_rs_rows(str(base))
     assert _properties(base)["hoodie.table.version"] == "8"
+
+
+@pytest.mark.parametrize("skew_ms", [0, 30])
+def test_every_time_a_1x_write_takes_waits_out_the_configured_clock_skew(tmp_path, monkeypatch, skew_ms):
+    """Hudi 1.x's SkewAdjustingTimeGenerator: each instant and completion time is followed by a
+    wait of hoodie.time.generator.max_expected_clock_skew_ms, the write's own setting from its
+    first instant time on; version 6 tables take no wait."""
+    import airflow_hoodie.table.hoodie_table as ht
+
+    waits: list[float] = []
+    monkeypatch.setattr(ht.time, "sleep", waits.append)
+    cfg = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
+           "hoodie.time.generator.max_expected_clock_skew_ms": str(skew_ms)}
+    rows = pa.table({"id": [1, 2], "ts": [1, 1], "v": ["a", "b"]})
+    write_arrow(str(tmp_path / "v6"), rows, "upsert", cfg, table_name="t")
+    assert waits == []
+    write_arrow(str(tmp_path / "v9"), rows, "upsert", {**cfg, "hoodie.write.table.version": "9"}, table_name="t")
+    if skew_ms == 0:
+        assert waits == []
+    else:  # the instant time, the metadata table's and the write's completion at least
+        assert len(waits) >= 3 and set(waits) == {skew_ms / 1000}
