@@ -130,6 +130,13 @@ def data_files(base: str) -> list[str]:
     return sorted(out)
 
 
+def meta_files(base) -> list[str]:
+    """Every file under ``.hoodie`` (timeline of either layout, LSM history, metadata table,
+    heartbeats ...), relative to it: what "the table was left unchanged" compares."""
+    meta = os.path.join(str(base), ".hoodie")
+    return sorted(os.path.relpath(os.path.join(root, f), meta) for root, _d, files in os.walk(meta) for f in files)
+
+
 #: a layout-2 completed instant file: ``<requested>_<completion>.<action>``
 _LAYOUT_2_COMPLETED = re.compile(r"^(\d{17})_(\d{17})(\.[a-z]+)$")
 

@@ -15,6 +15,7 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.errors import HoodieError, HoodieKeyError, HoodieSchemaError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
+from tests.actions.services_fixtures import meta_files
 from tests.actions.table_versions import current_version, table_version, version_settings  # noqa: F401
 from tests.actions.write_model import TableModel, actual, random_batch, to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
@@ -180,18 +181,18 @@ def test_schema_evolution(tmp_path):
     rows = sorted(read_table(base).select(["id", "v", "extra"]).to_pylist(), key=lambda r: r["id"])
     assert rows == [{"id": 1, "v": "a", "extra": None}, {"id": 2, "v": "b", "extra": 7}, {"id": 3, "v": None, "extra": None}]
     assert normalize_table(read_table(base)) == hudi_rs_rows(base)
-    before = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir())
+    before = meta_files(tmp_path / "t")
     bad = pa.table({"id": [4], "ts": [1], "p": ["x"], "v": [1.5]})
     with pytest.raises(HoodieSchemaError):
         write_arrow(base, bad, "upsert", c)
-    assert sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir()) == before
+    assert meta_files(tmp_path / "t") == before
 
 
 def test_bad_input_leaves_table_unchanged(tmp_path):
     base = str(tmp_path / "t")
     c = conf(partitioned=False)
     write_arrow(base, to_arrow([{"id": 1, "ts": 1, "p": "x", "v": "a"}]), "upsert", c, table_name="t")
-    before = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir())
+    before = meta_files(tmp_path / "t")
     with pytest.raises(HoodieKeyError):
         write_arrow(base, pa.table({"id": pa.array([None], pa.int64()), "ts": [1], "p": ["x"], "v": ["z"]}), "upsert", c)
     with pytest.raises(HoodieError, match="Record key field"):
@@ -201,7 +202,7 @@ def test_bad_input_leaves_table_unchanged(tmp_path):
     with pytest.raises(HoodieError, match="table type"):
         write_arrow(str(tmp_path / "u"), to_arrow([{"id": 1, "ts": 1, "p": "x", "v": "a"}]), "upsert",
                     {**c, "hoodie.table.type": "BOGUS"}, table_name="u")
-    assert sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir()) == before
+    assert meta_files(tmp_path / "t") == before
     assert not (tmp_path / "u" / ".hoodie" / "hoodie.properties").exists()
 
 

@@ -19,6 +19,7 @@ from airflow_hoodie.table.read import read_table
 from tests.actions.test_write import conf
 from tests.actions.write_model import to_arrow
 from tests.table.normalize import hudi_rs_rows, normalize_table
+from tests.actions.services_fixtures import meta_files
 from tests.actions.table_versions import table_version  # noqa: F401  (the fixture the module runs under)
 
 pytestmark = pytest.mark.usefixtures("table_version")
@@ -157,14 +158,14 @@ def test_single_writer_mode_stops_a_second_writer_before_it_touches_anything(tmp
     base = str(tmp_path / "t")
     c = conf("COPY_ON_WRITE")
     write_arrow(base, to_arrow(rows(range(10), 1, "a")), "upsert", c, table_name="t")
-    before = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir())
+    before = meta_files(tmp_path / "t")
     caught = {}
 
     def second():
         with pytest.raises(HoodieConcurrentWriterError) as info:
             write_arrow(base, to_arrow(rows(range(20, 25), 2, "x")), "upsert", c)
         caught["message"] = str(info.value)
-        caught["files"] = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir())
+        caught["files"] = meta_files(tmp_path / "t")
 
     result = write_arrow(base, to_arrow(rows(range(5), 2, "b")), "upsert", c, executor=RunsMeanwhile(second))
     assert result.instant in caught["message"]
