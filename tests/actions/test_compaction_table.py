@@ -122,6 +122,7 @@ def test_crash_mid_execute_then_rerun(mor):
     with pytest.raises(Boom):
         c.execute_compaction(load(base), ts, CrashAfter(1))
     assert f"{ts}.compaction.inflight" in timeline_files(base)
+    assert os.listdir(os.path.join(base, ".hoodie", ".temp", ts))  # the dead attempt's markers
     assert any(f.endswith(f"_{ts}.parquet") for f in data_files(base))  # partial output exists...
     assert snapshot(base) == model.table()  # ...but readers do not see it
     res = c.execute_pending_compactions(load(base), LocalExecutor())
