@@ -67,6 +67,14 @@ def test_pending_clustering_refuses_writes_and_blocks_replanning(small_files):
     with pytest.raises(HoodieWriteConflictError, match="pending clustering"):
         cu.check_no_pending_clustering(load(base), list(pending)[:2])
     cu.check_no_pending_clustering(load(base), [("p0", "not-a-group")])
+    # a write updating those groups is refused and leaves no commit (else the clustering would
+    # replace its update); on v9 the plan is a clustering.requested, which this guard missed
+    commits_before = load(base).timeline.completed_commits().timestamps
+    with pytest.raises(HoodieWriteConflictError, match="pending clustering"):
+        write(base, batch(range(15, 25), 99), cfg)
+    assert load(base).timeline.completed_commits().timestamps == commits_before
+    assert [i.timestamp for i in load(base).timeline.pending()] == [ts]
+    assert snapshot(base) == model.table()
     assert cu.run_clustering(load(base), HoodieConfig({}), LocalExecutor(), "schedule")["instant"] is None
     res = cu.run_clustering(load(base), HoodieConfig({}), LocalExecutor(), "execute")
     assert res["instant"] == ts and snapshot(base) == model.table()
