@@ -29,7 +29,11 @@ from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
-UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
+#: the instants a restore undoes after its point: writes and services in every state; Hudi 1.x
+#: (versions 8/9) gives a pending clustering its own action, which must go too, or its plan
+#: is left naming files the restore removed
+UNDOABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION,
+            Action.CLUSTERING)
 
 
 #: Hudi 0.14's HoodieRestorePlan version (with savepointToRestoreTimestamp)
