@@ -70,12 +70,12 @@ def test_logs_after_plan_go_to_new_slice_and_survive(mor):
     delta_ts = write(base, b, cfg)
     model.upsert(b)
     if current_version() < 8:
-        logs_new = [f for f in data_files(base) if f".log." in f and f"_{ts}.log" in f]
+        logs_new = [f for f in data_files(base) if ".log." in f and f"_{ts}.log" in f]
         assert logs_new, "log files written after the plan must carry the compaction instant as base instant"
     else:
         # Hudi 1.x names a log by the delta commit writing it; its slice is the one the
         # compaction opens because that delta commit completed after the plan
-        logs_new = [f for f in data_files(base) if f".log." in f and f"_{delta_ts}.log" in f]
+        logs_new = [f for f in data_files(base) if ".log." in f and f"_{delta_ts}.log" in f]
         assert logs_new and not [f for f in data_files(base) if f"_{ts}.log" in f]
         view = load(base).file_system_view()
         in_plan = view.pending_compaction_operations()
