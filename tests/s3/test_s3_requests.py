@@ -57,3 +57,12 @@ def test_a_file_past_the_threshold_goes_multipart_and_arrives_whole(counted) -> 
     methods = requests(write)
     assert "POST" in methods and len(methods) >= 3  # create, part(s), complete
     assert storage.read_bytes(path) == data
+
+
+def test_file_exists_is_one_head(counted) -> None:  # noqa: ANN001
+    storage, base, requests = counted
+    path = Storage.join(base, "p0", ".hoodie_partition_metadata")
+    assert requests(lambda: storage.file_exists(path)) == ["HEAD"]
+    assert requests(lambda: storage.exists(path)) == ["HEAD", "GET"]  # pyarrow: is it a directory? (a LIST)
+    storage.write_bytes(path, b"x")
+    assert storage.file_exists(path) and not storage.file_exists(Storage.join(base, "p0"))

@@ -42,7 +42,7 @@ def write_partition_metadata(
     partition neither fail nor leave a half-written marker.
     """
     pdir = Storage.join(base_path, partition_path) if partition_path else base_path
-    if any(storage.exists(Storage.join(pdir, n)) for n in PARTITION_METAFILE_NAMES[1:]):
+    if any(storage.file_exists(Storage.join(pdir, n)) for n in PARTITION_METAFILE_NAMES[1:]):
         return False
     return storage.create_if_absent(
         Storage.join(pdir, PARTITION_METAFILE), partition_metadata_text(partition_path, commit_time)
@@ -53,7 +53,7 @@ def read_partition_metadata(storage: Storage, base_path: str, partition_path: st
     """``{"commitTime": ..., "partitionDepth": ...}`` of a partition (text form only)."""
     pdir = Storage.join(base_path, partition_path) if partition_path else base_path
     path = Storage.join(pdir, PARTITION_METAFILE)
-    if not storage.exists(path):
+    if not storage.file_exists(path):
         raise HoodieCorruptedDataError(
             f"{storage.uri(path)} does not exist; {partition_path!r} is not a Hudi partition."
         )
@@ -68,7 +68,7 @@ def read_partition_metadata(storage: Storage, base_path: str, partition_path: st
 
 def is_partition(storage: Storage, base_path: str, partition_path: str) -> bool:
     pdir = Storage.join(base_path, partition_path) if partition_path else base_path
-    return any(storage.exists(Storage.join(pdir, n)) for n in PARTITION_METAFILE_NAMES)
+    return any(storage.file_exists(Storage.join(pdir, n)) for n in PARTITION_METAFILE_NAMES)
 
 
 def is_partition_metafile(name: str) -> bool:

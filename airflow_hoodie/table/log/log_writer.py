@@ -176,7 +176,7 @@ class LogWriter:
             return path, version, True, size
         new_version = version + 1 if version else LOGFILE_BASE_VERSION
         new_path = self._path_for(new_version, self.write_token)
-        while self.storage.exists(new_path):  # someone else created it: move on
+        while self.storage.file_exists(new_path):  # someone else created it: move on
             new_version += 1
             new_path = self._path_for(new_version, self.write_token)
         return new_path, new_version, False, 0

@@ -161,6 +161,23 @@ class S3ConditionalWriter:
         except (ClientError, BotoCoreError) as exc:
             raise HoodieIOError(f"Cannot write s3://{path}: {exc}") from exc
 
+    def head(self, path: str) -> bool:
+        """Whether the object exists: one HEAD (pyarrow follows a missing key with a LIST, to
+        see whether it is a directory)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = _split(path)
+        try:
+            self._s3().head_object(Bucket=bucket, Key=key)
+            return True
+        except ClientError as exc:
+            code, status, _ = self._code(exc)
+            if status == 404 or code in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise HoodieIOError(f"Cannot stat s3://{path}: {exc}") from exc
+        except BotoCoreError as exc:
+            raise HoodieIOError(f"Cannot stat s3://{path}: {exc}") from exc
+
     def delete(self, path: str) -> bool:
         """Delete one object; whether it existed (a HEAD, then a DeleteObject). pyarrow's
         delete also re-creates a directory marker for the parent: a PUT nobody needs."""

@@ -173,7 +173,16 @@ class Storage:
         )
 
     def exists(self, path: str) -> bool:
+        """A file or a directory at ``path``."""
         return self.info(path) is not None
+
+    def file_exists(self, path: str) -> bool:
+        """A file (not a directory) at ``path``. On S3 one HEAD, where :meth:`exists` of a
+        missing key costs a HEAD and a LIST (is it a directory?): use this for file names."""
+        if self._conditional is not None:
+            return self._conditional.head(path)
+        st = self.info(path)
+        return st is not None and not st.is_dir
 
     def size(self, path: str) -> int:
         st = self.info(path)
