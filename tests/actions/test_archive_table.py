@@ -142,12 +142,12 @@ def test_clean_and_rollback_archived_beyond_max(tmp_path):
     assert not [f for f in timeline_files(base) if f.split(".")[0] in archived_cleans]
 
 
+# version 6 only: Hudi 1.x has no archive log files to merge; its LSM history compacts L0 files
+# into L1 instead (tests/actions/test_archive_v9.py::
+# test_a_second_archival_adds_a_level0_file_and_the_layer_compacts, and the crash recovery in
+# test_an_archival_killed_midway_is_finished_by_the_retry)
+@pytest.mark.parametrize("table_version", [6], indirect=True, ids=["v6"])
 def test_merge_small_archive_files_and_recovery(tmp_path, table_version):
-    if table_version >= 8:
-        pytest.skip("version 6 only: Hudi 1.x has no archive log files to merge; its LSM history compacts L0 files "
-                    "into L1 instead (tests/actions/test_archive_v9.py::"
-                    "test_a_second_archival_adds_a_level0_file_and_the_layer_compacts, and the crash recovery in "
-                    "test_an_archival_killed_midway_is_finished_by_the_retry)")
     base, cfg, model, commits = _commits(tmp_path, 8)
     t = load(base)
     folder = t.archive_path
