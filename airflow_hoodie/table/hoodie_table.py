@@ -15,8 +15,8 @@ from airflow_hoodie.config_keys.time_generator import MAX_EXPECTED_CLOCK_SKEW_MS
 from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
-    HoodieNotSupportedError,
     HoodieCorruptedDataError,
+    HoodieNotSupportedError,
     HoodieTableExistsError,
     HoodieTableNotFoundError,
 )
@@ -244,7 +244,7 @@ class HoodieTable:
         return self.format.timeline_writer(self.storage, self.base_path)
 
     def check_writable(self) -> None:
-        """Refuse to change a table whose format version we only read (Hudi 1.x, v8+)."""
+        """Refuse to change a table of a version we only read (5) or do not know (7, 10, ...)."""
         self.check_supported()
         self.format.check_writable(f"The table at {self.base_uri}")
 

@@ -88,8 +88,8 @@ class TableFormat:
     def encode_completed(self, action: str, metadata: CompletedMetadata, sync_marker: bytes | None = None) -> bytes:
         """The bytes of a completed ``action``, without the writability check.
 
-        Kept apart from :meth:`serialize_completed` so the version 8/9 forms are exercised
-        against Hudi 1.x's files while writes to those versions stay refused. ``sync_marker``
+        Kept apart from :meth:`serialize_completed` so the forms of any version can be checked
+        against Hudi's own files byte for byte, and so inflight files share them. ``sync_marker``
         (Avro forms only) fixes the container's otherwise random marker, for byte comparisons.
         """
         if action in _COMMIT_ACTIONS:

@@ -1,9 +1,10 @@
 """Initialize a metadata table whose ``files`` partition holds a given listing.
 
 What Hudi's HoodieBackedTableMetadataWriter does when it builds the metadata table of an
-existing table from the file system (table version 6): a MERGE_ON_READ table under
-``.hoodie/metadata`` with HFile base files, one ``files-0000-0`` file group whose base
-HFile, written by the delta commit ``00000000000000010``, holds the
+existing table from the file system: a MERGE_ON_READ table under ``.hoodie/metadata``, of
+the data table's version, with HFile base files, one ``files-0000-0`` file group whose base
+HFile, written by the delta commit ``00000000000000010`` (version 6; ``00000000000000000``
+with an empty delete-block log on versions 8 and 9), holds the
 ``__all_partitions__`` record and one file list per partition; then the data table lists
 ``files`` in ``hoodie.table.metadata.partitions``. It is the first half of keeping the
 metadata table in step with our writes (later changes would append HFile log blocks),
