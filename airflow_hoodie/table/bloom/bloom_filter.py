@@ -37,7 +37,7 @@ from airflow_hoodie.table.bloom.bloom_hash import (
     JENKINS_HASH,
     MURMUR_HASH,
     KeysLike,
-    hash_positions,
+    hash_positions_by_hash,
     key_bytes,
     optimal_num_bits,
     optimal_num_hashes,
@@ -95,7 +95,8 @@ class _BitRow:
         return self.header() + np.packbits(self.bits, bitorder="little").tobytes()
 
     def contains_positions(self, positions: np.ndarray) -> np.ndarray:
-        return self.bits[positions].all(axis=1)
+        """Per key (column of the ``nb_hash x n`` matrix): are all its bits set?"""
+        return self.bits[positions].all(axis=0)
 
     @staticmethod
     def read(buf: memoryview, pos: int) -> tuple["_BitRow", int]:
@@ -187,14 +188,13 @@ class SimpleBloomFilter(BloomFilter):
         self._row.bits[positions_scalar(key_bytes(key), self.nb_hash, self.vector_size)] = True
 
     def add_many(self, keys: KeysLike) -> None:
-        pos = hash_positions(keys, self.nb_hash, self.vector_size)
-        self._row.bits[pos.ravel()] = True
+        self._row.bits[hash_positions_by_hash(keys, self.nb_hash, self.vector_size)] = True
 
     def might_contain(self, key: str | bytes) -> bool:
         return bool(self._row.bits[positions_scalar(key_bytes(key), self.nb_hash, self.vector_size)].all())
 
     def might_contain_many(self, keys: KeysLike) -> np.ndarray:
-        return self._row.contains_positions(hash_positions(keys, self.nb_hash, self.vector_size))
+        return self._row.contains_positions(hash_positions_by_hash(keys, self.nb_hash, self.vector_size))
 
     def to_bytes(self) -> bytes:
         return self._row.to_bytes()
@@ -286,17 +286,17 @@ class DynamicBloomFilter(BloomFilter):
             self.rows[row].bits[pos] = True
 
     def add_many(self, keys: KeysLike) -> None:
-        pos = hash_positions(keys, self._nb_hash, self.vector_size)
-        for row, part in self._assign_rows(len(pos)):
-            self.rows[row].bits[pos[part].ravel()] = True
+        pos = hash_positions_by_hash(keys, self._nb_hash, self.vector_size)
+        for row, part in self._assign_rows(pos.shape[1]):
+            self.rows[row].bits[pos[:, part]] = True
 
     def might_contain(self, key: str | bytes) -> bool:
         pos = positions_scalar(key_bytes(key), self._nb_hash, self.vector_size)
         return any(bool(row.bits[pos].all()) for row in self.rows)
 
     def might_contain_many(self, keys: KeysLike) -> np.ndarray:
-        pos = hash_positions(keys, self._nb_hash, self.vector_size)
-        result = np.zeros(len(pos), dtype=np.bool_)
+        pos = hash_positions_by_hash(keys, self._nb_hash, self.vector_size)
+        result = np.zeros(pos.shape[1], dtype=np.bool_)
         for row in self.rows:
             result |= row.contains_positions(pos)
         return result

@@ -146,9 +146,19 @@ def utf8_buffers(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hash_group(
-    data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nblocks: int, nb_hash: int, vector_size: int
+    data: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    nblocks: int,
+    nb_hash: int,
+    vector_size: int,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Positions (n x nb_hash, uint32) for keys that all have ``nblocks`` whole 4-byte blocks."""
+    """Positions (nb_hash x n, uint32) for keys that all have ``nblocks`` whole 4-byte blocks.
+
+    One row per hash: the chained hashes are computed a row at a time. ``out`` (a slice of
+    the caller's matrix) receives them in place, saving a copy of the whole matrix.
+    """
     n = len(starts)
     m = _M
     with np.errstate(over="ignore"):
@@ -178,8 +188,8 @@ def _hash_group(
         any_tail = bool(has_tail.any())
         len_u = lengths.astype(np.uint32)
 
-        out = np.empty((nb_hash, n), dtype=np.uint32)  # one contiguous row per hash, transposed at the end
-        vs = np.uint32(vector_size)
+        if out is None:
+            out = np.empty((nb_hash, n), dtype=np.uint32)
         h = np.zeros(n, dtype=np.uint32)
         for i in range(nb_hash):
             h ^= len_u  # the previous hash is the next seed
@@ -195,20 +205,27 @@ def _hash_group(
             h ^= h >> np.uint32(13)
             h *= m
             h ^= h >> np.uint32(15)
-            # Java: Math.abs(h % size) == |h| mod size. np.abs wraps MIN_VALUE to itself, which
-            # read as uint32 is exactly 2^31, so the uint32 view is the true magnitude.
-            np.remainder(np.abs(h.view(np.int32)).view(np.uint32), vs, out=out[i])
-    return out.T
+            out[i] = h
+        # Java: Math.abs(h % size) == |h| mod size. np.abs wraps MIN_VALUE to itself, which
+        # read as uint32 is exactly 2^31, so the uint32 view is the true magnitude. Done once
+        # over the whole matrix rather than once per hash.
+        signed = out.view(np.int32)
+        np.abs(signed, out=signed)
+        np.remainder(out, np.uint32(vector_size), out=out)
+    return out
 
 
-def hash_positions(keys: KeysLike, nb_hash: int, vector_size: int) -> np.ndarray:
-    """Bit positions (``len(keys) x nb_hash``, uint32) Hudi's HashFunction gives each key.
+def hash_positions_by_hash(keys: KeysLike, nb_hash: int, vector_size: int) -> np.ndarray:
+    """Bit positions as an ``nb_hash x len(keys)`` C-contiguous uint32 matrix.
 
-    Row ``r`` holds the positions for ``keys[r]`` (input order is preserved).
+    Column ``r`` holds the positions for ``keys[r]``. This is the layout the hashing
+    produces, so adding keys to a filter (``bits[matrix] = True``) costs no transpose or
+    scatter of the matrix: for keys of one length (the usual case) the rows are filled
+    in place, chunk by chunk, in input order.
     """
     arr = as_string_array(keys)
     n = len(arr)
-    out = np.empty((n, nb_hash), dtype=np.uint32)
+    out = np.empty((nb_hash, n), dtype=np.uint32)
     if n == 0:
         return out
     data, offsets = utf8_buffers(arr)
@@ -220,6 +237,12 @@ def hash_positions(keys: KeysLike, nb_hash: int, vector_size: int) -> np.ndarray
             "into a bloom filter. Fix the record key field(s) so every record has a value."
         )
     nblocks = lengths >> 2
+    first = int(nblocks[0])
+    if bool((nblocks == first).all()):
+        for cs in range(0, n, _CHUNK):
+            ce = min(n, cs + _CHUNK)
+            _hash_group(data, starts[cs:ce], lengths[cs:ce], first, nb_hash, vector_size, out[:, cs:ce])
+        return out
     order = np.argsort(nblocks, kind="stable")
     sorted_blocks = nblocks[order]
     bounds = np.flatnonzero(np.diff(sorted_blocks)) + 1
@@ -229,8 +252,17 @@ def hash_positions(keys: KeysLike, nb_hash: int, vector_size: int) -> np.ndarray
         nb = int(sorted_blocks[gs])
         for cs in range(gs, ge, _CHUNK):
             sel = order[cs : min(ge, cs + _CHUNK)]
-            out[sel] = _hash_group(data, starts[sel], lengths[sel], nb, nb_hash, vector_size)
+            out[:, sel] = _hash_group(data, starts[sel], lengths[sel], nb, nb_hash, vector_size)
     return out
+
+
+def hash_positions(keys: KeysLike, nb_hash: int, vector_size: int) -> np.ndarray:
+    """Bit positions (``len(keys) x nb_hash``, uint32) Hudi's HashFunction gives each key.
+
+    Row ``r`` holds the positions for ``keys[r]`` (input order is preserved). A transposed
+    view of :func:`hash_positions_by_hash`, which filters use directly.
+    """
+    return hash_positions_by_hash(keys, nb_hash, vector_size).T
 
 
 def key_bytes(key: str | bytes) -> bytes:
