@@ -38,6 +38,7 @@ from airflow_hoodie.actions.index import (
     in_key_range,
     is_global,
     keys_by_partition,
+    metadata_footers,
     probe_file,
     record_index_lookup,
 )
@@ -156,10 +157,12 @@ def _record_index_group_lookup(base_uri: str, storage_options: Mapping[str, str]
     return lookup
 
 
-def _file_prober(refs: list[FileRef]):
+def _file_prober(refs: list[FileRef], footers: list[dict[str, Any] | None]):
+    """``footers``: each file's filter from the metadata table, or None to read its footer."""
     def probe(table: pa.Table) -> pa.Table:  # applyInArrow body: the keys compared with one file
         wanted = pc.unique(table.column("key").combine_chunks())
-        return probe_file(refs[table.column("i")[0].as_py()], wanted, use_bloom=True, prune_by_ranges=False)
+        i = table.column("i")[0].as_py()
+        return probe_file(refs[i], wanted, use_bloom=True, prune_by_ranges=False, footer=footers[i])
     return probe
 
 
@@ -256,11 +259,20 @@ def _existing_keys(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieCo
     if index_type not in ("BLOOM", "GLOBAL_BLOOM"):
         return _existing_keys_df(spark, refs)
     prune = cfg.get_bool("hoodie.bloom.index.prune.by.ranges")
-    bounds = SparkExecutor(spark).map(_key_range, refs) if prune else [(None, None)] * len(refs)
+    # hoodie.bloom.index.use.metadata: ranges and filters of the files the metadata table
+    # describes come from it (batched lookups on the driver); only the others' footers are read
+    known = metadata_footers(client.table, refs, prune) if cfg.get_bool("hoodie.bloom.index.use.metadata") \
+        and client.table is not None else {}
+    unknown = [r for r in refs if (r.partition_path, r.file_id) not in known]
+    read = dict(zip([(r.partition_path, r.file_id) for r in unknown],
+                    SparkExecutor(spark).map(_key_range, unknown) if prune and unknown else []))
+    bounds = [((known[k]["min"], known[k]["max"]) if k in known else read.get(k, (None, None)))
+              for k in ((r.partition_path, r.file_id) for r in refs)]
     ranges = [(ref.partition_path, lo, hi) for ref, (lo, hi) in zip(refs, bounds)]
     pairs = prepared.select(RECORD_KEY, PARTITION_PATH).mapInArrow(
         partial(_range_pairs, ranges, is_global(index_type)), "i int, key string")
-    return pairs.groupBy("i").applyInArrow(_file_prober(refs), from_arrow_schema(KEYS_SCHEMA))
+    footers = [known.get((r.partition_path, r.file_id)) for r in refs]
+    return pairs.groupBy("i").applyInArrow(_file_prober(refs, footers), from_arrow_schema(KEYS_SCHEMA))
 
 
 def _tagged(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
