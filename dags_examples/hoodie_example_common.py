@@ -39,8 +39,9 @@ def incoming_dir() -> str:
 
 
 #: the ingest and maintenance DAGs may run at the same time on the table: optimistic
-#: concurrency with the file-system lock (a local or HDFS table; on S3/GCS use the
-#: ZooKeeper or DynamoDB provider instead). Failed writes are rolled back by clean.
+#: concurrency with the file-system lock (a local or HDFS table; on S3 use the
+#: StorageBasedLockProvider, on GCS the ZooKeeper or DynamoDB provider). Failed writes are
+#: rolled back by clean.
 CONCURRENCY_CONF = {
     "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
     "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
