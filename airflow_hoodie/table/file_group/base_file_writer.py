@@ -113,13 +113,14 @@ os.register_at_fork(after_in_child=_forget_bloom_pool)
 
 
 def _bloom_executor() -> ThreadPoolExecutor:
-    """One bloom thread per process, started on first use. Starting a thread per file cost
-    a scheduler round trip each time (about 30 ms per file on a busy 2-core machine,
-    measured in compaction); the at-fork hook gives a forked child its own pool."""
+    """Bloom threads kept for the process, started on first use. Starting a thread per file
+    cost a scheduler round trip each time (about 30 ms per file on a busy 2-core machine,
+    measured in compaction). A serial writer reuses one idle thread; writers on several
+    threads get up to one per CPU. The at-fork hook gives a forked child its own pool."""
     global _bloom_pool
     with _bloom_pool_lock:
         if _bloom_pool is None:
-            _bloom_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hoodie-bloom")
+            _bloom_pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="hoodie-bloom")
         return _bloom_pool
 
 
