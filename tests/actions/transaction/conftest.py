@@ -3,9 +3,7 @@ Debian's ``zookeeper`` package and DynamoDB through moto's server mode."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -14,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.s3.moto_server import moto_server
+from tests.s3.moto_server import moto_server, required, stop
 
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 
@@ -61,27 +59,11 @@ def _wait_for_zookeeper_session(hosts: str, proc: subprocess.Popen, timeout: flo
                 raise RuntimeError(f"ZooKeeper at {hosts} opened no session within {timeout}s")
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
-def _required(what: str, hint: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is required under CI ({hint}); bash .ci/setup installs it")
-    pytest.skip(f"{what} not available: {hint}")
-
-
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``host:port`` of a standalone ZooKeeper server for this test session."""
     if not Path("/usr/share/java/zookeeper.jar").exists() or not shutil.which("java"):
-        _required("ZooKeeper", "Debian package zookeeper and java")
+        required("ZooKeeper", "Debian package zookeeper and java")
     port = free_port()
     data = tmp_path_factory.mktemp("zookeeper")
     log = open(data / "server.log", "wb")
@@ -94,7 +76,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _wait_for_zookeeper_session(f"127.0.0.1:{port}", proc)
         yield f"127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        stop(proc)
         log.close()
 
 
