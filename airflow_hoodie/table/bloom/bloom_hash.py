@@ -162,26 +162,41 @@ def _hash_group(
     n = len(starts)
     m = _M
     with np.errstate(over="ignore"):
-        if nblocks:
+        key_len = int(lengths[0])
+        if bool((lengths == key_len).all()):
+            # Keys of one length lie back to back (offsets only grow), so the chunk's bytes
+            # are an n x key_len matrix: a reshape, not a gather through an index matrix.
+            s0 = int(starts[0])
+            block = data[s0 : s0 + n * key_len].reshape(n, key_len)
+            words = np.ascontiguousarray(block[:, : 4 * nblocks]).view("<u4")
+            left = key_len & 3
+            sblock = block.view(np.int8)
+            tail = np.zeros(n, dtype=np.int32)
+            for back, shift in ((3, 16), (2, 8), (1, 0)):
+                if left >= back:
+                    tail ^= sblock[:, key_len - back].astype(np.int32) << np.int32(shift)
+            left = np.full(n, left, dtype=np.int64)
+        else:
             idx = starts[:, None] + np.arange(4 * nblocks, dtype=np.int64)[None, :]
             words = np.ascontiguousarray(data[idx]).view("<u4").reshape(n, nblocks)
+            # Tail: Hadoop mixes data[len-3] << 16 ^ data[len-2] << 8 ^ data[len-1], sign-extended.
+            left = lengths & 3
+            ends = starts + lengths
+            sdata = data.view(np.int8)
+            tail = np.zeros(n, dtype=np.int32)
+            for back, shift in ((3, 16), (2, 8), (1, 0)):
+                sel = left >= back
+                if sel.any():
+                    pos = np.where(sel, ends - back, 0)
+                    vals = sdata[pos].astype(np.int32) << np.int32(shift)
+                    tail ^= np.where(sel, vals, np.int32(0))
+        if nblocks:
             k = words * m
             k ^= k >> np.uint32(24)
             k *= m
             kt = np.ascontiguousarray(k.T)  # (nblocks, n): one contiguous row per block
         else:
             kt = np.empty((0, n), dtype=np.uint32)
-        # Tail: Hadoop mixes data[len-3] << 16 ^ data[len-2] << 8 ^ data[len-1], sign-extended.
-        left = lengths & 3
-        ends = starts + lengths
-        sdata = data.view(np.int8)
-        tail = np.zeros(n, dtype=np.int32)
-        for back, shift in ((3, 16), (2, 8), (1, 0)):
-            sel = left >= back
-            if sel.any():
-                pos = np.where(sel, ends - back, 0)
-                vals = sdata[pos].astype(np.int32) << np.int32(shift)
-                tail ^= np.where(sel, vals, np.int32(0))
         tail_u = tail.view(np.uint32)
         has_tail = left != 0
         all_tail = bool(has_tail.all())
