@@ -205,22 +205,33 @@ def _hash_group(
 
         if out is None:
             out = np.empty((nb_hash, n), dtype=np.uint32)
-        h = np.zeros(n, dtype=np.uint32)
+        # XOR is associative, so the tail folds into the last block's word (keys without a
+        # tail have tail 0): one array operation fewer per hash. Each hash is computed in
+        # place in its own row of the result, with one scratch array for the shifts.
+        fold_tail = any_tail and nblocks > 0
+        last_word = kt[nblocks - 1] ^ tail_u if fold_tail else None
+        tmp = np.empty(n, dtype=np.uint32)
         for i in range(nb_hash):
-            h ^= len_u  # the previous hash is the next seed
+            h = out[i]
+            if i == 0:
+                h[...] = len_u  # seed 0
+            else:
+                np.bitwise_xor(out[i - 1], len_u, out=h)  # the previous hash is the next seed
             for j in range(nblocks):
                 h *= m
-                h ^= kt[j]
+                h ^= last_word if fold_tail and j == nblocks - 1 else kt[j]
             if any_tail:
-                h ^= tail_u
+                if not fold_tail:
+                    h ^= tail_u
                 if all_tail:
                     h *= m
                 else:
-                    h = np.where(has_tail, h * m, h)
-            h ^= h >> np.uint32(13)
+                    np.multiply(h, m, out=h, where=has_tail)
+            np.right_shift(h, np.uint32(13), out=tmp)
+            h ^= tmp
             h *= m
-            h ^= h >> np.uint32(15)
-            out[i] = h
+            np.right_shift(h, np.uint32(15), out=tmp)
+            h ^= tmp
         # Java: Math.abs(h % size) == |h| mod size. np.abs wraps MIN_VALUE to itself, which
         # read as uint32 is exactly 2^31, so the uint32 view is the true magnitude. Done once
         # over the whole matrix rather than once per hash.
