@@ -29,6 +29,7 @@ from airflow_hoodie.table.metadata_table.record_index import has_record_index, r
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.instant import Instant
 from tests.conftest import conformance_next_dir
+from tests.table.metadata_table.stats_check import assert_stats_describe_storage
 from tests.table.normalize import hudi_rs_rows, normalize_table, normalize_value
 from tests.table.table_files import copy_conformance_table
 
@@ -136,6 +137,9 @@ def test_hudi_1x_table_takes_every_job(conformance_next, tmp_path, name):
         assert _properties(base)["hoodie.table.version"] == props["hoodie.table.version"]
         _check_timeline_layout(base)
         _check_record_index(base)
+        checked = assert_stats_describe_storage(base)  # the column_stats/partition_stats Hudi built, kept true
+        if "column_stats" in props.get("hoodie.table.metadata.partitions", ""):
+            assert checked["column_stats"] > 0
 
     # an upsert changing two stored records (their ordering value raised so they win)
     stored_keys = [_key({k: normalize_value(v) for k, v in r.items()}, keys) for r in stored.select(keys).to_pylist()]
