@@ -51,7 +51,8 @@ from airflow_hoodie.table.log.log_writer import (
 )
 from airflow_hoodie.table.metadata.commit_metadata import WriteStat
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
-from airflow_hoodie.table.schema.meta_fields import FILE_NAME, META_COLUMNS, RECORD_KEY
+from airflow_hoodie.table.file_group.slice_keys import derived_record_keys
+from airflow_hoodie.table.schema.meta_fields import FILE_NAME, META_COLUMNS, RECORD_KEY, without_meta_values
 from airflow_hoodie.table.storage.storage import Storage
 
 
@@ -91,6 +92,9 @@ class WriteContext:
     stage_id: int = 0
     #: the table version: decides how log files are named and appended (log_file_layout)
     table_version: int = 6
+    #: the key generator's settings of a table whose files carry no meta fields
+    #: (hoodie.populate.meta.fields=false): stored keys are derived, written meta columns null
+    key_generator: dict[str, str] | None = None
 
     @property
     def is_mor(self) -> bool:
@@ -209,6 +213,9 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         old_full = pa.Table.from_arrays(
             list(old_meta.columns) + list(old_data.columns), names=list(META_COLUMNS) + data_schema.names
         )
+        if ctx.key_generator is not None:  # the stored rows' keys, from their key fields
+            old_full = old_full.set_column(old_full.schema.get_field_index(RECORD_KEY), RECORD_KEY,
+                                           derived_record_keys(old_data, ctx.key_generator))
         kept, incoming, n_updates, n_deletes = merge_cow(old_full, records, ctx.ordering_fields)
         # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
         old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
@@ -219,6 +226,8 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     stamped = stamp_meta_columns(new_data, incoming.column(RECORD_KEY), task.partition_path, ctx.instant_time,
                                  file_name, partition_id=task.bucket)
     out = pa.concat_tables([old_part, stamped]) if old_part is not None and old_part.num_rows else stamped
+    if ctx.key_generator is not None:
+        out = without_meta_values(out)
     # Hudi's merge handle keeps the file sorted the way it read it; new records go last.
     stats = write_base_file(storage, base_path, task.partition_path, file_name, out, ctx.avro_schema, ctx.config)
     _fault_injection_pause()

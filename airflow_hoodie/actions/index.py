@@ -67,6 +67,8 @@ class FileRef:
     latest_instant: str
     #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
     timeline_start: str | None = None
+    #: the key generator's settings when the files carry no record keys (no meta fields)
+    key_generator: dict[str, str] | None = None
 
 
 def file_keys(ref: FileRef, wanted: pa.Array | None = None) -> pa.Table:
@@ -77,7 +79,7 @@ def file_keys(ref: FileRef, wanted: pa.Array | None = None) -> pa.Table:
     storage, base_path = Storage.for_uri(ref.base_uri, ref.storage_options or None)
     keys = slice_record_keys(storage, storage.join(base_path, ref.base_file) if ref.base_file else None,
                              [storage.join(base_path, p) for p in ref.log_files], ref.latest_instant,
-                             ref.valid_instants, ref.timeline_start)
+                             ref.valid_instants, ref.timeline_start, ref.key_generator)
     if wanted is not None:
         keys = keys.filter(pc.is_in(keys, value_set=wanted))
     n = len(keys)

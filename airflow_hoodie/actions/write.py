@@ -90,10 +90,11 @@ def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
     tl = client.table.timeline
     valid = [i.timestamp for i in tl.completed().instants]
     latest = valid[-1] if valid else ""
+    keygen = None if client.table.config.populate_meta_fields else key_generator_props(client.effective_config())
     return [FileRef(client.base_uri, client.storage_options, f.partition_path, f.file_id,
                     f.lookup_base_file if f.lookup_log_files is not None else f.base_file,
                     list(f.lookup_log_files if f.lookup_log_files is not None else f.log_files),
-                    f.base_instant, valid, latest, tl.first_non_savepoint_commit()) for f in files]
+                    f.base_instant, valid, latest, tl.first_non_savepoint_commit(), keygen) for f in files]
 
 
 def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
@@ -400,6 +401,7 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
         config=cfg,
         ordering_fields=tuple(ordering_fields_for_merge(cfg)), operation=operation,
         table_version=client.table.format.version,
+        key_generator=None if client.table.config.populate_meta_fields else key_generator_props(cfg),
     )
 
 

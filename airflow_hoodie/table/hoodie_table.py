@@ -70,6 +70,20 @@ def _timeline_files(storage: Storage, meta: str) -> list[str]:
     return sorted(names)
 
 
+def refuse_unwritable_records(config: TableConfig, what: str) -> None:
+    """Refuse a MERGE_ON_READ table that keeps no meta fields (``hoodie.populate.meta.fields
+    =false``): its log records carry no keys, so merging them would need the key generator
+    on every log block, which airflow-hoodie does not do. A COPY_ON_WRITE one is written:
+    the stored rows' keys are derived from their key fields and the written meta columns
+    stay null, as Hudi writes them."""
+    if not config.populate_meta_fields and config.is_mor:
+        raise HoodieNotSupportedError(
+            f"{what} is MERGE_ON_READ with hoodie.populate.meta.fields=false (its log records would carry no record "
+            "keys). airflow-hoodie writes records into tables without meta fields only when they are COPY_ON_WRITE; "
+            "nothing was changed. Use a COPY_ON_WRITE table, keep the meta fields, or write this table with Hudi "
+            "itself.")
+
+
 class HoodieTable:
     """A Hudi table at ``base_uri``: storage, config, active and archived timeline."""
 
@@ -144,6 +158,7 @@ class HoodieTable:
         new_cfg = TableConfig(props)
         new_cfg.validate_for_write()
         new_cfg.validate()
+        refuse_unwritable_records(new_cfg, f"The new table at {base_uri}")
         if storage.exists(Storage.join(path, METAFOLDER, P.PROPERTIES_FILE)):
             existing = cls.load(base_uri, storage_options)
             cls._check_compatible(existing, new_cfg)
@@ -249,15 +264,9 @@ class HoodieTable:
         self.format.check_writable(f"The table at {self.base_uri}")
 
     def check_records_writable(self, what: str) -> None:
-        """Refuse to write records into a table that keeps no meta fields
-        (``hoodie.populate.meta.fields=false``): its files carry no record keys, so every key
-        would have to come from the key generator on each read, index lookup and merge, which
-        airflow-hoodie does not do. Cleaning, archival, rollback and savepoints still run."""
-        if not self.config.populate_meta_fields:
-            raise HoodieNotSupportedError(
-                f"{what}: the table at {self.base_uri} has hoodie.populate.meta.fields=false (its files carry no "
-                "record keys). airflow-hoodie writes records only into tables with meta fields; nothing was "
-                "changed. Run writes, compaction and clustering of this table with Hudi itself.")
+        """Refuse to write records into a table we cannot keep true (see
+        :func:`refuse_unwritable_records`)."""
+        refuse_unwritable_records(self.config, f"{what}: the table at {self.base_uri}")
 
     def complete(self, instant: Instant, metadata: CompletedMetadata,
                  pre_commit: Callable[[], None] | None = None, changes_listing: bool = True) -> Instant:

@@ -269,3 +269,29 @@ def test_job_sigkill_mid_write_then_rerun(tmp_path):
     # no file of the killed instant survived
     killed = out["rolled_back"][0]
     assert not [p for p in pathlib.Path(base).rglob("*.parquet") if killed in p.name]
+
+
+@pytest.mark.parametrize("driver_batch", [None, "tasks", "driver"])
+def test_spark_upsert_into_a_hudi_1_0_table_without_meta_fields(spark, conformance_next, tmp_path, driver_batch):
+    """The corpus's version 8 table keeps no meta fields (hoodie.populate.meta.fields=false):
+    every engine path derives the stored keys from its key generator, updates in place, and
+    writes the meta columns empty; hudi-rs reads the same."""
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from tests.table.table_files import copy_conformance_table
+
+    base = str(copy_conformance_table(conformance_next, "cow/v8_simplekeygen_hivestyle_no_metafields", tmp_path))
+    stored = read_table(base)
+    rows = stored.slice(0, 2)
+    rows = rows.set_column(rows.schema.get_field_index("name"), "name", pa.array(["X", "Y"]))
+    rows = rows.set_column(rows.schema.get_field_index("longField"), "longField", pa.array([2 ** 50] * 2, pa.int64()))
+    cfg = HoodieConfig({"hoodie.datasource.write.recordkey.field": "id", **version_conf(8)}).with_values(
+        engine_conf(driver_batch))
+    upsert_dataframe(spark, spark.createDataFrame(rows), base, "upsert", cfg, "t")
+    after = read_table(base)
+    assert after.num_rows == stored.num_rows
+    assert sorted(after.column("name").to_pylist()) == sorted(["X", "Y"] + stored.column("name").to_pylist()[2:])
+    assert normalize_table(after) == hudi_rs_rows(base)
+    written = [p for p in pathlib.Path(base).rglob("*.parquet") if HoodieTable.load(base).timeline.last().timestamp
+               in p.name]
+    assert written and all(pq.read_table(p, columns=["_hoodie_record_key"]).column(0).null_count
+                           == pq.read_metadata(p).num_rows for p in written)

@@ -170,11 +170,14 @@ def write_base_file(
     """
     config = config if isinstance(config, HoodieConfig) else HoodieConfig(config)
     keys = table.column(RECORD_KEY)
+    # a table without meta fields (hoodie.populate.meta.fields=false) writes its files without
+    # record keys, and so, as Hudi does, without a bloom filter or key range in the footer
+    keyed = table.num_rows > 0 and keys.null_count < table.num_rows
     # The bloom filter (tens of hash rounds per key, in numpy) only goes into the footer,
     # so it is built beside the parquet encoding instead of before it.
-    bloom = _bloom_executor().submit(_bloom_footer, keys, config) if table.num_rows else None
+    bloom = _bloom_executor().submit(_bloom_footer, keys, config) if keyed else None
     min_key = max_key = None
-    if table.num_rows:
+    if keyed:
         mm = pc.min_max(keys)
         min_key, max_key = mm["min"].as_py(), mm["max"].as_py()
     table = table.replace_schema_metadata(None)
