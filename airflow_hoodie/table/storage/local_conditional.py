@@ -21,6 +21,17 @@ def etag_of(data: bytes) -> str:
     return '"' + hashlib.sha256(data).hexdigest() + '"'
 
 
+def write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to a temp file beside ``path``, sync it and rename it into place, so a
+    reader sees the old bytes or the new ones, never a part."""
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def read_versioned(path: str) -> tuple[bytes, str] | None:
     """The file's bytes and ETag; None when it does not exist."""
     try:
@@ -42,12 +53,7 @@ def replace_if_match(path: str, data: bytes, etag: str) -> str | None:
                 current = read_versioned(path)
                 if current is None or current[1] != etag:
                     return None
-                tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
+                write_atomically(path, data)
                 return etag_of(data)
             finally:
                 fcntl.flock(guard.fileno(), fcntl.LOCK_UN)

@@ -270,12 +270,7 @@ class Storage:
         self._mkparent(path)
         try:
             if self._local:
-                tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
+                local_conditional.write_atomically(path, data)
             elif self._conditional is not None:
                 self._conditional.put(path, data)
             else:

@@ -4,7 +4,6 @@ Debian's ``zookeeper`` package and DynamoDB through moto's server mode."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -12,28 +11,9 @@ from typing import Iterator
 
 import pytest
 
-from tests.s3.moto_server import moto_server, required, stop
+from tests.s3.moto_server import free_port, moto_server, required, stop, wait_for_port
 
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
 
 
 def _wait_for_zookeeper_session(hosts: str, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -72,7 +52,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
          str(port), str(data / "data")],
         stdout=log, stderr=subprocess.STDOUT)
     try:
-        _wait_for_port(port, proc, "ZooKeeper")
+        wait_for_port(port, proc, "ZooKeeper")
         _wait_for_zookeeper_session(f"127.0.0.1:{port}", proc)
         yield f"127.0.0.1:{port}"
     finally:
