@@ -164,6 +164,9 @@ class S3ConditionalWriter:
     def head(self, path: str) -> bool:
         """Whether the object exists: one HEAD (pyarrow follows a missing key with a LIST, to
         see whether it is a directory)."""
+        return self._head(path, "stat")
+
+    def _head(self, path: str, doing: str) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = _split(path)
@@ -174,25 +177,18 @@ class S3ConditionalWriter:
             code, status, _ = self._code(exc)
             if status == 404 or code in ("NoSuchKey", "404", "NotFound"):
                 return False
-            raise HoodieIOError(f"Cannot stat s3://{path}: {exc}") from exc
+            raise HoodieIOError(f"Cannot {doing} s3://{path}: {exc}") from exc
         except BotoCoreError as exc:
-            raise HoodieIOError(f"Cannot stat s3://{path}: {exc}") from exc
+            raise HoodieIOError(f"Cannot {doing} s3://{path}: {exc}") from exc
 
     def delete(self, path: str) -> bool:
         """Delete one object; whether it existed (a HEAD, then a DeleteObject). pyarrow's
         delete also re-creates a directory marker for the parent: a PUT nobody needs."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        if not self._head(path, "delete"):
+            return False
         bucket, key = _split(path)
-        try:
-            self._s3().head_object(Bucket=bucket, Key=key)
-        except ClientError as exc:
-            code, status, _ = self._code(exc)
-            if status == 404 or code in ("NoSuchKey", "404", "NotFound"):
-                return False
-            raise HoodieIOError(f"Cannot delete s3://{path}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise HoodieIOError(f"Cannot delete s3://{path}: {exc}") from exc
         try:
             self._s3().delete_object(Bucket=bucket, Key=key)
         except (ClientError, BotoCoreError) as exc:
