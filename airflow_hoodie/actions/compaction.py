@@ -19,7 +19,6 @@ from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
@@ -63,15 +62,14 @@ from airflow_hoodie.table.file_group.file_naming import base_file_name, make_wri
 from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceReadOptions,
-    read_base_file,
-    read_file_slice_and_base_keys,
+    read_file_slice_counted,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
 from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
-from airflow_hoodie.table.schema.meta_fields import FILE_NAME, RECORD_KEY
+from airflow_hoodie.table.schema.meta_fields import FILE_NAME
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
@@ -368,7 +366,8 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
     slice_ = _op_slice(storage, ctx.base_path, op)
     opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
                             valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start)
-    merged, base_keys = read_file_slice_and_base_keys(storage, slice_, opts)
+    read = read_file_slice_counted(storage, slice_, opts)
+    merged = read.table
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
     stage, attempt = task_attempt()
@@ -376,14 +375,9 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
     part = slice_.partition_path
     merged = merged.set_column(merged.schema.get_field_index(FILE_NAME), FILE_NAME,
                                pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
-    base_rows = 0
-    updated = merged.num_rows
-    if slice_.base_file is not None:
-        if base_keys is None:  # the slice read did not need the base file's key column
-            base_keys = read_base_file(storage, slice_.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
-        base_rows = len(base_keys)
-        in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys.combine_chunks())
-        updated = pc.sum(in_base).as_py() or 0
+    # updates: rows whose key the base file had, as the merge counted them
+    base_rows = read.base_rows
+    updated = read.base_keys_kept if slice_.base_file is not None else merged.num_rows
     inserts = merged.num_rows - updated
     mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name,
                      mk.IO_MERGE if slice_.base_file is not None else mk.IO_CREATE)

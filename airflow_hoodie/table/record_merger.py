@@ -354,6 +354,19 @@ def _with_virtual_keys(pieces: Sequence[Piece], props: Mapping[str, str]) -> lis
     return out
 
 
+@dataclass(frozen=True)
+class MergeResult:
+    """The visible rows of a merge, and how many of them carry a key of the base file.
+
+    A compaction reports updates and deletes against the base file; the merge already
+    knows which base keys the logs touched, so it counts them instead of the caller
+    hashing every output key against every base key again (a third of a compaction's
+    merge time)."""
+
+    table: pa.Table
+    base_keys_kept: int
+
+
 def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool = False) -> pa.Table:
     """Merge the versions of each record key in ``pieces`` (in slice order) into the visible rows.
 
@@ -368,11 +381,16 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
     (``preCombine``) and only the base-versus-log step is "latest wins"
     (``combineAndGetUpdateValue``); ``has_base`` says the first piece is that base file.
     """
+    return merge_records_counted(pieces, config, has_base).table
+
+
+def merge_records_counted(pieces: Sequence[Piece], config: MergeConfig, has_base: bool = False) -> MergeResult:
+    """:func:`merge_records`, with the number of output rows whose key is in the base file."""
     if config.virtual_key_props is not None:
         pieces = _with_virtual_keys(pieces, dict(config.virtual_key_props))
     data_tables = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_tables:
-        return pa.table({})
+        return MergeResult(pa.table({}), 0)
     data = unify_tables(data_tables)
     if RECORD_KEY not in data.column_names:
         raise HoodieConfigError(
@@ -386,35 +404,43 @@ def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool =
     two_step = config.mode is MergeMode.COMMIT_TIME_ORDERING and config.log_precombine and has_ordering
     order_types = ([_ordering_type(data_tables, f) or pa.null() for f in config.ordering_fields]
                    if (use_ordering or two_step) else None)
-    cand, natural = _candidates(pieces, config, order_types)
-    if cand is None:
-        return data.slice(0, 0)
     base_rows = pieces[0].num_rows if has_base and isinstance(pieces[0], pa.Table) else 0
     if base_rows:
-        winners = _winners_over_base(cand, natural, base_rows, use_ordering, two_step)
-    else:
-        winners = _rank(cand, natural, use_ordering or two_step)
+        return _merge_over_base(data, pieces, config, order_types, use_ordering, two_step)
+    cand, natural = _candidates(pieces, config, order_types)
+    if cand is None:
+        return MergeResult(data.slice(0, 0), 0)
+    winners = _rank(cand, natural, use_ordering or two_step)
     winners = winners.filter(pc.invert(winners.column(_DEL)))
     src = pc.sort_indices(winners, sort_keys=[(_SEQ, "ascending")])
     src = winners.column(_SRC).take(src)
-    return data.take(src)
+    return MergeResult(data.take(src), 0)
 
 
-def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_types: list[pa.DataType] | None
-                ) -> tuple[pa.Table | None, pa.Array | None]:
-    """One candidate row per data row and per delete, in write order: its key, global
-    position, whether it deletes, its row in the concatenated data, its ordering value; and
-    whether each candidate is in natural (commit-time) order. (None, None) when empty."""
+def _parts(order_types: list[pa.DataType] | None) -> dict[str, list[pa.Array]]:
+    """The candidate columns, empty, in the one order every candidate table has."""
     parts: dict[str, list[pa.Array]] = {_KEY: [], _SEQ: [], _DEL: [], _SRC: []}
     parts.update({f"{_ORDER}{i}": [] for i in range(len(order_types or ()))})
+    return parts
+
+
+def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_types: list[pa.DataType] | None,
+                seq_start: int = 0, data_start: int = 0) -> tuple[pa.Table | None, pa.Array | None]:
+    """One candidate row per data row and per delete, in write order: its key, global
+    position, whether it deletes, its row in the concatenated data, its ordering value; and
+    whether each candidate is in natural (commit-time) order. (None, None) when empty.
+    ``seq_start``/``data_start``: the position and data row of the first piece (pieces
+    before it are merged apart, as a base file is)."""
+    parts = _parts(order_types)
     natural_parts: list[pa.Array] = []
-    position = data_offset = 0
+    position, data_offset = seq_start, data_start
     for piece in pieces:
         n = piece.num_rows if isinstance(piece, pa.Table) else len(piece)
         if n == 0:
             continue
         if isinstance(piece, pa.Table):
-            _data_candidates(piece, config, order_types, data_offset, parts, natural_parts)
+            _data_candidates(piece, config, order_types, _arange(data_offset, data_offset + n), parts,
+                             natural_parts)
             data_offset += n
         else:
             _delete_candidates(piece, order_types, parts, natural_parts)
@@ -426,8 +452,19 @@ def _candidates(pieces: Sequence[Piece], config: MergeConfig, order_types: list[
     return pa.table(columns), pa.concat_arrays(natural_parts)
 
 
-def _data_candidates(piece: pa.Table, config: MergeConfig, order_types: list[pa.DataType] | None, data_offset: int,
+def _data_rows_candidates(rows: pa.Table, config: MergeConfig, order_types: list[pa.DataType] | None,
+                          positions: pa.Array) -> pa.Table:
+    """Candidates for some rows of the base file, each at its own row number ``positions``
+    (its place in the slice, and its row in the data)."""
+    parts = _parts(order_types)
+    _data_candidates(rows, config, order_types, positions, parts, [])
+    parts[_SEQ].append(positions)
+    return pa.table({name: pa.concat_arrays(arrays) for name, arrays in parts.items() if arrays})
+
+
+def _data_candidates(piece: pa.Table, config: MergeConfig, order_types: list[pa.DataType] | None, rows: pa.Array,
                      parts: dict[str, list[pa.Array]], natural_parts: list[pa.Array]) -> None:
+    """``rows``: each row's row number in the concatenated data."""
     n = piece.num_rows
     if RECORD_KEY not in piece.column_names:
         raise HoodieCorruptedDataError(
@@ -437,7 +474,7 @@ def _data_candidates(piece: pa.Table, config: MergeConfig, order_types: list[pa.
     parts[_KEY].append(pc.cast(piece.column(RECORD_KEY), pa.string()).combine_chunks())
     parts[_DEL].append(_is_delete_mask(piece, config))
     natural_parts.append(_const(False, n))
-    parts[_SRC].append(_arange(data_offset, data_offset + n))
+    parts[_SRC].append(rows)
     for i, (field, typ) in enumerate(zip(config.ordering_fields, order_types or ())):
         if field in piece.column_names:
             parts[f"{_ORDER}{i}"].append(_cast_ordering(piece.column(field), typ))
@@ -465,28 +502,61 @@ def _delete_candidates(piece: DeleteSet, order_types: list[pa.DataType] | None,
         parts[f"{_ORDER}{i}"].append(pa.nulls(n, typ))
 
 
-def _winners_over_base(cand: pa.Table, natural: pa.Array, base_rows: int, use_ordering: bool,
-                       two_step: bool) -> pa.Table:
-    """Base file keys are unique, and usually few of them are touched by the logs: only
-    those (and the log records) need ranking; every other base row wins as it is."""
-    in_log = pc.greater_equal(cand.column(_SEQ), base_rows)
-    log_cand = cand.filter(in_log)
-    log_natural = natural.filter(in_log.combine_chunks() if isinstance(in_log, pa.ChunkedArray) else in_log)
-    if isinstance(log_natural, pa.ChunkedArray):
-        log_natural = log_natural.combine_chunks()
-    base = cand.filter(pc.invert(in_log))
-    touched = pc.is_in(base.column(_KEY), value_set=pc.unique(log_cand.column(_KEY)))
-    untouched = base.filter(pc.invert(touched))
+def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfig,
+                     order_types: list[pa.DataType] | None, use_ordering: bool, two_step: bool) -> MergeResult:
+    """The merge of a slice with a base file. Base file keys are unique, and usually few of
+    them are touched by the logs: only those (and the log records) are ranked. Every other
+    base row wins as it is and is kept by a filter of the base rows in place, so the bulk
+    of the slice is never sorted, gathered or hashed beyond one membership test."""
+    base = pieces[0]
+    assert isinstance(base, pa.Table)
+    base_rows = base.num_rows
+    log_cand, log_natural = _candidates(pieces[1:], config, order_types, seq_start=base_rows,
+                                        data_start=base_rows)
+    base_deleted = _is_delete_mask(base, config)
+    if log_cand is None:
+        keep = pc.invert(base_deleted)
+        return MergeResult(data.slice(0, base_rows).filter(keep), pc.sum(keep).as_py() or 0)
+    assert log_natural is not None
+    base_keys = base.column(RECORD_KEY)
+    if base_keys.type != pa.string():
+        base_keys = pc.cast(base_keys, pa.string())
+    touched = pc.is_in(base_keys, value_set=pc.unique(log_cand.column(_KEY)))
+    if isinstance(touched, pa.ChunkedArray):
+        touched = touched.combine_chunks()
+    touched_rows = pc.cast(pc.indices_nonzero(touched), pa.int64())
     if two_step:
         contested = _rank(log_cand, log_natural, use_ordering=True)
     else:
-        contested_base = base.filter(touched)
+        contested_base = _data_rows_candidates(base.take(touched_rows), config, order_types, touched_rows)
         contested = _rank(
             pa.concat_tables([contested_base, log_cand]),
             pa.concat_arrays([_const(False, contested_base.num_rows), log_natural]),
             use_ordering,
         )
-    return pa.concat_tables([untouched, contested])
+    live = contested.filter(pc.invert(contested.column(_DEL)))
+    # base rows that stay: the untouched ones that are not deletes, and the touched ones whose
+    # base version won; in base order, as the slice holds them
+    keep = pc.and_(pc.invert(touched), pc.invert(base_deleted))
+    from_base = pc.less(live.column(_SEQ), base_rows)
+    base_won = live.filter(from_base).column(_SEQ)
+    if len(base_won):
+        marks = np.zeros(base_rows, dtype=np.bool_)
+        marks[base_won.to_numpy()] = True
+        keep = pc.or_(keep, pa.array(marks))
+    log_won = live.filter(pc.invert(from_base))
+    log_won = log_won.take(pc.sort_indices(log_won, sort_keys=[(_SEQ, "ascending")]))
+    log_src = pc.subtract(log_won.column(_SRC), base_rows)
+    merged = pa.concat_tables([data.slice(0, base_rows).filter(keep), data.slice(base_rows).take(log_src)])
+    # output keys from the base file: the untouched live rows, and every touched key whose
+    # winner is not a delete
+    touched_count = len(touched_rows)
+    deleted = contested.filter(contested.column(_DEL)).column(_KEY)
+    deleted_base = 0
+    if touched_count and len(deleted):
+        deleted_base = pc.sum(pc.is_in(deleted, value_set=base_keys.take(touched_rows))).as_py() or 0
+    untouched_live = pc.sum(pc.and_(pc.invert(touched), pc.invert(base_deleted))).as_py() or 0
+    return MergeResult(merged, untouched_live + touched_count - deleted_base)
 
 
 def merge_config_from_table(table_config: Mapping[str, str]) -> MergeConfig:

@@ -28,7 +28,7 @@ from airflow_hoodie.table.record_merger import (
     DeleteSet,
     MergeConfig,
     Piece,
-    merge_records,
+    merge_records_counted,
     unify_tables,
 )
 from airflow_hoodie.table.schema.meta_fields import IS_DELETED, META_COLUMNS, RECORD_KEY
@@ -192,13 +192,25 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
     ``file_slice`` is a :class:`airflow_hoodie.table.file_group.file_group.FileSlice` (anything with
     ``base_file`` (``.path``) and ``log_files`` (each ``.path``), in log order).
     """
-    return read_file_slice_and_base_keys(storage, file_slice, opts)[0]
+    return read_file_slice_counted(storage, file_slice, opts).table
 
 
-def read_file_slice_and_base_keys(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None
-                                  ) -> tuple[pa.Table, pa.ChunkedArray | None]:
-    """:func:`read_file_slice`, plus the record keys of the base file (None without one):
-    a compaction counts its updates against them without reading the base file twice."""
+@dataclass(frozen=True)
+class SliceRead:
+    """A slice's rows, and what a compaction reports about them against the base file."""
+
+    table: pa.Table
+    #: rows of the base file (0 without one)
+    base_rows: int
+    #: rows of ``table`` whose record key is one of the base file's (updated or kept as they were)
+    base_keys_kept: int
+
+
+def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None) -> SliceRead:
+    """:func:`read_file_slice`, with the counts of base-file keys. They come from the merge,
+    which knows which base keys the logs touched: a compaction needs no second hash of all
+    its keys against the base file's. With a filter and no log files, the counts are those
+    of the filtered rows."""
     opts = opts or SliceReadOptions()
     base = getattr(file_slice, "base_file", None)
     logs = [] if opts.base_only else list(getattr(file_slice, "log_files", None) or [])
@@ -206,13 +218,12 @@ def read_file_slice_and_base_keys(storage: Storage, file_slice: Any, opts: Slice
 
     if not logs:
         if base is None:
-            return pa.table({}), None
+            return SliceRead(pa.table({}), 0, 0)
         wanted = None
         if opts.columns is not None:
             wanted = list(opts.columns) + list(opts.filter_columns)
         table = read_base_file(storage, base.path, wanted, opts.filter, opts.filter_columns)
-        keys = table.column(RECORD_KEY) if RECORD_KEY in table.column_names and opts.filter is None else None
-        return _finish(table, opts, filtered=True), keys
+        return SliceRead(_finish(table, opts, filtered=True), table.num_rows, table.num_rows)
 
     wanted = None
     if opts.columns is not None:
@@ -223,11 +234,11 @@ def read_file_slice_and_base_keys(storage: Storage, file_slice: Any, opts: Slice
         wanted = list(opts.columns) + list(opts.filter_columns) + extra
     pieces: list[Piece] = []
     base_schema = opts.schema
-    base_keys = None
+    base_rows = 0
     if base is not None:
         base_table = read_base_file(storage, base.path, wanted)
         base_schema = base_table.schema
-        base_keys = base_table.column(RECORD_KEY) if RECORD_KEY in base_table.column_names else None
+        base_rows = base_table.num_rows
         pieces.append(base_table)
     log_pieces = scan_log_pieces(
         storage,
@@ -246,9 +257,9 @@ def read_file_slice_and_base_keys(storage: Storage, file_slice: Any, opts: Slice
         pieces.append(piece)
     data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_pieces:
-        return pa.table({}), base_keys
-    merged = merge_records(pieces, cfg, has_base=base is not None)
-    return _finish(merged, opts, filtered=False), base_keys
+        return SliceRead(pa.table({}), base_rows, 0)
+    merged = merge_records_counted(pieces, cfg, has_base=base is not None)
+    return SliceRead(_finish(merged.table, opts, filtered=False), base_rows, merged.base_keys_kept)
 
 
-__all__ = ["META_COLUMNS", "SliceReadOptions", "read_base_file", "read_file_slice", "read_file_slice_and_base_keys", "scan_log_pieces", "unify_tables"]
+__all__ = ["META_COLUMNS", "SliceReadOptions", "read_base_file", "SliceRead", "read_file_slice", "read_file_slice_counted", "scan_log_pieces", "unify_tables"]
