@@ -29,7 +29,6 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import parse_qs, urlparse
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -41,24 +40,11 @@ from airflow_hoodie.actions.write import write_arrow  # noqa: E402
 from airflow_hoodie.config import HoodieConfig  # noqa: E402
 from airflow_hoodie.table.hoodie_table import HoodieTable  # noqa: E402
 from airflow_hoodie.table.read import read_table  # noqa: E402
-from tests.s3.fault_proxy import FaultProxy  # noqa: E402
+from tests.s3.fault_proxy import FaultProxy, request_type  # noqa: E402
 from tests.s3.moto_server import moto_server  # noqa: E402
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 TYPES = ("LIST", "GET", "PUT", "HEAD", "DELETE")
-
-
-def request_type(method: str, path: str) -> str:
-    """S3's request classes: a GET of a bucket (no key) is a LIST; multipart POSTs are PUT
-    class; a POST ?delete is a (batch) DELETE."""
-    url = urlparse(path)
-    key = url.path.lstrip("/").partition("/")[2]
-    query = parse_qs(url.query, keep_blank_values=True)
-    if method == "GET":
-        return "LIST" if not key or "list-type" in query else "GET"
-    if method == "POST":
-        return "DELETE" if "delete" in query else "PUT"
-    return method
 
 
 def counted(proxy: FaultProxy, fn: Callable[[], Any]) -> tuple[dict[str, int], float, Any]:

@@ -30,8 +30,8 @@ from airflow_hoodie.table.hoodie_table import HoodieTable
 
 
 def existing_files(table: HoodieTable, partitions: Iterable[str] | None = None) -> list[ExistingFile]:
-    """Latest committed file slices the index and bucketing work on (the table's view)."""
-    return table.file_system_view().existing_files(partitions)
+    """Latest committed file slices the index and bucketing work on (the table's planning view)."""
+    return table.planning_view().existing_files(partitions)
 
 
 def average_record_size(table: HoodieTable, config: HoodieConfig) -> int:

@@ -36,7 +36,6 @@ from airflow_hoodie.table.file_group.base_file_writer import (
 )
 from airflow_hoodie.table.file_group.file_naming import (
     base_file_name,
-    log_file_name,
     make_write_token,
     parse_log_file_name,
 )
@@ -47,7 +46,6 @@ from airflow_hoodie.table.log.log_writer import (
     LOG_BLOCK_MAX_SIZE,
     LOG_FILE_MAX_SIZE,
     LogWriter,
-    latest_log_file,
 )
 from airflow_hoodie.table.metadata.commit_metadata import WriteStat
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
@@ -290,16 +288,13 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         order_type = deletes.schema.field(field).type if has_order else None
         blocks.append(delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
     layout = log_file_layout(ctx.table_version)
-    # the instant in the log file names: the slice's base instant (v6) or this write's (v8+)
-    name_instant = layout.log_file_instant(task.base_instant, ctx.instant_time)
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
-    # markers for the file the writer appends to and the one it may roll over to
-    latest_version = latest_log_file(storage, part_dir, task.file_id, name_instant)[0]
-    for v in {max(latest_version, 1), latest_version + 1}:
-        mk.create_marker(storage, base_path, ctx.instant_time, task.partition_path,
-                         log_file_name(task.file_id, name_instant, v, token), mk.IO_APPEND)
     writer = LogWriter.for_instant(storage, part_dir, task.file_id, task.base_instant, ctx.instant_time, token,
-                                   layout, max_file_size=ctx.config.get_int(LOG_FILE_MAX_SIZE.key))
+                                   layout, max_file_size=ctx.config.get_int(LOG_FILE_MAX_SIZE.key),
+                                   known_log_files=[p.rsplit("/", 1)[-1] for p in task.log_files])
+    # the marker names the very file this call's blocks go to (one call never rolls over)
+    mk.create_marker(storage, base_path, ctx.instant_time, task.partition_path,
+                     writer.next_log_path().rsplit("/", 1)[-1], mk.IO_APPEND)
     try:
         results = writer.append(blocks)
     finally:

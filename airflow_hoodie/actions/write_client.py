@@ -40,6 +40,7 @@ from airflow_hoodie.actions.write_config import (
 )
 from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieConfigError,
@@ -167,7 +168,9 @@ class WriteClient:
             self.table.check_latest_commit()
             self._check_table_matches()
             # a write planned on a view missing a latest file would make the older data permanent
-            self.table.file_system_view().check_latest_files_present()
+            # (checked on the view it plans on: storage, or the metadata table it keeps)
+            self.table.file_system_view(
+                through_metadata_table=self.config.get_bool(METADATA_ENABLE)).check_latest_files_present()
         return self.table
 
     def _check_table_matches(self) -> None:

@@ -95,9 +95,9 @@ class HoodieTable:
         self.config = config
         self._timeline: Timeline | None = None
         #: list files through the metadata table when it has a ``files`` partition (Hudi's
-        #: ``hoodie.metadata.enable``): readers turn it on (Hudi's reader default); writers
-        #: and table services list storage, as a Hudi writer with the metadata table
-        #: disabled does, and remove the metadata table before they change anything
+        #: ``hoodie.metadata.enable``): readers turn it on (Hudi's reader default); a write
+        #: that keeps the metadata table plans on it (:meth:`planning_view`); table services
+        #: list storage
         self.use_metadata_table = False
         #: hoodie.metadata.enable of the change in progress (set by :meth:`prepare_for_change`):
         #: None before it, so a change that skipped it cannot complete beside a metadata table
@@ -358,10 +358,27 @@ class HoodieTable:
             return ArchivedTimeline.load_lsm(self.storage, self.history_path)
         return ArchivedTimeline.load(self.storage, self.base_path, self.config.archivelog_folder)
 
-    def file_system_view(self, timeline: Timeline | None = None) -> FileSystemView:
-        """The file groups of this table as seen through ``timeline`` (default: the active one)."""
+    def file_system_view(self, timeline: Timeline | None = None,
+                         through_metadata_table: bool | None = None) -> FileSystemView:
+        """The file groups of this table as seen through ``timeline`` (default: the active one).
+
+        ``through_metadata_table`` (default :attr:`use_metadata_table`) lists files from the
+        metadata table's ``files`` partition, when the table has one, instead of storage."""
+        via_mdt = self.use_metadata_table if through_metadata_table is None else through_metadata_table
         return FileSystemView(self.storage, self.base_path, timeline if timeline is not None else self.timeline,
-                              self.config, self.use_metadata_table)
+                              self.config, via_mdt)
+
+    def planning_view(self) -> FileSystemView:
+        """The view a write plans on (index scope, small files, log versions).
+
+        A write that keeps the metadata table true lists through it, as Hudi's writers do:
+        on an object store a storage listing costs a LIST request per partition, which is
+        what the metadata table exists to remove. Its ``files`` partition is checked against
+        the timeline (a stale one is refused); a listed file gone from storage fails the
+        write loudly when it is opened or extended (:func:`check_files_present`).
+        Table services, rollback and restore keep listing storage: they delete files and
+        must see every one, committed or not."""
+        return self.file_system_view(through_metadata_table=bool(self.metadata_enabled))
 
     def partition_dir(self, partition_path: str) -> str:
         return Storage.join(self.base_path, partition_path) if partition_path else self.base_path

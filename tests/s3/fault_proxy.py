@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
             b"<Message>Please reduce your request rate.</Message></Error>")
@@ -128,3 +128,16 @@ class FaultProxy:
         self.server.shutdown()
         self.server.server_close()
         self._thread.join(10)
+
+
+def request_type(method: str, path: str) -> str:
+    """S3's request class of one proxied request: a GET of a bucket (no key) is a LIST;
+    multipart POSTs are PUT class; a POST ?delete is a (batch) DELETE."""
+    url = urlparse(path)
+    key = url.path.lstrip("/").partition("/")[2]
+    query = parse_qs(url.query, keep_blank_values=True)
+    if method == "GET":
+        return "LIST" if not key or "list-type" in query else "GET"
+    if method == "POST":
+        return "DELETE" if "delete" in query else "PUT"
+    return method

@@ -13,7 +13,7 @@ import pytest
 from airflow_hoodie.table.storage.s3_output import BufferedS3Output
 from airflow_hoodie.table.storage.storage import Storage
 from tests.s3.conftest import S3Place
-from tests.s3.fault_proxy import FaultProxy
+from tests.s3.fault_proxy import FaultProxy, request_type
 
 
 @pytest.fixture
@@ -66,3 +66,39 @@ def test_file_exists_is_one_head(counted) -> None:  # noqa: ANN001
     assert requests(lambda: storage.exists(path)) == ["HEAD", "GET"]  # pyarrow: is it a directory? (a LIST)
     storage.write_bytes(path, b"x")
     assert storage.file_exists(path) and not storage.file_exists(Storage.join(base, "p0"))
+
+
+def _upsert_lists(s3: S3Place, proxy: FaultProxy, partitions: int, version: str, mdt: bool) -> int:
+    """LIST requests of one upsert touching every partition of a MERGE_ON_READ table."""
+    from airflow_hoodie.actions.write import write_arrow  # noqa: PLC0415
+
+    uri = s3.uri(f"t{partitions}-{version}-{mdt}")
+    opts = {"endpoint_override": proxy.endpoint, "region": "us-east-1"}
+    cfg = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+           "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts",
+           "hoodie.table.type": "MERGE_ON_READ", "hoodie.write.table.version": version,
+           "hoodie.metadata.enable": str(mdt).lower(), "hoodie.time.generator.max_expected_clock_skew_ms": "0"}
+
+    def batch(ts: int) -> pa.Table:
+        n = 2 * partitions
+        return pa.table({"id": [f"k{i}" for i in range(n)], "p": [f"p{i % partitions}" for i in range(n)],
+                         "ts": [ts] * n, "v": [f"v{ts}"] * n})
+    write_arrow(uri, batch(1), "upsert", cfg, storage_options=opts)
+    write_arrow(uri, batch(2), "upsert", cfg, storage_options=opts)  # a log in every file group
+    start = len(proxy.requests)
+    write_arrow(uri, batch(3), "upsert", cfg, storage_options=opts)
+    return sum(request_type(m, p) == "LIST" for m, p in proxy.requests[start:])
+
+
+@pytest.mark.parametrize("version", ["6", "9"])
+def test_with_the_metadata_table_an_upsert_lists_the_same_for_any_partition_count(s3: S3Place, version: str
+                                                                                    ) -> None:
+    """The writer plans on the metadata table's listing (and names new log versions from
+    it), so its LIST requests do not grow with the partitions it touches; without the
+    metadata table they do."""
+    with FaultProxy(s3.endpoint) as proxy:
+        with_mdt = [_upsert_lists(s3, proxy, n, version, True) for n in (2, 6)]
+        assert with_mdt[0] == with_mdt[1], with_mdt
+        if version == "6":  # the control: the same count would not show a listing per partition
+            without = [_upsert_lists(s3, proxy, n, version, False) for n in (2, 6)]
+            assert without[1] > without[0], without

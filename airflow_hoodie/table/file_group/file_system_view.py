@@ -21,8 +21,9 @@ nothing of :class:`HoodieTable`, so the table can build it without an import cir
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
 from airflow_hoodie.table.file_group.file_group import (
@@ -522,13 +523,36 @@ class FileSystemView:
                                    self.use_metadata_table)
             missing = fresh._first_missing_latest_file()
         if missing is not None:
-            path, ts, part, fid = missing
-            raise HoodieCorruptedDataError(
-                f"{self.storage.uri(self.storage.join(self.base_path, path))} is missing: commit {ts} "
-                f"wrote it as the latest version of file group {part or '<non-partitioned>'}/{fid}, and reading "
-                "without it would silently return older data. Nothing was read or written. Put the file back "
-                "(object-store versioning, a backup), or restore the table to a savepoint before "
-                f"{ts} (`airflow-hoodie`/RestoreOperator), then retry.")
+            raise self._missing_file_error(*missing)
+
+    def _missing_file_error(self, path: str, ts: str, part: str, fid: str) -> HoodieCorruptedDataError:
+        return HoodieCorruptedDataError(
+            f"{self.storage.uri(self.storage.join(self.base_path, path))} is missing: commit {ts} "
+            f"wrote it as the latest version of file group {part or '<non-partitioned>'}/{fid}, and reading "
+            "without it would silently return older data. Nothing was read or written. Put the file back "
+            "(object-store versioning, a backup), or restore the table to a savepoint before "
+            f"{ts} (`airflow-hoodie`/RestoreOperator), then retry.")
+
+    def check_on_storage(self, files: Sequence[ExistingFile]) -> None:
+        """Each listed file of ``files`` must be on storage: one HEAD per file, in parallel.
+
+        A view listed through the metadata table names files without asking storage, so a
+        file deleted behind the table's back would only show when a task opens it,
+        after part of the write ran. The write asks only for the slices it plans on (the
+        batch's partitions), so the requests follow the write, not the table."""
+        wanted: dict[str, tuple[str, str, str, str]] = {}
+        for f in files:
+            for path in [f.base_file, *f.log_files, f.lookup_base_file, *(f.lookup_log_files or [])]:
+                if path:
+                    wanted.setdefault(path, (path, f.base_instant, f.partition_path, f.file_id))
+        if not wanted:
+            return
+        paths = sorted(wanted)
+        with ThreadPoolExecutor(max_workers=min(16, len(paths)), thread_name_prefix="hoodie-head") as pool:
+            present = list(pool.map(lambda p: self.storage.file_exists(self.storage.join(self.base_path, p)), paths))
+        for path, ok in zip(paths, present):
+            if not ok:
+                raise self._missing_file_error(*wanted[path])
 
     def _first_missing_latest_file(self) -> tuple[str, str, str, str] | None:
         """(path, instant, partition, fileId) of the first latest-slice file not on storage."""
@@ -568,4 +592,6 @@ class FileSystemView:
                 _rel(ms.partition_path, ms.base_file.file_name) if ms is not None and ms.base_file else None,
                 [_rel(ms.partition_path, lf.file_name) for lf in ms.log_files] if ms is not None else None,
             ))
+        if self.lists_through_metadata_table:
+            self.check_on_storage(out)
         return out

@@ -24,7 +24,7 @@ when :meth:`LogWriter.close` completes the upload), so always close the writer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
@@ -67,14 +67,19 @@ def latest_log_file(
     storage: Storage, partition_dir: str, file_id: str, base_instant: str,
     ext: str = LOG_EXTENSION,
 ) -> tuple[int, str | None, str | None, int]:
-    """(version, write token, path, size) of the slice's latest log file, or
+    """(version, write token, path, size) of the slice's latest log file on storage, or
     (0, None, None, 0) if it has none. Ties on version break on the write token, as
     Hudi's log file comparator does."""
+    return _latest_of(((st.name, st.path, st.size) for st in storage.list_dir(partition_dir) if not st.is_dir),
+                      file_id, base_instant, ext)
+
+
+def _latest_of(files: Iterable[tuple[str, str, int]], file_id: str, base_instant: str, ext: str
+               ) -> tuple[int, str | None, str | None, int]:
+    """The latest of ``(name, path, size)`` log files of one slice (see :func:`latest_log_file`)."""
     best: tuple[int, str, str, int] | None = None
-    for st in storage.list_dir(partition_dir):
-        if st.is_dir:
-            continue
-        parsed = parse_log_file_name(st.name)
+    for name, path, size in files:
+        parsed = parse_log_file_name(name)
         if (
             parsed is None
             or parsed.file_id != file_id
@@ -83,7 +88,7 @@ def latest_log_file(
             or parsed.suffix
         ):
             continue
-        cand = (parsed.version, parsed.write_token or "", st.path, st.size)
+        cand = (parsed.version, parsed.write_token or "", path, size)
         if best is None or cand[:2] > best[:2]:
             best = cand
     if best is None:
@@ -105,9 +110,17 @@ class LogWriter:
         ext: str = LOG_EXTENSION,
         *,
         append_to_existing: bool = True,
+        known_log_files: Sequence[str] | None = None,
     ) -> None:
         """``base_instant`` is the instant in the file names (see :meth:`for_instant`);
-        ``append_to_existing=False`` always starts a new file (table version 8+)."""
+        ``append_to_existing=False`` always starts a new file (table version 8+).
+
+        ``known_log_files``: the slice's log file names as the writer's planning view
+        lists them. A writer that starts a new file (no append: version 8+, or an object
+        store) takes the next version from them and probes only its own name, instead of
+        listing the partition: on an object store that LIST per file group is what the
+        metadata table removes. A writer that may append lists storage, because it must
+        append to the true latest file."""
         self.storage = storage
         self.partition_dir = partition_dir
         self.file_id = file_id
@@ -116,6 +129,8 @@ class LogWriter:
         self.max_file_size = int(max_file_size)
         self.ext = ext
         self.append_to_existing = bool(append_to_existing)
+        self.known_log_files = None if known_log_files is None else list(known_log_files)
+        self._resolved: tuple[str, int, bool, int] | None = None
         self._out: Any = None
         self._path: str | None = None
         self._version = 0
@@ -135,6 +150,7 @@ class LogWriter:
         table_version: Any,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         ext: str = LOG_EXTENSION,
+        known_log_files: Sequence[str] | None = None,
     ) -> "LogWriter":
         """The writer ``instant_time`` uses to add blocks to the slice based at
         ``base_instant`` (None: a group without base file) of a table of ``table_version``
@@ -143,7 +159,8 @@ class LogWriter:
         ``instant_time`` and never appends (:mod:`~airflow_hoodie.table.file_group.log_file_layout`)."""
         layout = log_file_layout(table_version)
         return cls(storage, partition_dir, file_id, layout.log_file_instant(base_instant, instant_time),
-                   write_token, max_file_size, ext, append_to_existing=layout.appends_to_existing_log)
+                   write_token, max_file_size, ext, append_to_existing=layout.appends_to_existing_log,
+                   known_log_files=known_log_files)
 
     # ------------------------------------------------------------------ state
     @property
@@ -165,14 +182,24 @@ class LogWriter:
 
     def _resolve(self) -> tuple[str, int, bool, int]:
         """(path, version, append?, current size) the next append would write to."""
+        if self._resolved is not None:
+            return self._resolved
+        self._resolved = self._resolve_now()
+        return self._resolved
+
+    def _resolve_now(self) -> tuple[str, int, bool, int]:
+        may_append = self.append_to_existing and self.storage.supports_append
         if self._rolled:
             version, path, size = self._version, None, 0
+        elif self.known_log_files is not None and not may_append:
+            version, _token, path, size = _latest_of(
+                ((name, self.storage.join(self.partition_dir, name), 0) for name in self.known_log_files),
+                self.file_id, self.base_instant, self.ext)
         else:
             version, _token, path, size = latest_log_file(
                 self.storage, self.partition_dir, self.file_id, self.base_instant, self.ext
             )
-        if (path is not None and self.append_to_existing and self.storage.supports_append
-                and size < self.max_file_size):
+        if path is not None and may_append and size < self.max_file_size:
             return path, version, True, size
         new_version = version + 1 if version else LOGFILE_BASE_VERSION
         new_path = self._path_for(new_version, self.write_token)
@@ -194,6 +221,7 @@ class LogWriter:
         self._out = self.storage.open_append(path) if append else self.storage.open_output(path)
         self._path, self._version, self._pos = path, version, size
         self._rolled = False
+        self._resolved = None
 
     # ------------------------------------------------------------------ writing
     def append(self, blocks: Sequence[LogBlock]) -> list[AppendResult]:
@@ -232,6 +260,7 @@ class LogWriter:
     def _roll_over(self) -> None:
         self._close_stream()
         self._rolled = True
+        self._resolved = None
 
     def _close_stream(self) -> None:
         if self._out is not None:

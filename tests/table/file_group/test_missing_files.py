@@ -49,17 +49,29 @@ def test_missing_latest_file_is_named_by_reads_and_writes(tmp_path, table_type, 
     gone = _latest(base, kind)
     gone.unlink()
     before = _snapshot(base)
+    before_commits = HoodieTable.load(str(base)).timeline.completed_commits()
     # the metadata table lists the file still, so a snapshot read through it names the loss when it
     # opens the file; a read-optimized read of a lost log file sees it only by listing storage
     for read in (lambda: read_table(str(base)), lambda: read_table(str(base), metadata_enable=False),
                  lambda: read_table(str(base), query_type="read_optimized", metadata_enable=False)):
         with pytest.raises(HoodieCorruptedDataError, match=f"{gone.name} is missing.*Put the file back"):
             read()
-    # the next upsert must not build on the older slice and make the loss permanent
+    # the next upsert must not build on the older slice and make the loss permanent: listing
+    # storage, it sees the loss before it starts
+    batch = pa.table({"id": [2], "ts": [3], "p": ["a"], "v": ["x"]})
     with pytest.raises(HoodieCorruptedDataError, match=f"{gone.name} is missing"):
-        write_arrow(str(base), pa.table({"id": [2], "ts": [3], "p": ["a"], "v": ["x"]}), "upsert",
-                    {**CONF, "hoodie.table.type": table_type})
+        write_arrow(str(base), batch, "upsert", {**CONF, "hoodie.table.type": table_type,
+                                                 "hoodie.metadata.enable": "false"})
     assert _snapshot(base) == before
+    # planning on the metadata table, which still lists the file, it asks storage for the files
+    # it builds on and stops there; its own instant is rolled back, no data file changes
+    with pytest.raises(HoodieCorruptedDataError, match=f"{gone.name} is missing"):
+        write_arrow(str(base), batch, "upsert", {**CONF, "hoodie.table.type": table_type})
+    after = _snapshot(base)
+    assert {k: v for k, v in after.items() if not k.startswith(".hoodie")} == \
+        {k: v for k, v in before.items() if not k.startswith(".hoodie")}
+    completed = HoodieTable.load(str(base)).reload_timeline().completed_commits()
+    assert [i.timestamp for i in completed] == [i.timestamp for i in before_commits]
 
 
 def test_missing_log_file_stops_compaction_planning(tmp_path):
