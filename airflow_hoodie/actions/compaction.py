@@ -52,6 +52,8 @@ from airflow_hoodie.config_keys.compaction import (
     TRIGGER_STRATEGY,
 )
 from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
+from airflow_hoodie.table.bloom.bloom_filter import BloomFilter
+from airflow_hoodie.table.bloom.bloom_footer import extended_footer_filter
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     with_meta_fields,
@@ -61,6 +63,7 @@ from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogF
 from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
 from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.file_group.file_slice_reader import (
+    SliceRead,
     SliceReadOptions,
     read_file_slice_counted,
 )
@@ -353,6 +356,17 @@ def _op_slice(storage: Any, base_path: str, op: CompactionOperation) -> FileSlic
     return FileSlice(part, op.file_id, op.base_instant_time, base, logs)
 
 
+def _extended_base_filter(read: SliceRead, props: Mapping[str, str]) -> BloomFilter | None:
+    """The new file's bloom filter from the base file's, when the new file holds every key of
+    the base file (no delete removed one) plus ``read.new_keys``: only those are hashed (most
+    of a filter's cost is hashing, and most keys of a compacted slice are the base file's).
+    None: the writer builds the filter from all keys."""
+    if read.new_keys is None or read.base_footer is None or read.base_keys_kept != read.base_rows \
+            or not read.base_rows:
+        return None
+    return extended_footer_filter(read.base_footer, props, read.new_keys)
+
+
 def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, CompactionOperation]) -> dict[str, Any]:
     """One executor task: merge base + logs of one file slice into a new base file.
 
@@ -383,7 +397,8 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
                      mk.IO_MERGE if slice_.base_file is not None else mk.IO_CREATE)
 
     crash_point("compaction.task")
-    stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.props)
+    stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.props,
+                            bloom_filter=_extended_base_filter(read, ctx.props))
     return write_stat(
         fileId=op.file_id, path=stats.path, prevCommit=op.base_instant_time, numWrites=stats.num_records,
         numDeletes=max(base_rows - updated, 0), numUpdateWrites=updated if slice_.base_file else 0,

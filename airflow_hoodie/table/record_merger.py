@@ -365,6 +365,8 @@ class MergeResult:
 
     table: pa.Table
     base_keys_kept: int
+    #: keys of the rows whose key the base file did not have (None without a base file)
+    new_keys: pa.Array | None = None
 
 
 def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool = False) -> pa.Table:
@@ -516,7 +518,7 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
     base_deleted = _is_delete_mask(base, config)
     if log_cand is None:
         keep = pc.invert(base_deleted)
-        return MergeResult(data.slice(0, base_rows).filter(keep), pc.sum(keep).as_py() or 0)
+        return MergeResult(data.slice(0, base_rows).filter(keep), pc.sum(keep).as_py() or 0, pa.array([], pa.string()))
     assert log_natural is not None
     base_keys = base.column(RECORD_KEY)
     if base_keys.type != pa.string():
@@ -551,12 +553,15 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
     # output keys from the base file: the untouched live rows, and every touched key whose
     # winner is not a delete
     touched_count = len(touched_rows)
+    touched_keys = base_keys.take(touched_rows)
     deleted = contested.filter(contested.column(_DEL)).column(_KEY)
     deleted_base = 0
     if touched_count and len(deleted):
-        deleted_base = pc.sum(pc.is_in(deleted, value_set=base_keys.take(touched_rows))).as_py() or 0
+        deleted_base = pc.sum(pc.is_in(deleted, value_set=touched_keys)).as_py() or 0
     untouched_live = pc.sum(pc.and_(pc.invert(touched), pc.invert(base_deleted))).as_py() or 0
-    return MergeResult(merged, untouched_live + touched_count - deleted_base)
+    log_keys = log_won.column(_KEY)
+    new_keys = log_keys.filter(pc.invert(pc.is_in(log_keys, value_set=touched_keys))) if touched_count else log_keys
+    return MergeResult(merged, untouched_live + touched_count - deleted_base, new_keys.combine_chunks())
 
 
 def merge_config_from_table(table_config: Mapping[str, str]) -> MergeConfig:

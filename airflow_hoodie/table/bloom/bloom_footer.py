@@ -13,10 +13,12 @@ import pyarrow.compute as pc
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.bloom import DYNAMIC_MAX_ENTRIES, FILTER_TYPE, FPP, NUM_ENTRIES
+from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.table.bloom.bloom_filter import (
     DYNAMIC_V0,
     SIMPLE,
     BloomFilter,
+    DynamicBloomFilter,
     create_bloom_filter,
     load_bloom_filter,
 )
@@ -53,6 +55,33 @@ def bloom_filter_from_config(props: Mapping[str, str] | HoodieConfig | None = No
         cfg.get(FILTER_TYPE.key) or DYNAMIC_V0,
         cfg.get_int(DYNAMIC_MAX_ENTRIES.key),
     )
+
+
+def extended_footer_filter(metadata: Mapping[Any, Any] | None, props: Mapping[str, str] | HoodieConfig | None,
+                           added_keys: KeysLike) -> BloomFilter | None:
+    """The filter of a new file whose keys are a stored file's plus ``added_keys``: the
+    stored file's filter (from its footer ``metadata``) with those keys added, when it was
+    built the way ``props`` configures a new one (same type, size and hash count); None
+    otherwise (the caller builds one from all keys). Hashing the keys is most of a filter's
+    cost, and a compaction's file keeps most keys of the file it replaces: this hashes only
+    the new ones. A filter is a set: it holds the same keys, and answers every lookup, as
+    one built from scratch; a dynamic filter may keep them in other rows."""
+    try:
+        stored = bloom_filter_from_footer(metadata)
+    except HoodieError:
+        return None
+    fresh = bloom_filter_from_config(props)
+    if stored is None or stored.type_code != fresh.type_code or stored.nb_hash != fresh.nb_hash \
+            or stored.vector_size != fresh.vector_size:
+        return None
+    if isinstance(stored, DynamicBloomFilter):
+        assert isinstance(fresh, DynamicBloomFilter)
+        if stored.nr != fresh.nr:
+            return None
+        # the bound is not serialized (Hudi reads it back as 0): grow rows as a new filter would
+        stored.max_entries = fresh.max_entries
+    stored.add_many(added_keys)
+    return stored
 
 
 def _get_meta(meta: Mapping[Any, Any], key: str) -> str | None:

@@ -14,7 +14,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +28,9 @@ from airflow_hoodie.table.schema.meta_fields import (
     RECORD_KEY,
 )
 from airflow_hoodie.table.storage.storage import Storage
+
+if TYPE_CHECKING:  # imported when a filter is built, not with this module
+    from airflow_hoodie.table.bloom.bloom_filter import BloomFilter
 
 AVRO_SCHEMA_KEY = "parquet.avro.schema"
 WRITER_MODEL_KEY = "writer.model.name"
@@ -136,7 +139,7 @@ def _bloom_executor() -> ThreadPoolExecutor:
         return _bloom_pool
 
 
-def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig) -> dict[bytes, bytes]:
+def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig, bf: BloomFilter | None = None) -> dict[bytes, bytes]:
     from airflow_hoodie.table.bloom.bloom_footer import (
         BLOOM_FILTER_KEY,
         BLOOM_FILTER_TYPE_KEY,
@@ -144,8 +147,9 @@ def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig) -> dict[bytes, by
         bloom_filter_from_config,
     )
 
-    bf = bloom_filter_from_config(config)
-    bf.add_many(keys.combine_chunks())
+    if bf is None:
+        bf = bloom_filter_from_config(config)
+        bf.add_many(keys.combine_chunks())
     type_code = getattr(bf, "type_code", None) or config.get(FILTER_TYPE.key)
     return {
         BLOOM_FILTER_KEY.encode(): bf.serialize().encode(),
@@ -174,11 +178,14 @@ def write_base_file(
     avro_schema: Mapping[str, Any],
     config: HoodieConfig | Mapping[str, str] | None = None,
     compression: str | None = None,
+    bloom_filter: BloomFilter | None = None,
 ) -> BaseFileStats:
     """Write ``table`` (meta columns first, already filled) as a Hudi parquet base file.
 
     ``avro_schema`` is the table's record schema without meta fields; the footer gets it
-    with them, as parquet-avro does. Returns the stats a WriteStat is built from.
+    with them, as parquet-avro does. ``bloom_filter``: a filter the caller already holds with
+    every record key of ``table`` (None: built here from them). Returns the stats a
+    WriteStat is built from.
     """
     config = config if isinstance(config, HoodieConfig) else HoodieConfig(config)
     keys = table.column(RECORD_KEY)
@@ -187,7 +194,7 @@ def write_base_file(
     keyed = table.num_rows > 0 and keys.null_count < table.num_rows
     # The bloom filter (tens of hash rounds per key, in numpy) only goes into the footer,
     # so it is built beside the parquet encoding instead of before it.
-    bloom = _bloom_executor().submit(_bloom_footer, keys, config) if keyed else None
+    bloom = _bloom_executor().submit(_bloom_footer, keys, config, bloom_filter) if keyed else None
     min_key = max_key = None
     if keyed:
         mm = pc.min_max(keys)

@@ -204,6 +204,10 @@ class SliceRead:
     base_rows: int
     #: rows of ``table`` whose record key is one of the base file's (updated or kept as they were)
     base_keys_kept: int
+    #: the keys of ``table`` the base file did not have (None: not known, the slice has no base file)
+    new_keys: pa.Array | None = None
+    #: the base file's footer key-values (its bloom filter among them), None without one
+    base_footer: dict[bytes, bytes] | None = None
 
 
 def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None) -> SliceRead:
@@ -223,7 +227,8 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
         if opts.columns is not None:
             wanted = list(opts.columns) + list(opts.filter_columns)
         table = read_base_file(storage, base.path, wanted, opts.filter, opts.filter_columns)
-        return SliceRead(_finish(table, opts, filtered=True), table.num_rows, table.num_rows)
+        return SliceRead(_finish(table, opts, filtered=True), table.num_rows, table.num_rows,
+                         pa.array([], pa.string()), table.schema.metadata)
 
     wanted = None
     if opts.columns is not None:
@@ -235,10 +240,12 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
     pieces: list[Piece] = []
     base_schema = opts.schema
     base_rows = 0
+    footer = None
     if base is not None:
         base_table = read_base_file(storage, base.path, wanted)
         base_schema = base_table.schema
         base_rows = base_table.num_rows
+        footer = base_schema.metadata
         pieces.append(base_table)
     log_pieces = scan_log_pieces(
         storage,
@@ -257,9 +264,10 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
         pieces.append(piece)
     data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_pieces:
-        return SliceRead(pa.table({}), base_rows, 0)
+        return SliceRead(pa.table({}), base_rows, 0, None, footer)
     merged = merge_records_counted(pieces, cfg, has_base=base is not None)
-    return SliceRead(_finish(merged.table, opts, filtered=False), base_rows, merged.base_keys_kept)
+    return SliceRead(_finish(merged.table, opts, filtered=False), base_rows, merged.base_keys_kept,
+                     merged.new_keys, footer)
 
 
 __all__ = ["META_COLUMNS", "SliceReadOptions", "read_base_file", "SliceRead", "read_file_slice", "read_file_slice_counted", "scan_log_pieces", "unify_tables"]
