@@ -119,7 +119,9 @@ class _BitRow:
                 f"Bloom filter is truncated: needs {nbytes} bytes of bit vector, {len(buf) - pos} left."
             )
         raw = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=pos)
-        bits = np.unpackbits(raw, bitorder="little", count=vector_size).astype(np.bool_)
+        # unpackbits gives a new array of 0/1 bytes, which is a bool array's memory as it is:
+        # a view, not a copy of the whole vector (a compaction reads one per base file)
+        bits = np.unpackbits(raw, bitorder="little", count=vector_size).view(np.bool_)
         return _BitRow(vector_size, nb_hash, hash_type, bits), pos + nbytes
 
 
