@@ -550,9 +550,18 @@ class FileSystemView:
         paths = sorted(wanted)
         with ThreadPoolExecutor(max_workers=min(16, len(paths)), thread_name_prefix="hoodie-head") as pool:
             present = list(pool.map(lambda p: self.storage.file_exists(self.storage.join(self.base_path, p)), paths))
-        for path, ok in zip(paths, present):
-            if not ok:
-                raise self._missing_file_error(*wanted[path])
+        missing = [wanted[path] for path, ok in zip(paths, present) if not ok]
+        if missing and self.timeline.storage is not None:
+            # a clustering and clean that completed since this view's timeline may have removed
+            # files of groups they replaced: no loss (the write's conflict check settles it)
+            timeline = self.timeline.reload()
+            seen = {i.timestamp for i in self.timeline.instants if i.is_completed}
+            if any(i.is_completed and i.timestamp not in seen for i in timeline.instants):
+                fresh = FileSystemView(self.storage, self.base_path, timeline, self.config,
+                                       self.use_metadata_table).latest_files_per_timeline()
+                missing = [m for m in missing if m[0] in fresh.get((m[2], m[3]), ("", set()))[1]]
+        if missing:
+            raise self._missing_file_error(*missing[0])
 
     def _first_missing_latest_file(self) -> tuple[str, str, str, str] | None:
         """(path, instant, partition, fileId) of the first latest-slice file not on storage."""

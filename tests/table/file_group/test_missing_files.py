@@ -105,3 +105,24 @@ def test_a_view_older_than_a_replace_and_clean_is_not_a_missing_file(tmp_path):
     assert view._first_missing_latest_file() is not None  # stale: names a replaced group's file
     view.check_latest_files_present()
     assert read_table(str(base)).column("v").to_pylist() == ["ow"]
+
+
+def test_a_metadata_table_view_older_than_a_replace_and_clean_is_not_a_missing_file(tmp_path):
+    """The same for a writer planning on the metadata table's listing: the files it asks
+    storage for were removed by a replace and clean completed since, not lost; with no
+    newer instant, the same absence is a loss."""
+    base = _table(tmp_path, "COPY_ON_WRITE")
+    table = HoodieTable.load(str(base))
+    view = table.file_system_view(through_metadata_table=True)
+    assert view.lists_through_metadata_table
+    planned = view.existing_files(["a"])
+    write_arrow(str(base), pa.table({"id": [9], "ts": [9], "p": ["a"], "v": ["ow"]}), "insert_overwrite",
+                {**CONF, "hoodie.table.type": "COPY_ON_WRITE"})
+    for f in planned:  # what the cleaner does to a replaced file group
+        (base / f.base_file).unlink()
+    view.check_on_storage(planned)
+    stale = HoodieTable.load(str(base)).file_system_view(through_metadata_table=True)
+    latest = stale.existing_files(["a"])
+    (base / latest[0].base_file).unlink()
+    with pytest.raises(HoodieCorruptedDataError, match=f"{latest[0].base_file.rsplit('/', 1)[-1]} is missing"):
+        stale.check_on_storage(latest)
