@@ -52,8 +52,7 @@ from airflow_hoodie.config_keys.compaction import (
     TRIGGER_STRATEGY,
 )
 from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
-from airflow_hoodie.table.bloom.bloom_filter import BloomFilter
-from airflow_hoodie.table.bloom.bloom_footer import extended_footer_filter
+from airflow_hoodie.table.bloom.bloom_footer import SerializedFilter, extended_footer_filter
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     with_meta_fields,
@@ -356,7 +355,7 @@ def _op_slice(storage: Any, base_path: str, op: CompactionOperation) -> FileSlic
     return FileSlice(part, op.file_id, op.base_instant_time, base, logs)
 
 
-def _extended_base_filter(read: SliceRead, props: Mapping[str, str]) -> BloomFilter | None:
+def _extended_base_filter(read: SliceRead, props: Mapping[str, str]) -> SerializedFilter | None:
     """The new file's bloom filter from the base file's, when the new file holds every key of
     the base file (no delete removed one) plus ``read.new_keys``: only those are hashed (most
     of a filter's cost is hashing, and most keys of a compacted slice are the base file's).

@@ -135,13 +135,13 @@ def merge_cow(
     old: pa.Table,
     incoming: pa.Table,
     ordering_field: OrderingFields,
-) -> tuple[pa.Table, pa.Table, int, int]:
+) -> tuple[pa.Table, pa.Table, int, int, pa.Array]:
     """Merge incoming (keys, op col, data) into ``old`` (meta + data) rows.
 
     ``ordering_field``: the ordering field(s) an incoming record must reach the stored record's
     values in (a tuple compared in order); none: the incoming record wins. Returns (kept old rows
-    with their meta columns, winning incoming upserts without meta, n_updates, n_deletes). Old rows
-    replaced or deleted are dropped.
+    with their meta columns, winning incoming upserts without meta, n_updates, n_deletes, the keys
+    of the upserts that are new to the file). Old rows replaced or deleted are dropped.
     """
     old_keys = old.column(RECORD_KEY)
     ops = incoming.column(OP_COL)
@@ -176,7 +176,8 @@ def merge_cow(
     upserts = incoming.filter(upserts_mask)
     n_updates = pc.sum(pc.and_(winning, pc.invert(pc.is_in(ops, value_set=DELETE_OPS)))).as_py() or 0
     n_deletes = pc.sum(pc.and_(winning, pc.is_in(ops, value_set=DELETE_OPS))).as_py() or 0
-    return kept, upserts, n_updates, n_deletes
+    new_keys = pc.filter(incoming.column(RECORD_KEY), pc.and_(upserts_mask, pc.invert(in_old)))
+    return kept, upserts, n_updates, n_deletes, new_keys.combine_chunks()
 
 
 def _arrow_data_schema(avro_schema: Mapping[str, Any]) -> pa.Schema:
@@ -204,6 +205,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     incoming = records
     n_updates = n_deletes = 0
     old_part: pa.Table | None = None
+    bloom = None
     if task.base_file:
         old = pq.read_table(storage.open_input(storage.join(base_path, task.base_file)))
         old_meta = old.select(list(META_COLUMNS))
@@ -214,7 +216,13 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         if ctx.key_generator is not None:  # the stored rows' keys, from their key fields
             old_full = old_full.set_column(old_full.schema.get_field_index(RECORD_KEY), RECORD_KEY,
                                            derived_record_keys(old_data, ctx.key_generator))
-        kept, incoming, n_updates, n_deletes = merge_cow(old_full, records, ctx.ordering_fields)
+        kept, incoming, n_updates, n_deletes, new_keys = merge_cow(old_full, records, ctx.ordering_fields)
+        if not n_deletes and ctx.key_generator is None:
+            from airflow_hoodie.table.bloom.bloom_footer import extended_footer_filter  # noqa: PLC0415
+
+            # the new file keeps every key of the old one: extend its filter with the new keys
+            # instead of hashing all of them again
+            bloom = extended_footer_filter(old.schema.metadata, ctx.config, new_keys)
         # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
         old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
                                    pa.repeat(pa.scalar(file_name, pa.string()), kept.num_rows))
@@ -227,7 +235,8 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     if ctx.key_generator is not None:
         out = without_meta_values(out)
     # Hudi's merge handle keeps the file sorted the way it read it; new records go last.
-    stats = write_base_file(storage, base_path, task.partition_path, file_name, out, ctx.avro_schema, ctx.config)
+    stats = write_base_file(storage, base_path, task.partition_path, file_name, out, ctx.avro_schema, ctx.config,
+                            bloom_filter=bloom)
     _fault_injection_pause()
     n_inserts = stamped.num_rows - n_updates
     elapsed = int((time.time() - started) * 1000)

@@ -1,5 +1,6 @@
-"""A compacted base file's bloom filter holds exactly its keys, whether it was extended from
-the base file's filter (only new keys hashed) or built again (a delete removed a key)."""
+"""A rewritten base file's bloom filter (compaction, copy-on-write merge) holds exactly its
+keys, whether it was extended from the old file's filter (only new keys hashed) or built
+again (a delete removed a key)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def test_extending_a_footer_filter_adds_only_the_new_keys(filter_type):
     # a filter built with other settings is not extended (the writer builds a new one)
     assert extended_footer_filter(footer, {**cfg, "hoodie.index.bloom.num_entries": "60"}, _keys(range(1))) is None
     assert extended_footer_filter({}, cfg, _keys(range(1))) is None
+    # nothing to add: the footer string itself, never decoded
+    kept = extended_footer_filter(footer, cfg, _keys(range(0)))
+    assert kept is not None and kept.serialize() == footer["org.apache.hudi.bloomfilter"]
+    assert kept.type_code == filter_type
 
 
 @pytest.mark.parametrize("filter_type", ["SIMPLE", "DYNAMIC_V0"])
@@ -87,3 +92,23 @@ def test_compacted_file_filter_holds_exactly_its_keys(tmp_path, filter_type, wit
         assert stored.to_bytes() == fresh.to_bytes()
     if not with_delete:  # updates only: the base file's filter, taken as it was (nothing hashed)
         assert stored.to_bytes() == base_filter.to_bytes()
+
+
+@pytest.mark.parametrize("with_delete", [False, True])
+def test_copy_on_write_rewrite_filter_holds_exactly_its_keys(tmp_path, with_delete):
+    cfg = {**_config("DYNAMIC_V0"), "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
+    base = str(tmp_path / "t")
+    write_arrow(base, pa.table({"id": _keys(range(0, 120)), "p": ["a"] * 120, "ts": [1] * 120}), "insert", cfg)
+    (first,) = glob.glob(os.path.join(base, "a", "*.parquet"))
+    batch = pa.table({"id": _keys(range(100, 150)), "p": ["a"] * 50, "ts": [2] * 50})  # 20 updates, 30 inserts
+    result = write_arrow(base, batch, "upsert", cfg)
+    if with_delete:
+        result = write_arrow(base, batch.slice(0, 3), "delete", cfg)
+    (path,) = [f for f in glob.glob(os.path.join(base, "a", "*.parquet")) if f.endswith(f"_{result.instant}.parquet")]
+    keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0).combine_chunks()
+    assert len(keys) == (147 if with_delete else 150)
+    stored = bloom_filter_from_footer(pq.ParquetFile(path).metadata.metadata)
+    _same_set(stored, keys, cfg)
+    if not with_delete:  # the old file's filter with the 30 new keys added after its own
+        extended = extended_footer_filter(pq.ParquetFile(first).metadata.metadata, cfg, _keys(range(120, 150)))
+        assert stored.to_bytes() == extended.to_bytes()

@@ -141,6 +141,28 @@ def _read_header(buf: memoryview, pos: int) -> tuple[int, int, int, int]:
     return nb_hash, hash_type, vector_size, pos + 4
 
 
+def serialized_shape(serialized: str | bytes, type_code: str | bytes | None = SIMPLE) -> tuple[int, int, int | None]:
+    """(hash count, vector size, entries per row or None for SIMPLE) of a footer value,
+    read from its first bytes only: whether a filter was built with given settings, without
+    decoding its megabyte of bits."""
+    if isinstance(type_code, bytes):
+        type_code = type_code.decode("utf-8")
+    head = serialized[:40]  # 30 bytes: the longest header (a dynamic filter's) fits
+    try:
+        raw = base64.b64decode(head, validate=True)
+    except (ValueError, TypeError) as exc:
+        raise HoodieCorruptedDataError(f"Bloom filter footer is not valid Base64: {exc}") from None
+    buf = memoryview(raw)
+    try:
+        nb_hash, _hash_type, vector_size, pos = _read_header(buf, 0)
+        if (type_code or SIMPLE).upper() != DYNAMIC_V0:
+            return nb_hash, vector_size, None
+        (nr,) = struct.unpack_from(">i", buf, pos)
+    except struct.error as exc:
+        raise HoodieCorruptedDataError(f"Bloom filter footer is truncated: {exc}") from None
+    return nb_hash, vector_size, nr
+
+
 class BloomFilter:
     """Common surface of Hudi's bloom filters (``org.apache.hudi.common.bloom.BloomFilter``)."""
 

@@ -6,7 +6,8 @@ key-values; the BLOOM index prunes files by them without reading any data.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +22,7 @@ from airflow_hoodie.table.bloom.bloom_filter import (
     DynamicBloomFilter,
     create_bloom_filter,
     load_bloom_filter,
+    serialized_shape,
 )
 from airflow_hoodie.table.bloom.bloom_hash import (
     KeysLike,
@@ -57,27 +59,54 @@ def bloom_filter_from_config(props: Mapping[str, str] | HoodieConfig | None = No
     )
 
 
+class SerializedFilter(Protocol):
+    """What a file footer needs of a filter: its type code and its footer string."""
+
+    type_code: str
+
+    def serialize(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class StoredFilter:
+    """A footer's filter kept as its footer string: nothing to add, so nothing to decode."""
+
+    type_code: str
+    serialized: str
+
+    def serialize(self) -> str:
+        return self.serialized
+
+
 def extended_footer_filter(metadata: Mapping[Any, Any] | None, props: Mapping[str, str] | HoodieConfig | None,
-                           added_keys: KeysLike) -> BloomFilter | None:
+                           added_keys: KeysLike) -> SerializedFilter | None:
     """The filter of a new file whose keys are a stored file's plus ``added_keys``: the
     stored file's filter (from its footer ``metadata``) with those keys added, when it was
     built the way ``props`` configures a new one (same type, size and hash count); None
     otherwise (the caller builds one from all keys). Hashing the keys is most of a filter's
     cost, and a compaction's file keeps most keys of the file it replaces: this hashes only
-    the new ones. A filter is a set: it holds the same keys, and answers every lookup, as
-    one built from scratch; a dynamic filter may keep them in other rows."""
+    the new ones, and with none to add keeps the footer string as it is. A filter is a set:
+    it holds the same keys, and answers every lookup, as one built from scratch; a dynamic
+    filter may keep them in other rows."""
+    if not metadata:
+        return None
+    value = _get_meta(metadata, BLOOM_FILTER_KEY) or _get_meta(metadata, OLD_BLOOM_FILTER_KEY)
+    type_code = (_get_meta(metadata, BLOOM_FILTER_TYPE_KEY) or SIMPLE).upper()
+    fresh = bloom_filter_from_config(props)
+    if value is None or type_code != fresh.type_code:
+        return None
     try:
-        stored = bloom_filter_from_footer(metadata)
+        nb_hash, vector_size, per_row = serialized_shape(value, type_code)
     except HoodieError:
         return None
-    fresh = bloom_filter_from_config(props)
-    if stored is None or stored.type_code != fresh.type_code or stored.nb_hash != fresh.nb_hash \
-            or stored.vector_size != fresh.vector_size:
+    if nb_hash != fresh.nb_hash or vector_size != fresh.vector_size \
+            or per_row != (fresh.nr if isinstance(fresh, DynamicBloomFilter) else None):
         return None
+    if not len(added_keys):
+        return StoredFilter(type_code, value)
+    stored = load_bloom_filter(value, type_code)
     if isinstance(stored, DynamicBloomFilter):
         assert isinstance(fresh, DynamicBloomFilter)
-        if stored.nr != fresh.nr:
-            return None
         # the bound is not serialized (Hudi reads it back as 0): grow rows as a new filter would
         stored.max_entries = fresh.max_entries
     stored.add_many(added_keys)

@@ -30,7 +30,7 @@ from airflow_hoodie.table.schema.meta_fields import (
 from airflow_hoodie.table.storage.storage import Storage
 
 if TYPE_CHECKING:  # imported when a filter is built, not with this module
-    from airflow_hoodie.table.bloom.bloom_filter import BloomFilter
+    from airflow_hoodie.table.bloom.bloom_footer import SerializedFilter
 
 AVRO_SCHEMA_KEY = "parquet.avro.schema"
 WRITER_MODEL_KEY = "writer.model.name"
@@ -139,7 +139,8 @@ def _bloom_executor() -> ThreadPoolExecutor:
         return _bloom_pool
 
 
-def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig, bf: BloomFilter | None = None) -> dict[bytes, bytes]:
+def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig, bf: SerializedFilter | None = None
+                  ) -> dict[bytes, bytes]:
     from airflow_hoodie.table.bloom.bloom_footer import (
         BLOOM_FILTER_KEY,
         BLOOM_FILTER_TYPE_KEY,
@@ -178,7 +179,7 @@ def write_base_file(
     avro_schema: Mapping[str, Any],
     config: HoodieConfig | Mapping[str, str] | None = None,
     compression: str | None = None,
-    bloom_filter: BloomFilter | None = None,
+    bloom_filter: SerializedFilter | None = None,
 ) -> BaseFileStats:
     """Write ``table`` (meta columns first, already filled) as a Hudi parquet base file.
 
