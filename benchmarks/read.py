@@ -5,7 +5,9 @@ hudi-rs (PyPI ``hudi``) on the same table, in one run.
 
 The table: ``--rows`` inserted as base files, then ``--updates`` updates (and as many
 inserts) written as log files, so every file group of a read merges base and logs.
-Each reader runs ``--repeat`` times; the medians are compared.
+The two readers alternate (ours, hudi-rs, ours, ...) ``--repeat`` times in one process, so
+both see the same load on this shared machine; the medians of wall and CPU seconds
+(``time.process_time``, all threads of the process) are compared.
 """
 
 from __future__ import annotations
@@ -38,13 +40,21 @@ def _rows(ids: np.ndarray, ts: int) -> pa.Table:
     })
 
 
-def _median_seconds(fn, repeat: int) -> tuple[float, int]:
-    times, rows = [], 0
+def _timed(fn) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the whole process, fn's result)."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    rows = fn()
+    return time.perf_counter() - t0, time.process_time() - c0, rows
+
+
+def _alternating(fns: dict, repeat: int) -> dict[str, tuple[float, float, int]]:
+    """Median (wall, cpu) and the row count of each reader, run in turns."""
+    runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in fns}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        rows = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), rows
+        for name, fn in fns.items():
+            runs[name].append(_timed(fn))
+    return {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), rs[-1][2])
+            for name, rs in runs.items()}
 
 
 def main() -> None:
@@ -70,19 +80,22 @@ def main() -> None:
         write_arrow(base, _rows(np.concatenate([upd, new]), 2 + k), "upsert", cfg)
     logs = sum(1 for r, _d, fs in os.walk(base) for f in fs if ".log." in f)
 
-    ours_s, ours_rows = _median_seconds(lambda: read_table(base).num_rows, args.repeat)
-
     def hudi_rs() -> int:
         table = HudiTableBuilder.from_base_uri(base).build()
         return sum(b.num_rows for b in table.read(HudiReadOptions()))
 
-    peer_s, peer_rows = _median_seconds(hudi_rs, args.repeat)
+    load = os.getloadavg()[0]
+    res = _alternating({"ours": lambda: read_table(base).num_rows, "hudi-rs": hudi_rs}, args.repeat)
+    (ours_s, ours_cpu, ours_rows), (peer_s, peer_cpu, peer_rows) = res["ours"], res["hudi-rs"]
     if ours_rows != peer_rows:
         raise SystemExit(f"readers disagree: ours {ours_rows} rows, hudi-rs {peer_rows}")
     rows = [(f"MOR snapshot read, {ours_rows:,} rows, {logs} log files", ours_s, peer_s, "hudi-rs")]
     print_table(rows)
+    print(f"CPU seconds: ours {ours_cpu:.2f}, hudi-rs {peer_cpu:.2f} ({ours_cpu / peer_cpu:.2f}x); "
+          f"load average {load:.2f} -> {os.getloadavg()[0]:.2f}")
     path = write_report("read", {"rows": ours_rows, "log_files": logs, "repeat": args.repeat,
-                                 "table_dir": base}, rows)
+                                 "ours_cpu_s": round(ours_cpu, 3), "peer_cpu_s": round(peer_cpu, 3),
+                                 "load_avg_1m": round(load, 2), "table_dir": base}, rows)
     print(f"figures: {path}")
 
 
