@@ -16,6 +16,7 @@ import secrets
 from typing import TYPE_CHECKING
 
 from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
@@ -48,14 +49,15 @@ def metadata_table_of(table: HoodieTable) -> HoodieTable:
     return mdt
 
 
-def _latest_base_instant(mdt: HoodieTable) -> str:
+def _files_slice(mdt: HoodieTable) -> FileSlice:
+    """The latest slice of the ``files-0000-0`` file group."""
     slices = [s for s in mdt.file_system_view().latest_file_slices(FILES_PARTITION) if s.file_id == FILES_FILE_GROUP]
     if not slices:
         raise HoodieNotSupportedError(
             f"The metadata table of {mdt.base_uri.rsplit('/.hoodie', 1)[0]} has no {FILES_FILE_GROUP} file group in its "
             "files partition; airflow-hoodie keeps only Hudi's one-file-group layout true. Run with "
             "hoodie.metadata.enable=false to drop the metadata table (a Hudi writer rebuilds it).")
-    return slices[0].base_instant
+    return slices[0]
 
 
 def _begin(writer: TimelineWriter, timeline: Timeline, instant_time: str) -> bool:
@@ -78,20 +80,26 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
     None when there was nothing to write or it was written before. ``record_index``: the
     instant's record-index records, appended in the same delta commit (:mod:`record_index`)."""
     mdt = metadata_table_of(table)
-    run_table_services(table, mdt)  # Hudi's writer runs them before its next delta commit
+    services = run_table_services(table, mdt)  # Hudi's writer runs them before its next delta commit
     writer = mdt.timeline_writer()
-    if not _begin(writer, mdt.reload_timeline(), instant_time):
+    # the services read the timeline (each one that acted read it again): loaded anew only
+    # when the archiver moved instants out of it (on an object store, a LIST and a HEAD saved)
+    timeline = mdt.reload_timeline() if services.archived else mdt.timeline
+    if not _begin(writer, timeline, instant_time):
         return None
     version = mdt.format.version
     schema = metadata_record_schema_json(version)
     block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
                      content=write_hfile(files_partition_records(change.files, change.partitions, version), schema))
-    base_instant = _latest_base_instant(mdt)
+    files_slice = _files_slice(mdt)
+    base_instant = files_slice.base_instant
     # a new log version per delta commit, with this writer's own token (Hudi's Spark writer
-    # rolls over the same way; a store without append gets no special case)
+    # rolls over the same way; a store without append gets no special case); the slice's log
+    # names give the next version without listing the partition again
     token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)
     log = LogWriter.for_instant(mdt.storage, mdt.storage.join(mdt.base_path, FILES_PARTITION), FILES_FILE_GROUP,
-                                base_instant, instant_time, token, mdt.format, max_file_size=0)
+                                base_instant, instant_time, token, mdt.format, max_file_size=0,
+                                known_log_files=[lf.file_name for lf in files_slice.log_files])
     try:
         (result,) = log.append([block])
     finally:
@@ -101,7 +109,8 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
     meta.add_write_stat(FILES_PARTITION, WriteStat.new(
         fileId=FILES_FILE_GROUP, path=f"{FILES_PARTITION}/{name}", prevCommit=base_instant,
         numWrites=len(change.files) + 1, numUpdateWrites=len(change.files) + 1, totalWriteBytes=result.size,
-        partitionPath=FILES_PARTITION, totalLogBlocks=1, fileSizeInBytes=mdt.storage.size(result.log_path),
+        # the block went to the end of the file: its end is the file's size (no HEAD to ask it)
+        partitionPath=FILES_PARTITION, totalLogBlocks=1, fileSizeInBytes=result.offset + result.size,
         logVersion=result.version, logOffset=result.offset, baseFile="", logFiles=[name]))
     if record_index:
         append_record_index(mdt, instant_time, record_index, meta)
