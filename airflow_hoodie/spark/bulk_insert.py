@@ -67,8 +67,11 @@ def _write_task(ctx: WriteContext, props: Mapping[str, str] | None, rows_per_fil
     # auto-generated keys number the task's rows across all the files it writes
     table = with_auto_record_keys(table, ctx.instant_time, task_id)
     stats: list[dict[str, Any]] = []
-    for part in sorted(pc.unique(table.column(PARTITION_PATH)).to_pylist()):
-        rows = table.filter(pc.equal(table.column(PARTITION_PATH), part))
+    parts = sorted(pc.unique(table.column(PARTITION_PATH)).to_pylist())
+    for part in parts:
+        # a task of one partition path (every task of the PARTITION_PATH_REPARTITION modes)
+        # writes its rows as they came: a filter would copy all of them first
+        rows = table if len(parts) == 1 else table.filter(pc.equal(table.column(PARTITION_PATH), part))
         for start in range(0, rows.num_rows, rows_per_file):
             task = FileGroupTask(task_id, "INSERT", part, new_file_id())
             stats.extend(write_file_group(ctx, task, rows.slice(start, rows_per_file)))
