@@ -13,14 +13,18 @@ candidate file groups (read by tasks), bucket counts are the only thing collecte
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, Mapping
+from itertools import accumulate
+from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import AccumulatorParam
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
 
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
@@ -34,10 +38,7 @@ from airflow_hoodie.actions.index import (
     LOC_PART,
     FileRef,
     file_footer,
-    file_keys,
-    in_key_range,
     is_global,
-    keys_by_partition,
     metadata_footers,
     probe_file,
     record_index_lookup,
@@ -60,7 +61,15 @@ from airflow_hoodie.actions.write_config import (
     dedupe_enabled,
     key_generator_props,
 )
-from airflow_hoodie.actions.write_records import BUCKET_COL, OP_COL, OrderingFields, prepare_batch
+from airflow_hoodie.actions.write_records import (
+    BUCKET_COL,
+    DELETE_OPS,
+    OP_COL,
+    OrderingFields,
+    dedupe,
+    prepare_batch,
+    tag_records,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieError,
@@ -73,7 +82,6 @@ from airflow_hoodie.spark.executor import SparkExecutor
 from airflow_hoodie.spark.progress import progress
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.record_index import file_group_index, record_index_file_group_count
 from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
     PARTITION_PATH,
@@ -108,62 +116,15 @@ def _arrow_schema(df: Any) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone"))
 
 
-def _prepare_batches(props: dict[str, str], operation: str, ordering_field: OrderingFields, batches):  # executors
+def _prepare_batches(props: dict[str, str], operation: str, ordering_field: OrderingFields, batches,
+                     sizes: Any = None):  # executors
     for b in batches:
         t = prepare_batch(pa.Table.from_batches([b]), props, operation, ordering_field)
+        if sizes is not None:
+            g = t.group_by([PARTITION_PATH, OP_COL]).aggregate([([], "count_all")])
+            sizes.add(dict(zip(zip(g.column(PARTITION_PATH).to_pylist(), g.column(OP_COL).to_pylist()),
+                               g.column("count_all").to_pylist())))
         yield from t.to_batches()
-
-
-def _keys_of_files(refs: list, batches):  # runs on executors
-    for b in batches:
-        for i in b.column(0).to_pylist():
-            yield from file_keys(refs[i]).to_batches()
-
-
-def _key_range(ref: FileRef) -> tuple[str | None, str | None]:
-    """A base file's min and max record key from its footer (None when unknown, as with log
-    files); its bloom filter (about 1 MB) stays on the executor."""
-    footer = file_footer(ref)
-    return footer["min"], footer["max"]
-
-
-def _range_pairs(ranges: list[tuple[str, str | None, str | None]], global_index: bool, batches):  # executors
-    """(file, key) for every key a file's partition and key range admit (Hudi's BLOOM index
-    compares each record with the files its range tree finds the same way)."""
-    for b in batches:
-        t = pa.Table.from_batches([b])
-        keys = t.column(RECORD_KEY).combine_chunks()
-        by_part = None if global_index else keys_by_partition(keys, t.column(PARTITION_PATH).combine_chunks())
-        for i, (part, lo, hi) in enumerate(ranges):
-            wanted = keys if by_part is None else by_part.get(part)
-            if wanted is not None and lo is not None and hi is not None:
-                wanted = wanted.filter(in_key_range(wanted, lo, hi))
-            if wanted is not None and len(wanted):
-                yield pa.RecordBatch.from_pydict({"i": pa.repeat(pa.scalar(i, pa.int32()), len(wanted)),
-                                                  "key": wanted})
-
-
-def _with_record_index_group(count: int, batches):  # executors
-    for b in batches:
-        keys = b.column(0)
-        groups = pa.array([file_group_index(k, count) for k in keys.to_pylist()], pa.int32())
-        yield pa.RecordBatch.from_arrays([groups, keys], names=["g", "key"])
-
-
-def _record_index_group_lookup(base_uri: str, storage_options: Mapping[str, str] | None):
-    def lookup(table: pa.Table) -> pa.Table:  # applyInArrow body: the keys of one record-index file group
-        hoodie = HoodieTable.load(base_uri, storage_options or None)
-        return record_index_lookup(hoodie, table.column("key").combine_chunks())
-    return lookup
-
-
-def _file_prober(refs: list[FileRef], footers: list[dict[str, Any] | None]):
-    """``footers``: each file's filter from the metadata table, or None to read its footer."""
-    def probe(table: pa.Table) -> pa.Table:  # applyInArrow body: the keys compared with one file
-        wanted = pc.unique(table.column("key").combine_chunks())
-        i = table.column("i")[0].as_py()
-        return probe_file(refs[i], wanted, use_bloom=True, prune_by_ranges=False, footer=footers[i])
-    return probe
 
 
 def translate_job_error(exc: Exception) -> Exception:
@@ -189,28 +150,16 @@ def _group_writer(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list
     return write_group
 
 
-def _driver_table(spark: Any, rows: list[tuple], schema: pa.Schema) -> Any:
-    """A small DataFrame of driver-side rows, built from Arrow: from a Python list Spark
-    would start Python workers to evaluate it (measured 1.1 s per broadcast join)."""
-    columns = list(zip(*rows)) if rows else [[] for _ in schema]
-    return spark.createDataFrame(pa.table([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema))
-
-
-def _existing_keys_df(spark: Any, refs: list) -> Any:
-    n = len(refs)
-    # spark.range: no Python-side rows, no shuffle (createDataFrame + repartition cost a job)
-    idx = spark.range(0, n, 1, max(1, min(n, spark.sparkContext.defaultParallelism * 2))).select(F.col("id").cast("int").alias("i"))
-    return idx.mapInArrow(partial(_keys_of_files, refs), from_arrow_schema(KEYS_SCHEMA))
-
-
 def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operation: str,
-                    ordering_field: OrderingFields = None) -> Any:
+                    ordering_field: OrderingFields = None, sizes: Any = None) -> Any:
     """``df`` with the record key, partition path and operation columns, computed on the
-    executors (which also refuse null ``ordering_field`` values)."""
+    executors (which also refuse null ``ordering_field`` values). ``sizes``: an accumulator
+    of :class:`_SummedCounts` that gets the records per (partition path, operation)."""
 
     out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
                                               pa.field(OP_COL, pa.string())])
-    return df.mapInArrow(partial(_prepare_batches, props, operation, ordering_field), from_arrow_schema(out_schema))
+    return df.mapInArrow(partial(_prepare_batches, props, operation, ordering_field, sizes=sizes),
+                         from_arrow_schema(out_schema))
 
 
 def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
@@ -225,131 +174,138 @@ def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
             .filter("__rn = 1").drop("__rn"))
 
 
-def _prepared(df: Any, in_schema: pa.Schema, cfg: HoodieConfig, operation: str, global_keys: bool
-              ) -> tuple[Any, list[str]]:
-    """Keyed and deduped records (persisted: indexing, counting and writing read them) and
-    the partitions they touch (Hudi collects these too, to list only those partitions)."""
-    prepared = keyed_dataframe(df, in_schema, key_generator_props(cfg), operation,
-                               checked_ordering_field(cfg, operation))
-    if dedupe_enabled(cfg, operation):
-        prepared = deduplicated(prepared, cfg, global_keys)
-    try:
-        prepared = prepared.persist()
-        return prepared, [r[0] for r in prepared.select(PARTITION_PATH).distinct().collect()]
-    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
-        raise translate_job_error(exc) from exc
+SEQ_COL = "__seq"    # input order: a dedupe tie goes to the later row, as in the window it replaced
+GROUP_COL = "__tag"  # which slice of its partition's keys (of all keys, for a global index) a record is tagged in
 
 
-def _existing_keys(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
-                   files: list[ExistingFile]) -> Any:
-    """(key, partition, file_id) rows the index joins the records with. SIMPLE reads every
-    key of the files. BLOOM brings only key ranges to the driver. Each file's task then
-    gets the keys its range admits, checks them against its bloom filter and returns the
-    ones it holds; no footer ever reaches the driver."""
-    refs = file_refs(client, files)
-    if not refs:
-        return spark.createDataFrame([], from_arrow_schema(KEYS_SCHEMA))
-    if uses_record_index(client, index_type):
-        # one task per record-index file group the keys hash to; it reads that group once
-        count = record_index_file_group_count(client.table)
-        keyed = prepared.select(RECORD_KEY).where(F.col(RECORD_KEY).isNotNull()).distinct()
-        return keyed.mapInArrow(partial(_with_record_index_group, count), "g int, key string") \
-            .groupBy("g").applyInArrow(_record_index_group_lookup(client.base_uri, client.storage_options),
-                                       from_arrow_schema(KEYS_SCHEMA))
-    if index_type not in ("BLOOM", "GLOBAL_BLOOM"):
-        return _existing_keys_df(spark, refs)
-    prune = cfg.get_bool("hoodie.bloom.index.prune.by.ranges")
-    # hoodie.bloom.index.use.metadata: ranges and filters of the files the metadata table
-    # describes come from it (batched lookups on the driver); only the others' footers are read
-    known = metadata_footers(client.table, refs, prune) if cfg.get_bool("hoodie.bloom.index.use.metadata") \
-        and client.table is not None else {}
-    unknown = [r for r in refs if (r.partition_path, r.file_id) not in known]
-    read = dict(zip([(r.partition_path, r.file_id) for r in unknown],
-                    SparkExecutor(spark).map(_key_range, unknown) if prune and unknown else []))
-    bounds = [((known[k]["min"], known[k]["max"]) if k in known else read.get(k, (None, None)))
-              for k in ((r.partition_path, r.file_id) for r in refs)]
-    ranges = [(ref.partition_path, lo, hi) for ref, (lo, hi) in zip(refs, bounds)]
-    pairs = prepared.select(RECORD_KEY, PARTITION_PATH).mapInArrow(
-        partial(_range_pairs, ranges, is_global(index_type)), "i int, key string")
-    footers = [known.get((r.partition_path, r.file_id)) for r in refs]
-    return pairs.groupBy("i").applyInArrow(_file_prober(refs, footers), from_arrow_schema(KEYS_SCHEMA))
+@dataclass
+class _TagPlan:
+    """What each tag task needs, sent once as a broadcast: file refs carry the timeline's
+    instants and metadata-table footers carry bloom filters, too large to travel in every
+    task's closure."""
+
+    index_type: str | None  # None: nothing to look up (inserts, a table without files)
+    refs: list[FileRef]
+    footers: list[dict[str, Any] | None]
+    refs_of_partition: dict[str, list[int]]
+    prune_by_ranges: bool
+    update_partition_path: bool
+    dedupe: bool
+    ordering: list[str]
+    global_index: bool
+    record_index: tuple[str, dict[str, str]] | None  # (base URI, storage options) when the record index answers
+    out_names: list[str]
+    #: how a task reads the candidate files' keys (:func:`_existing_keys_df`), chosen on the driver
+    scan: Callable[["_TagPlan", pa.Table], pa.Table] | None = None
 
 
-def _tagged(spark: Any, prepared: Any, client: WriteClient, cfg: HoodieConfig, index_type: str,
-            files: list[ExistingFile]) -> Any:
-    """Records with the location (partition, file group) of their existing key, by a join
-    against the keys of the candidate files; a global index may move a record."""
-
-    existing = _existing_keys(spark, prepared, client, cfg, index_type, files)
-    if not is_global(index_type):
-        ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias("__p"),
-                             F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
-        return prepared.join(ex, (prepared[RECORD_KEY] == ex["__k"]) & (prepared[PARTITION_PATH] == ex["__p"]),
-                             "left").drop("__k", "__p")
-    existing = existing.groupBy("key").agg(F.min("partition").alias("partition"), F.min("file_id").alias("file_id"))
-    ex = existing.select(F.col("key").alias("__k"), F.col("partition").alias(LOC_PART), F.col("file_id").alias(LOC_FILE))
-    tagged = prepared.join(ex, prepared[RECORD_KEY] == ex["__k"], "left").drop("__k")
-    moved = F.col(LOC_PART).isNotNull() & (F.col(LOC_PART) != F.col(PARTITION_PATH))
-    if not update_partition_path(cfg, index_type):
-        return tagged.withColumn(PARTITION_PATH, F.coalesce(F.col(LOC_PART), F.col(PARTITION_PATH)))
-    stay = tagged.filter(~moved)
-    dels = tagged.filter(moved).withColumn(OP_COL, F.lit("D")).withColumn(PARTITION_PATH, F.col(LOC_PART))
-    new = (tagged.filter(moved & (F.col(OP_COL) == "U"))
-           .withColumn(LOC_PART, F.lit(None).cast("string")).withColumn(LOC_FILE, F.lit(None).cast("string")))
-    return stay.unionByName(dels).unionByName(new)
+def _key_range(ref: FileRef) -> dict[str, Any]:
+    """A base file's key range and bloom filter, read from its footer by the task that
+    probes the file: the filter (about 1 MB) never travels."""
+    return file_footer(ref)
 
 
-def _bucket_counts(tagged: Any) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
-    """Updates per (located partition, file group) and inserts per partition, in one job."""
-
-    is_ins = F.col(LOC_FILE).isNull()
-    try:
-        counts = (tagged.groupBy(F.when(is_ins, F.col(PARTITION_PATH)).alias("__ip"),
-                                 F.when(~is_ins, F.col(LOC_PART)).alias("__up"), F.col(LOC_FILE))
-                  .count().collect())
-    except Exception as exc:  # noqa: BLE001
-        raise translate_job_error(exc) from exc
-    upd_counts: dict[tuple[str, str], int] = {}
-    ins_counts: dict[str, int] = {}
-    for ip, up, fid, n in counts:
-        if fid is None:
-            ins_counts[ip] = ins_counts.get(ip, 0) + n
-        else:
-            upd_counts[(up, fid)] = upd_counts.get((up, fid), 0) + n
-    return upd_counts, ins_counts
+def _existing_keys_df(plan: _TagPlan, records: pa.Table) -> pa.Table:
+    """(key, partition, file_id) of the records' keys in the data files ("df") they may live
+    in: their partition's files, or every file for a global index. Runs in a tag task."""
+    keys = records.column(RECORD_KEY).combine_chunks()
+    if plan.global_index:
+        candidates: list[int] = list(range(len(plan.refs)))
+    else:  # a tag group holds one partition
+        candidates = plan.refs_of_partition.get(records.column(PARTITION_PATH)[0].as_py(), [])
+    bloom = plan.index_type in ("BLOOM", "GLOBAL_BLOOM")
+    found = []
+    for i in candidates:
+        footer = plan.footers[i] if plan.footers[i] is not None or not bloom else _key_range(plan.refs[i])
+        t = probe_file(plan.refs[i], keys, bloom, plan.prune_by_ranges, footer)
+        if t.num_rows:
+            found.append(t)
+    return pa.concat_tables(found) if found else KEYS_SCHEMA.empty_table()
 
 
-def _routed(spark: Any, tagged: Any, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]]
-            ) -> Any | None:
-    """Records with their bucket: updates by their group, inserts by hash position into
-    their partition's insert buckets (small broadcast tables built on the driver)."""
+def _existing_keys(plan: _TagPlan, records: pa.Table) -> pa.Table:
+    if not records.num_rows:
+        return KEYS_SCHEMA.empty_table()
+    if plan.record_index is not None:
+        return record_index_lookup(HoodieTable.load(plan.record_index[0], plan.record_index[1] or None),
+                                   records.column(RECORD_KEY).combine_chunks())
+    return plan.scan(plan, records)
 
-    upd_map = [(t.partition_path, t.file_id, t.bucket) for t in tasks if t.kind == "UPDATE"]
-    ranges = []
+
+def _tag_group(plan: _TagPlan, table: pa.Table) -> pa.Table:
+    """applyInArrow body: one slice of the batch's keys deduped and tagged in Arrow, with the
+    functions the in-process engine uses, against the keys of the files they may live in."""
+    records = table.drop_columns([c for c in (SEQ_COL, GROUP_COL) if c in table.column_names])
+    # a group holds one partition (or a global index's keys): distinct keys need no combining,
+    # and counting them is a hash pass where deduplicating is two sorts
+    if plan.dedupe and pc.count_distinct(records.column(RECORD_KEY), mode="all").as_py() < records.num_rows:
+        records = dedupe(table.sort_by(SEQ_COL).drop_columns([SEQ_COL, GROUP_COL]), plan.ordering, plan.global_index)
+    if plan.index_type is None:
+        none = pa.nulls(records.num_rows, pa.string())
+        tagged = records.append_column(LOC_PART, none).append_column(LOC_FILE, none)
+    else:
+        tagged = tag_records(records, _existing_keys(plan, records), plan.index_type, plan.update_partition_path)
+    # deletes of unknown keys and soft deletes of new keys write nothing
+    useless = pc.and_(pc.is_null(tagged.column(LOC_FILE)), pc.is_in(tagged.column(OP_COL), value_set=DELETE_OPS))
+    return tagged.filter(pc.invert(useless)).select(plan.out_names)
+
+
+class _SummedCounts(AccumulatorParam):
+    """Counts by key summed over tasks (records per partition and operation, per located file
+    group): they come back with the tasks' results instead of from a pass of their own over
+    the records."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:
+        for k, n in b.items():
+            a[k] = a.get(k, 0) + n
+        return a
+
+
+def _counted(counts: Any, tagged: pa.Table) -> pa.Table:
+    """``tagged``, its locations added to ``counts`` (the in-process engine's counting)."""
+    upd, ins = ArrowWriteEngine(tagged, LocalExecutor()).bucket_counts()
+    counts.add({**{("U", p, f): n for (p, f), n in upd.items()}, **{("I", p, None): n for p, n in ins.items()}})
+    return tagged
+
+
+def _tagger(plan: Any, counts: Any):
+    """The applyInArrow function over the broadcast plan (PySpark reads the Arrow eval type
+    from a plain function's type hints, not from a partial)."""
+    def tag(table: pa.Table) -> pa.Table:
+        return _counted(counts, _tag_group(plan.value, table))
+    return tag
+
+
+def _literal_map(values: Mapping[str, Any]) -> Any:
+    return F.create_map(*[c for k, v in values.items() for c in (F.lit(k), v)])
+
+
+def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]]) -> Any:
+    """Each record's bucket as an expression over small literal maps built on the driver (no
+    broadcast join, no job): updates by their file group, inserts by hash position into
+    their partition's insert buckets."""
+    sep = "\u0000"
+    updates = {t.partition_path + sep + t.file_id: F.lit(t.bucket) for t in tasks if t.kind == "UPDATE"}
+    upd = F.element_at(_literal_map(updates), F.concat_ws(sep, LOC_PART, LOC_FILE)) if updates \
+        else F.lit(None).cast("int")
+    if not insert_plan:
+        return upd.cast("int")
+    totals, bounds, buckets = {}, {}, {}
     for part, plan in insert_plan.items():
-        total = sum(c for _, c in plan)
-        lo = 0
-        for b, c in plan:
-            ranges.append((part, lo, lo + c, b, total))
-            lo += c
-    pieces = []
-    if upd_map:
-        m = _driver_table(spark, upd_map, pa.schema([("__p", pa.string()), ("__f", pa.string()), ("__b", pa.int32())]))
-        pieces.append(tagged.filter(F.col(LOC_FILE).isNotNull())
-                      .join(F.broadcast(m), (F.col(LOC_PART) == F.col("__p")) & (F.col(LOC_FILE) == F.col("__f")))
-                      .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__f", "__b"))
-    if ranges:
-        r = _driver_table(spark, ranges, pa.schema([("__p", pa.string()), ("__lo", pa.int64()), ("__hi", pa.int64()),
-                                                    ("__b", pa.int32()), ("__t", pa.int64())]))
-        ins = tagged.filter(F.col(LOC_FILE).isNull())
-        ins = ins.join(F.broadcast(r), ins[PARTITION_PATH] == F.col("__p"))
-        pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
-                                           F.monotonically_increasing_id().cast("string"))), F.col("__t"))
-        pieces.append(ins.filter((pos >= F.col("__lo")) & (pos < F.col("__hi")))
-                      .withColumn(BUCKET_COL, F.col("__b")).drop("__p", "__lo", "__hi", "__b", "__t"))
-    if not pieces:
-        return None
-    return pieces[0] if len(pieces) == 1 else pieces[0].unionByName(pieces[1])
+        his = list(accumulate(c for _, c in plan))
+        totals[part] = F.lit(his[-1]).cast("long")
+        bounds[part] = F.array(*[F.lit(h).cast("long") for h in his])
+        buckets[part] = F.array(*[F.lit(b).cast("int") for b, _ in plan])
+    part = F.col(PARTITION_PATH)
+    pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
+                                       F.monotonically_increasing_id().cast("string"))),
+                 F.element_at(_literal_map(totals), part))
+    ins = F.element_at(F.element_at(_literal_map(buckets), part),
+                       F.size(F.filter(F.element_at(_literal_map(bounds), part), lambda h: h <= pos)) + 1)
+    return F.when(F.col(LOC_FILE).isNotNull(), upd).otherwise(ins).cast("int")
 
 
 def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], data_columns: list[str]
@@ -366,44 +322,136 @@ def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], d
 
 
 class SparkWriteEngine:
-    """The write's records as a DataFrame: the data-parallel steps run on the executors and
-    only counts come back to the driver."""
+    """The write's records as a DataFrame, in at most five Spark jobs: the records keyed and
+    kept, their partitions counted (one pass, no shuffle); one shuffle that brings each slice
+    of a partition's keys to a task that dedupes and tags them in Arrow against the files
+    they may live in, counting them as it goes (two jobs); one shuffle by bucket to the tasks
+    that write each file group (two jobs). Only counts come back to the driver. Local
+    checkpoints keep the records on the executors between the steps without a cache's extra
+    job per use, but also without lineage: an executor lost before the write ends fails the
+    write, which is rolled back and can be retried whole."""
 
     def __init__(self, spark: Any, df: Any, in_schema: pa.Schema) -> None:
         self.spark, self.df, self.in_schema = spark, df, in_schema
-        self.prepared: Any = None
+        self.keyed: Any = None
         self.tagged: Any = None
+        self.plan: Any = None
+        self.sizes: dict[tuple[str, str], int] = {}
+        self.located: dict[tuple[str, str | None, str | None], int] = {}
+        self.dedupe = False
+        self.ordering: list[str] = []
+        self.split = 1
 
     def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
-        self.prepared, parts = _prepared(self.df, self.in_schema, cfg, operation, global_index)
-        return parts
+        sizes = self.spark.sparkContext.accumulator({}, _SummedCounts())
+        keyed = keyed_dataframe(self.df, self.in_schema, key_generator_props(cfg), operation,
+                                checked_ordering_field(cfg, operation), sizes)
+        self.dedupe = dedupe_enabled(cfg, operation)
+        self.ordering = dedupe_ordering_fields(cfg)
+        self.split = max(1, cfg.get_int("hoodie.copyonwrite.insert.split.size"))
+        self.keyed = _checkpointed(keyed)  # also where key errors from the Python workers surface
+        self.sizes = dict(sizes.value)
+        return sorted({p for p, _ in self.sizes})
 
     def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
-        self._located(_tagged(self.spark, self.prepared, client, cfg, index_type, files))
+        refs = file_refs(client, files)
+        prune = cfg.get_bool("hoodie.bloom.index.prune.by.ranges")
+        record_index = uses_record_index(client, index_type)
+        # hoodie.bloom.index.use.metadata: ranges and filters from the metadata table (read on
+        # the driver in batched lookups); the other files' footers are read by the tag tasks
+        known = metadata_footers(client.table, refs, prune) \
+            if index_type in ("BLOOM", "GLOBAL_BLOOM") and cfg.get_bool("hoodie.bloom.index.use.metadata") \
+            and client.table is not None and not record_index else {}
+        by_part: dict[str, list[int]] = {}
+        for i, r in enumerate(refs):
+            by_part.setdefault(r.partition_path, []).append(i)
+        self._locate(_TagPlan(
+            index_type if refs else None, refs, [known.get((r.partition_path, r.file_id)) for r in refs], by_part,
+            prune, update_partition_path(cfg, index_type), self.dedupe, self.ordering, is_global(index_type),
+            (client.base_uri, dict(client.storage_options or {})) if record_index else None, [],
+            None if record_index else _existing_keys_df))
 
     def untag(self) -> None:
+        if self.dedupe:
+            self._locate(_TagPlan(None, [], [], {}, False, False, True, self.ordering, False, None, []))
+            return
+        # every record new and none to combine: no job; deletes of unknown keys and soft
+        # deletes of new keys write nothing
         none = F.lit(None).cast("string")
-        self._located(self.prepared.withColumn(LOC_PART, none).withColumn(LOC_FILE, none))
+        self.tagged = (self.keyed.filter(~F.col(OP_COL).isin(*DELETE_OPS.to_pylist()))
+                       .withColumn(LOC_PART, none).withColumn(LOC_FILE, none))
+        for (p, op), n in self.sizes.items():
+            if op not in DELETE_OPS.to_pylist():
+                self.located[("I", p, None)] = self.located.get(("I", p, None), 0) + n
 
-    def _located(self, tagged: Any) -> None:
-        # deletes of unknown keys and soft deletes of new keys write nothing
-        self.tagged = tagged.filter(~(F.col(LOC_FILE).isNull() & F.col(OP_COL).isin("D", "S"))).persist()
+    def _locate(self, plan: _TagPlan) -> None:
+        """Tag the records by ``plan``, keep them on the executors and their counts here.
+        A group is a slice of a partition's keys (of all keys, for a global index) of at
+        most about hoodie.copyonwrite.insert.split.size records, Hudi's file-group size in
+        records, so a task's memory follows that, not the batch."""
+        out_schema = StructType(list(self.keyed.schema.fields) + [StructField(LOC_PART, StringType()),
+                                                                  StructField(LOC_FILE, StringType())])
+        plan.out_names = out_schema.fieldNames()
+        sc = self.spark.sparkContext
+        self.plan = sc.broadcast(plan)
+        counts = sc.accumulator({}, _SummedCounts())
+        per_part: dict[str, int] = {}
+        for (p, _), n in self.sizes.items():
+            per_part[p] = per_part.get(p, 0) + n
+        if plan.global_index:
+            slices, by = F.lit(max(1, -(-sum(per_part.values()) // self.split))), []
+        else:
+            slices = F.lit(1) if max(per_part.values(), default=0) <= self.split else F.element_at(
+                _literal_map({p: F.lit(-(-n // self.split)) for p, n in per_part.items()}), F.col(PARTITION_PATH))
+            by = [F.col(PARTITION_PATH)]
+        src = self.keyed.withColumn(SEQ_COL, F.monotonically_increasing_id()) if plan.dedupe else self.keyed
+        self.tagged = _checkpointed(src.withColumn(GROUP_COL, F.pmod(F.xxhash64(F.col(RECORD_KEY)), slices))
+                                    .groupBy(*by, F.col(GROUP_COL))
+                                    .applyInArrow(_tagger(self.plan, counts), out_schema))
+        self.located = dict(counts.value)
+        _drop_checkpoint(self.keyed)  # the tagged records replace it
+        self.keyed = None
 
     def bucket_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
-        return _bucket_counts(self.tagged)
+        upd = {(part, fid): n for (kind, part, fid), n in self.located.items() if kind == "U"}
+        ins = {part: n for (kind, part, _), n in self.located.items() if kind == "I"}
+        return upd, ins
 
     def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
               ctx: WriteContext) -> list[dict[str, Any]]:
-        routed = _routed(self.spark, self.tagged, tasks, insert_plan)
-        return _write_buckets(routed, ctx, tasks, self.df.columns) if routed is not None else []
+        if not tasks:
+            return []
+        routed = self.tagged.withColumn(BUCKET_COL, _bucket_column(tasks, insert_plan))
+        return _write_buckets(routed, ctx, tasks, self.df.columns)
 
     def report(self, message: str) -> None:
         progress(message)
 
     def release(self) -> None:
-        for frame in (self.prepared, self.tagged):
-            if frame is not None:
-                frame.unpersist()
+        for frame in (self.tagged, self.keyed):
+            _drop_checkpoint(frame)
+        self.tagged = self.keyed = None
+        if self.plan is not None:
+            self.plan.destroy()
+
+
+def _checkpointed(frame: Any) -> Any:
+    """``frame`` computed once, now, and kept on the executors (one job, as a cache would
+    take two: its own and the first use's)."""
+    try:
+        return frame.localCheckpoint(eager=True)
+    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+        raise translate_job_error(exc) from exc
+
+
+def _drop_checkpoint(frame: Any) -> None:
+    """Free a checkpoint's blocks now rather than when the JVM collects its RDD."""
+    if frame is None:
+        return
+    try:
+        frame._jdf.logicalPlan().rdd().unpersist(False)
+    except Exception:  # noqa: BLE001 - not a local checkpoint (e.g. Spark Connect): Spark's cleaner frees it
+        pass
 
 
 class DriverBatchEngine(ArrowWriteEngine):
