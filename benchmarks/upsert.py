@@ -7,8 +7,13 @@ write_deltalake and against Spark's own partitioned parquet write (the floor of 
 Spark writer). Spark jobs per upsert are counted.
 
     .venv/bin/python benchmarks/upsert.py [--rows 1000000] [--batch 100000] [--repeat 3] [--codec snappy]
+    .venv/bin/python benchmarks/upsert.py --large [--repeat 1] [--codec snappy]
 
-Each figure is the median of ``--repeat`` runs (ours on separate tables).
+``--large``: 2M records (20% updates) upserted into 10M, the DataFrame path (a batch over
+``hoodie.airflow.write.driver.batch.max.bytes``), figures in ``out/upsert_large.*``. Each
+figure is the median of ``--repeat`` runs (ours on separate tables); the process tree's CPU
+seconds (driver, JVM, Python workers) of each upsert are recorded beside its wall time, as
+this machine is shared.
 """
 
 from __future__ import annotations
@@ -28,6 +33,21 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.report import median_run, print_table, write_report  # noqa: E402
 
 
+def process_tree_cpu() -> float:
+    """CPU seconds so far of this process and its children (Spark's JVM, its Python workers)."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me] + me.children(recursive=True):
+        try:
+            c = proc.cpu_times()
+            total += c.user + c.system + c.children_user + c.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
 def make_rows(ids: np.ndarray, ts: int, seed: int) -> pa.Table:
     rng = np.random.default_rng(seed)
     n = len(ids)
@@ -40,6 +60,17 @@ def make_rows(ids: np.ndarray, ts: int, seed: int) -> pa.Table:
     })
 
 
+def parquet_source(rows: pa.Table, path: str, files: int = 8) -> str:
+    """``rows`` as ``files`` parquet files under ``path`` (Spark reads them as as many partitions)."""
+    import pyarrow.parquet as pq
+
+    os.makedirs(path, exist_ok=True)
+    step = -(-rows.num_rows // files)
+    for i in range(files):
+        pq.write_table(rows.slice(i * step, step), os.path.join(path, f"part-{i}.parquet"))
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -48,7 +79,10 @@ def main() -> None:
     ap.add_argument("--master", default="local[4]")
     ap.add_argument("--repeat", type=int, default=3, help="each figure is the median of this many runs")
     ap.add_argument("--codec", default="gzip", help="hoodie.parquet.compression.codec (Hudi's default gzip; delta-rs writes snappy)")
+    ap.add_argument("--large", action="store_true", help="2M into 10M (sets --rows and --batch)")
     args = ap.parse_args()
+    if args.large:
+        args.rows, args.batch = 10_000_000, 2_000_000
     shutil.rmtree(args.dir, ignore_errors=True)
     os.makedirs(args.dir)
     base_rows = make_rows(np.arange(args.rows), 1, 1)
@@ -65,8 +99,10 @@ def main() -> None:
     from airflow_hoodie.table.read import read_table
 
     spark = get_or_create_session("hoodie-bench", master=args.master)
-    base_df = spark.createDataFrame(base_rows).repartition(8).cache()
-    batch_df = spark.createDataFrame(batch).repartition(8).cache()
+    # read from parquet, as a job's source is: createDataFrame of an Arrow table ships it inside
+    # Spark tasks (the 21,736 KiB task Spark warned of came from here, not from the write path)
+    base_df = spark.read.parquet(parquet_source(base_rows, os.path.join(args.dir, "source-base"))).cache()
+    batch_df = spark.read.parquet(parquet_source(batch, os.path.join(args.dir, "source-batch"))).cache()
     base_df.count(); batch_df.count()
     # one small write first: the session's first jobs pay JIT and Python-worker start-up,
     # which a job's later writes do not (its SparkSession is already up when it writes)
@@ -87,15 +123,18 @@ def main() -> None:
         results[f"hudi_{tt}_initial_load"], _ = median_run(
             lambda path: upsert_dataframe(spark, base_df, path, "bulk_insert", load_cfg, "bench"), paths)
 
-        def upsert(path: str) -> tuple[Any, int]:
+        def upsert(path: str) -> tuple[Any, int, float]:
             group = f"bench-upsert-{path}"
             spark.sparkContext.setJobGroup(group, "one upsert")
+            cpu = process_tree_cpu()
             r = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "bench")
+            cpu = process_tree_cpu() - cpu
             spark.sparkContext.setJobGroup("bench", "other")
-            return r, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+            return r, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)), cpu
 
-        results[f"hudi_{tt}"], (r, jobs) = median_run(upsert, paths)
+        results[f"hudi_{tt}"], (r, jobs, cpu) = median_run(upsert, paths)
         results[f"hudi_{tt}_spark_jobs"] = jobs
+        results[f"hudi_{tt}_cpu_s"] = cpu
         assert r.updates == n_upd and r.inserts == args.batch - n_upd, r
         for path in paths:
             assert read_table(path, columns=["id"]).num_rows == args.rows + args.batch - n_upd
@@ -110,10 +149,15 @@ def main() -> None:
     dpaths = [os.path.join(args.dir, f"delta-{r}") for r in range(args.repeat)]
     results["delta_initial_load"], _ = median_run(
         lambda path: deltalake.write_deltalake(path, base_rows, partition_by=["p"]), dpaths)
-    results["delta_merge"], _ = median_run(
-        lambda path: deltalake.DeltaTable(path).merge(batch, "t.id = s.id AND t.p = s.p", source_alias="s",
-                                                      target_alias="t")
-        .when_matched_update_all().when_not_matched_insert_all().execute(), dpaths)
+
+    def delta_merge(path: str) -> float:
+        cpu = process_tree_cpu()
+        deltalake.DeltaTable(path).merge(batch, "t.id = s.id AND t.p = s.p", source_alias="s", target_alias="t") \
+            .when_matched_update_all().when_not_matched_insert_all().execute()
+        return process_tree_cpu() - cpu
+
+    results["delta_merge"], results["delta_merge_cpu_s"] = median_run(delta_merge, dpaths)
+    results["load_avg_1min"] = os.getloadavg()[0]
     results["ratio_cow_vs_delta"] = results["hudi_COPY_ON_WRITE"] / results["delta_merge"]
     results["ratio_mor_vs_delta"] = results["hudi_MERGE_ON_READ"] / results["delta_merge"]
     results["codec"] = args.codec  # type: ignore[assignment]
@@ -129,7 +173,11 @@ def main() -> None:
          results["delta_merge"], "delta-rs merge"),
     ]
     print_table(rows)
-    print(f"figures: {write_report('upsert', results, rows)}")
+    if args.large:
+        rows = rows[2:]
+    name = "upsert_large" if args.large else "upsert" if (args.rows, args.batch) == (1_000_000, 100_000) \
+        else f"upsert_{args.batch}_into_{args.rows}"
+    print(f"figures: {write_report(name, results, rows)}")
     spark.stop()
 
 
