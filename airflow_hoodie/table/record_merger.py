@@ -464,6 +464,14 @@ def _data_rows_candidates(rows: pa.Table, config: MergeConfig, order_types: list
     return pa.table({name: pa.concat_arrays(arrays) for name, arrays in parts.items() if arrays})
 
 
+def _candidate_columns(table: pa.Table, config: MergeConfig) -> list[str]:
+    """The columns of ``table`` that :func:`_data_candidates` reads: key, delete flags, ordering."""
+    wanted = {RECORD_KEY, IS_DELETED, *config.ordering_fields}
+    if config.delete_field:
+        wanted.add(config.delete_field)
+    return [name for name in table.column_names if name in wanted]
+
+
 def _data_candidates(piece: pa.Table, config: MergeConfig, order_types: list[pa.DataType] | None, rows: pa.Array,
                      parts: dict[str, list[pa.Array]], natural_parts: list[pa.Array]) -> None:
     """``rows``: each row's row number in the concatenated data."""
@@ -530,7 +538,10 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
     if two_step:
         contested = _rank(log_cand, log_natural, use_ordering=True)
     else:
-        contested_base = _data_rows_candidates(base.take(touched_rows), config, order_types, touched_rows)
+        # only the columns a candidate is built from: the touched rows' other columns are
+        # never ranked, and a base row that wins is kept from the base file in place
+        contested_base = _data_rows_candidates(base.select(_candidate_columns(base, config)).take(touched_rows),
+                                               config, order_types, touched_rows)
         contested = _rank(
             pa.concat_tables([contested_base, log_cand]),
             pa.concat_arrays([_const(False, contested_base.num_rows), log_natural]),
