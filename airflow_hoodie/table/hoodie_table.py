@@ -374,8 +374,9 @@ class HoodieTable:
         A write that keeps the metadata table true lists through it, as Hudi's writers do:
         on an object store a storage listing costs a LIST request per partition, which is
         what the metadata table exists to remove. Its ``files`` partition is checked against
-        the timeline (a stale one is refused); a listed file gone from storage fails the
-        write loudly when it is opened or extended (:func:`check_files_present`).
+        the timeline (a stale one is refused), and the files of the slices the write plans on
+        are asked of storage, one HEAD each (:meth:`FileSystemView.check_on_storage`), so a
+        file deleted behind the table stops the write by name.
         Table services, rollback and restore keep listing storage: they delete files and
         must see every one, committed or not."""
         return self.file_system_view(through_metadata_table=bool(self.metadata_enabled))
