@@ -12,6 +12,7 @@ left to the per-record path, which stays the reference.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -68,13 +69,37 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def supports(schema_json: str) -> bool:
     """True when :func:`decode` can decode blocks written with ``schema_json`` here."""
-    if _forked_after_use:
-        return False
+    return not _forked_after_use and _supports_schema(schema_json)
+
+
+@functools.lru_cache(maxsize=256)
+def _supports_schema(schema_json: str) -> bool:
+    """Cached: every block of a file group (and of a table) usually carries the same schema."""
     try:
         schema = json.loads(schema_json)
     except ValueError:
         return False
     return isinstance(schema, dict) and schema.get("type") == "record" and _decodable(schema)
+
+
+@functools.lru_cache(maxsize=256)
+def _container_header(schema_json: str) -> bytes:
+    """The object-container header up to the sync marker for blocks of ``schema_json``, with
+    the record length declared as a leading ``fixed(4)`` field (built once per schema)."""
+    schema = json.loads(schema_json)
+    framed = dict(schema)
+    framed["fields"] = [
+        {"name": _LEN_FIELD, "type": {"type": "fixed", "name": "HoodieAvroRecordLength", "size": 4}},
+        *schema["fields"],
+    ]
+    return b"".join([
+        b"Obj\x01",
+        zigzag_long(2),
+        avro_bytes(b"avro.schema"), avro_bytes(json.dumps(framed).encode()),
+        avro_bytes(b"avro.codec"), avro_bytes(b"null"),
+        zigzag_long(0),
+        _SYNC,
+    ])
 
 
 def is_decode_failure(exc: BaseException) -> bool:
@@ -96,30 +121,16 @@ def decode(schema_json: str, content: bytes) -> pa.Table:
 
     global _used_here
     _used_here = True
-    schema = json.loads(schema_json)
-    framed = dict(schema)
-    framed["fields"] = [
-        {"name": _LEN_FIELD, "type": {"type": "fixed", "name": "HoodieAvroRecordLength", "size": 4}},
-        *schema["fields"],
-    ]
     if len(content) < 8:
         raise ValueError("Avro data block content is shorter than its header")
     (count,) = struct.unpack_from(">i", content, 4)
     if count < 0:
         raise ValueError(f"Avro data block declares {count} records")
     body = memoryview(content)[8:]
-    header = b"".join([
-        b"Obj\x01",
-        zigzag_long(2),
-        avro_bytes(b"avro.schema"), avro_bytes(json.dumps(framed).encode()),
-        avro_bytes(b"avro.codec"), avro_bytes(b"null"),
-        zigzag_long(0),
-        _SYNC,
-        zigzag_long(count),
-        zigzag_long(len(body)),
-    ])
     container = io.BytesIO()
-    container.write(header)
+    container.write(_container_header(schema_json))
+    container.write(zigzag_long(count))
+    container.write(zigzag_long(len(body)))
     container.write(body)
     container.write(_SYNC)
     container.seek(0)
