@@ -8,6 +8,14 @@ keys and 80% new keys after them, with the BLOOM index (range pruning on). The b
 touches the same file groups whatever the table size, so the upsert should take about the
 same time. Peak RSS of the Spark Python workers during each upsert is sampled too (it
 should follow the file-group size, not the table).
+
+    .venv/bin/python benchmarks/scaling.py --rss-batches 200000 2000000 [--sizes 2000000]
+
+instead upserts each batch size into a fresh table of ``--sizes[0]`` rows on the DataFrame
+path (``hoodie.airflow.write.driver.batch.max.bytes=0``) and compares the peak RSS of the
+Spark Python workers and of Spark's JVM (the local executor): a task holds one slice of a
+partition's keys or one file group, so the peaks should follow the file-group size, not
+the batch. Figures in ``out/scaling_rss.*``.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ class _PeakWorkerRss:
     def __init__(self) -> None:
         self.peak = 0
         self.driver_peak = 0
+        self.jvm_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -55,6 +64,12 @@ class _PeakWorkerRss:
         me = psutil.Process()
         while not self._stop.is_set():
             self.driver_peak = max(self.driver_peak, me.memory_info().rss)
+            for child in me.children(recursive=True):
+                try:
+                    if "java" in child.name():
+                        self.jvm_peak = max(self.jvm_peak, child.memory_info().rss)
+                except psutil.Error:
+                    pass
             for proc in psutil.process_iter(["cmdline", "memory_info"]):
                 cmd = " ".join(proc.info.get("cmdline") or [])
                 if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
@@ -78,7 +93,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=100_000)
     ap.add_argument("--dir", default="/tmp/hoodie-scaling")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--rss-batches", type=int, nargs="+", help="compare peak RSS of these batch sizes instead")
     args = ap.parse_args()
+    if args.rss_batches:
+        rss_by_batch(args)
+        return
 
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.spark.session import get_or_create_session
@@ -137,6 +156,60 @@ def main() -> None:
              figures[small]["clean_s"], f"same clean, {int(small):,}-row table")]
     print_table(rows)
     print(f"figures: {write_report('scaling', figures, rows)}")
+    spark.stop()
+
+
+def _load(spark, path: str, size: int, cfg) -> None:
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    shutil.rmtree(path, ignore_errors=True)
+    for start in range(0, size, 2_000_000):
+        chunk = _rows(np.arange(start, min(size, start + 2_000_000)), size, 1)
+        upsert_dataframe(spark, spark.createDataFrame(chunk), path, "bulk_insert", cfg, "scaling")
+
+
+def rss_by_batch(args: argparse.Namespace) -> None:
+    """Peak RSS of a DataFrame-path upsert per batch size, into the same table."""
+    from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.spark.session import get_or_create_session
+    from airflow_hoodie.spark.upsert import upsert_dataframe
+
+    spark = get_or_create_session("hoodie-scaling", master=args.master)
+    size = args.sizes[0]
+    cfg = HoodieConfig({"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
+                        "hoodie.datasource.write.precombine.field": "ts",
+                        "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "BLOOM",
+                        "hoodie.parquet.compression.codec": "snappy", DRIVER_BATCH_MAX_BYTES: "0"})
+    figures: dict[str, dict[str, float]] = {}
+    for batch in args.rss_batches:
+        path = os.path.join(args.dir, f"rss-{batch}")
+        _load(spark, path, size, cfg)
+        n_upd = batch // 5
+        ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + batch - n_upd)])
+        batch_df = spark.createDataFrame(_rows(ids, size, 2)).cache()
+        batch_df.count()
+        with _PeakWorkerRss() as rss:
+            t0 = time.perf_counter()
+            result = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "scaling")
+            upsert_s = time.perf_counter() - t0
+        assert (result.updates, result.inserts) == (n_upd, batch - n_upd), result
+        batch_df.unpersist()
+        figures[str(batch)] = {"upsert_s": round(upsert_s, 2), "files_written": result.files_written,
+                               "peak_worker_rss_mb": round(rss.peak / 2**20, 1),
+                               "peak_jvm_rss_mb": round(rss.jvm_peak / 2**20, 1),
+                               "peak_driver_rss_mb": round(rss.driver_peak / 2**20, 1),
+                               "load_avg_1min": os.getloadavg()[0]}
+        print(batch, figures[str(batch)], flush=True)
+        shutil.rmtree(path, ignore_errors=True)
+    small, big = (str(b) for b in (args.rss_batches[0], args.rss_batches[-1]))
+    print("| batch | peak Python worker RSS | peak JVM RSS | upsert |\n|---|---|---|---|")
+    for b in (small, big):
+        f = figures[b]
+        print(f"| {int(b):,} | {f['peak_worker_rss_mb']} MB | {f['peak_jvm_rss_mb']} MB | {f['upsert_s']} s |")
+    rows = [(f"upsert {int(big):,} into {size:,} rows vs {int(small):,}, DataFrame path", figures[big]["upsert_s"],
+             figures[small]["upsert_s"], f"{int(small):,}-row batch")]
+    print(f"figures: {write_report('scaling_rss', figures, rows)}")
     spark.stop()
 
 
