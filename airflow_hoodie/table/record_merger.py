@@ -531,7 +531,9 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
     base_keys = base.column(RECORD_KEY)
     if base_keys.type != pa.string():
         base_keys = pc.cast(base_keys, pa.string())
-    touched = pc.is_in(base_keys, value_set=pc.unique(log_cand.column(_KEY)))
+    # is_in builds its own hash set of the value set (duplicates fold there): a pc.unique
+    # first would hash the log keys twice
+    touched = pc.is_in(base_keys, value_set=log_cand.column(_KEY))
     if isinstance(touched, pa.ChunkedArray):
         touched = touched.combine_chunks()
     touched_rows = pc.cast(pc.indices_nonzero(touched), pa.int64())
