@@ -377,17 +377,22 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
     index, op = indexed_op
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
     slice_ = _op_slice(storage, ctx.base_path, op)
-    opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
-                            valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start)
-    read = read_file_slice_counted(storage, slice_, opts)
-    merged = read.table
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
-    merged = conform_table(merged, schema) if merged.num_columns else schema.empty_table()
+    # every column but _hoodie_file_name, which names the new file: reading, merging and
+    # copying the old name of every row only to overwrite it cost ~3 ms per 100k-row group
+    opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
+                            valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start,
+                            columns=[f for f in schema.names if f != FILE_NAME])
+    read = read_file_slice_counted(storage, slice_, opts)
     stage, attempt = task_attempt()
     name = base_file_name(op.file_id, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
     part = slice_.partition_path
-    merged = merged.set_column(merged.schema.get_field_index(FILE_NAME), FILE_NAME,
-                               pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
+    merged = read.table
+    if merged.num_columns:
+        merged = merged.append_column(FILE_NAME, pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
+        merged = conform_table(merged, schema)
+    else:
+        merged = schema.empty_table()
     # updates: rows whose key the base file had, as the merge counted them
     base_rows = read.base_rows
     updated = read.base_keys_kept if slice_.base_file is not None else merged.num_rows
