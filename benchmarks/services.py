@@ -1,6 +1,6 @@
 """Benchmark (not a test): compaction and clustering throughput vs plain pyarrow.
 
-    .venv/bin/python benchmarks/services.py [--rows 400000] [--repeat 3] [--spark]
+    .venv/bin/python benchmarks/services.py [--rows 400000] [--repeat 3] [--spark] [--keep]
 
 Builds a MERGE_ON_READ table (base files + log files of updates), then times
   * compaction (schedule + execute) against a plain pyarrow read of the same base and
@@ -68,6 +68,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=400_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--spark", action="store_true", help="execute services on a local[4] SparkExecutor")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the tables (about 0.6 GB at 400k rows) instead of deleting them at the end")
     args = ap.parse_args()
 
     from airflow_hoodie.actions import clustering as cu
@@ -181,19 +183,21 @@ def main() -> None:
                        "seconds": round(clus_s, 3), "rows_per_s": round(cres["records_written"] / clus_s)},
         "plain_pyarrow_sort_rewrite": {"seconds": round(plain2_s, 3), "rows_per_s": round(n / plain2_s)},
         "clustering_vs_plain": round(clus_s / plain2_s, 2),
-        "table_dir": tmp,
+        "table_dir": tmp if args.keep else None,
     }))
     rows = [(f"compaction of {n:,} rows ({res['operations']} file groups)", comp_s, plain_s,
              "pyarrow read + rewrite"),
             (f"clustering of {n:,} rows", clus_s, plain2_s, "pyarrow read + sort + write")]
     print_table(rows)
-    figures = {"rows": n, "table_dir": tmp, "repeat": args.repeat,
+    figures = {"rows": n, "table_dir": tmp if args.keep else None, "repeat": args.repeat,
                "compaction_first_in_process_s": round(first_comp_s, 3),
                "compaction_cpu_s": round(comp_cpu, 3), "plain_rewrite_cpu_s": round(plain_cpu, 3),
                "compaction_vs_plain_cpu": round(comp_cpu / plain_cpu, 2)}
     print(f"compaction CPU seconds: ours {comp_cpu:.2f} s, pyarrow read + rewrite {plain_cpu:.2f} s "
           f"({comp_cpu / plain_cpu:.2f}x); first compaction in the process {first_comp_s:.2f} s")
     print(f"figures: {write_report('services' if n == 400_000 else f'services_{n}', figures, rows)}")
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
