@@ -94,7 +94,7 @@ def test_a_small_upsert_runs_few_spark_jobs(spark, tmp_path, driver_batch, fewes
     """A batch Spark sizes under hoodie.airflow.write.driver.batch.max.bytes is indexed on
     the driver: reading it is the one Spark job while the files are small, and the index's
     file reads and the file-group writes add one each when they go to Spark tasks. The
-    DataFrame path shuffles and counts (about a dozen jobs)."""
+    DataFrame path keys, tags and routes in at most five jobs (test_dataframe_upsert_jobs.py)."""
     from airflow_hoodie.spark.upsert import upsert_dataframe
 
     base = str(tmp_path / "t")
