@@ -123,6 +123,8 @@ def _ends_with_continuation(line: str) -> bool:
 
 
 def _unescape(s: str, what: str) -> str:
+    if "\\" not in s:  # nothing escaped (almost every line): the text is the value
+        return s
     out: list[str] = []
     i = 0
     while i < len(s):
