@@ -29,12 +29,11 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.report import print_table, write_report  # noqa: E402
-from benchmarks.upsert import make_rows  # noqa: E402
+from benchmarks.upsert import table_and_batch  # noqa: E402
 
 #: the Storage calls counted: every one is a request on an object store
 STORAGE_CALLS = ("info", "exists", "file_exists", "size", "list_dir", "read_bytes", "open_input", "mkdirs",
@@ -101,12 +100,8 @@ def main() -> None:
     probe = MetadataUpdateProbe()
     probe.install()
     tmp = tempfile.mkdtemp(prefix="mdt-cost-")
-    base_rows = make_rows(np.arange(args.rows), 1, 1)
+    base_rows, batch = table_and_batch(args.rows, args.batch)
     n_upd = args.batch // 5
-    rng = np.random.default_rng(2)
-    upd_ids = rng.choice(args.rows, n_upd, replace=False)
-    new_ids = np.arange(args.rows, args.rows + args.batch - n_upd)
-    batch = make_rows(np.concatenate([upd_ids, new_ids]), 2, 3)
     figures: dict[str, Any] = {"rows": args.rows, "batch": args.batch, "repeat": args.repeat, "codec": args.codec,
                                "engine": "write_arrow (in-process)", "load_before": os.getloadavg()}
     rows = []

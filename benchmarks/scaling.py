@@ -26,6 +26,7 @@ import shutil
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -121,14 +122,7 @@ def main() -> None:
             upsert_dataframe(spark, spark.createDataFrame(chunk), path, "bulk_insert", cfg, "scaling")
         load_s = time.perf_counter() - t0
         n_upd = args.batch // 5
-        ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + args.batch - n_upd)])
-        batch_df = spark.createDataFrame(_rows(ids, size, 2)).cache()
-        batch_df.count()
-        with _PeakWorkerRss() as rss:
-            t0 = time.perf_counter()
-            result = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "scaling")
-            upsert_s = time.perf_counter() - t0
-        assert result.updates == n_upd, result
+        result, upsert_s, rss = _measured_upsert(spark, path, size, args.batch, cfg)
         # a services run after it: clean the versions the upsert replaced (the same file groups at both
         # sizes; KEEP_LATEST_FILE_VERSIONS=1 so the replaced version goes at once)
         from airflow_hoodie.actions.clean import run_clean
@@ -159,6 +153,25 @@ def main() -> None:
     spark.stop()
 
 
+def _measured_upsert(spark, path: str, size: int, batch: int, cfg) -> tuple[Any, float, "_PeakWorkerRss"]:
+    """An upsert of ``batch`` records (20% updates of the table's last keys) into the
+    ``size``-row table at ``path``; the batch is cached first, so the time and the peak RSS
+    are the write's alone."""
+    from airflow_hoodie.spark.upsert import upsert_dataframe  # noqa: PLC0415
+
+    n_upd = batch // 5
+    ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + batch - n_upd)])
+    batch_df = spark.createDataFrame(_rows(ids, size, 2)).cache()
+    batch_df.count()
+    with _PeakWorkerRss() as rss:
+        t0 = time.perf_counter()
+        result = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "scaling")
+        upsert_s = time.perf_counter() - t0
+    assert (result.updates, result.inserts) == (n_upd, batch - n_upd), result
+    batch_df.unpersist()
+    return result, upsert_s, rss
+
+
 def _load(spark, path: str, size: int, cfg) -> None:
     from airflow_hoodie.spark.upsert import upsert_dataframe
 
@@ -173,7 +186,6 @@ def rss_by_batch(args: argparse.Namespace) -> None:
     from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.spark.session import get_or_create_session
-    from airflow_hoodie.spark.upsert import upsert_dataframe
 
     spark = get_or_create_session("hoodie-scaling", master=args.master)
     size = args.sizes[0]
@@ -185,16 +197,7 @@ def rss_by_batch(args: argparse.Namespace) -> None:
     for batch in args.rss_batches:
         path = os.path.join(args.dir, f"rss-{batch}")
         _load(spark, path, size, cfg)
-        n_upd = batch // 5
-        ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + batch - n_upd)])
-        batch_df = spark.createDataFrame(_rows(ids, size, 2)).cache()
-        batch_df.count()
-        with _PeakWorkerRss() as rss:
-            t0 = time.perf_counter()
-            result = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "scaling")
-            upsert_s = time.perf_counter() - t0
-        assert (result.updates, result.inserts) == (n_upd, batch - n_upd), result
-        batch_df.unpersist()
+        result, upsert_s, rss = _measured_upsert(spark, path, size, batch, cfg)
         figures[str(batch)] = {"upsert_s": round(upsert_s, 2), "files_written": result.files_written,
                                "peak_worker_rss_mb": round(rss.peak / 2**20, 1),
                                "peak_jvm_rss_mb": round(rss.jvm_peak / 2**20, 1),

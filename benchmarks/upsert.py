@@ -60,6 +60,16 @@ def make_rows(ids: np.ndarray, ts: int, seed: int) -> pa.Table:
     })
 
 
+def table_and_batch(rows: int, batch: int) -> tuple[pa.Table, pa.Table]:
+    """The table's ``rows`` rows and an upsert of ``batch`` records, 20% of them updates of
+    random existing keys (the issue's workload; every upsert benchmark uses the same)."""
+    base_rows = make_rows(np.arange(rows), 1, 1)
+    n_upd = batch // 5
+    upd_ids = np.random.default_rng(2).choice(rows, n_upd, replace=False)
+    new_ids = np.arange(rows, rows + batch - n_upd)
+    return base_rows, make_rows(np.concatenate([upd_ids, new_ids]), 2, 3)
+
+
 def parquet_source(rows: pa.Table, path: str, files: int = 8) -> str:
     """``rows`` as ``files`` parquet files under ``path`` (Spark reads them as as many partitions)."""
     import pyarrow.parquet as pq
@@ -85,12 +95,8 @@ def main() -> None:
         args.rows, args.batch = 10_000_000, 2_000_000
     shutil.rmtree(args.dir, ignore_errors=True)
     os.makedirs(args.dir)
-    base_rows = make_rows(np.arange(args.rows), 1, 1)
+    base_rows, batch = table_and_batch(args.rows, args.batch)
     n_upd = args.batch // 5
-    rng = np.random.default_rng(2)
-    upd_ids = rng.choice(args.rows, n_upd, replace=False)
-    new_ids = np.arange(args.rows, args.rows + args.batch - n_upd)
-    batch = make_rows(np.concatenate([upd_ids, new_ids]), 2, 3)
     results: dict[str, float] = {}
 
     from airflow_hoodie.config import HoodieConfig
