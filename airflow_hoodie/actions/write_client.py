@@ -9,7 +9,6 @@ touches records itself.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
@@ -319,11 +318,9 @@ class WriteClient:
             if m.io_type in (mk.IO_CREATE, mk.IO_MERGE) and m.data_path not in written:
                 # a retried or speculative task left a duplicate file: Hudi deletes it before commit
                 self.storage.delete(self.storage.join(self.base_path, m.data_path))
-        parts = sorted({st.get("partitionPath") or "" for st in stats})
         # three requests per partition on an object store: asked side by side, not in turn
-        with ThreadPoolExecutor(max_workers=max(1, min(16, len(parts))), thread_name_prefix="hoodie-partmeta") as pool:
-            list(pool.map(lambda part: write_partition_metadata(self.storage, self.base_path, part, instant_time),
-                          parts))
+        self.storage.side_by_side(lambda part: write_partition_metadata(self.storage, self.base_path, part, instant_time),
+                                  sorted({st.get("partitionPath") or "" for st in stats}))
         schema_json = json.dumps(avro_schema, separators=(",", ":"))
         meta = commit_metadata(stats, operation, schema_json, replaced, commit_extra_metadata(self.config))
         own = Instant(instant_time, action, State.INFLIGHT)

@@ -21,7 +21,6 @@ nothing of :class:`HoodieTable`, so the table can build it without an import cir
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -548,8 +547,8 @@ class FileSystemView:
         if not wanted:
             return
         paths = sorted(wanted)
-        with ThreadPoolExecutor(max_workers=min(16, len(paths)), thread_name_prefix="hoodie-head") as pool:
-            present = list(pool.map(lambda p: self.storage.file_exists(self.storage.join(self.base_path, p)), paths))
+        present = self.storage.side_by_side(lambda p: self.storage.file_exists(self.storage.join(self.base_path, p)),
+                                            paths)
         missing = [wanted[path] for path, ok in zip(paths, present) if not ok]
         if missing and self.timeline.storage is not None:
             # a clustering and clean that completed since this view's timeline may have removed

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -22,6 +23,12 @@ from airflow_hoodie.errors import HoodieIOError
 from airflow_hoodie.table.storage import local_conditional
 from airflow_hoodie.table.storage.s3_output import BufferedS3Output
 from airflow_hoodie.table.storage.s3_conditional import DEFAULT_MAX_ATTEMPTS, S3ConditionalWriter, Versioned
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+#: storage requests a driver step keeps in flight at once (HEADs of the files a write plans on,
+#: the partitions' metadata files of a commit)
+MAX_CONCURRENT_REQUESTS = 16
 
 
 @dataclass(frozen=True)
@@ -403,6 +410,19 @@ class Storage:
                 self.fs.delete_dir(path)
         except (OSError, pa.ArrowException) as exc:
             raise self._wrap("delete directory", path, exc) from exc
+
+    @staticmethod
+    def side_by_side(fn: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+        """``fn`` of each item, at most :data:`MAX_CONCURRENT_REQUESTS` at a time, in order.
+
+        On an object store each small call is a round trip; asked one after another, a
+        step touching a hundred partitions waits a hundred round trips."""
+        todo = list(items)
+        if len(todo) <= 1:
+            return [fn(x) for x in todo]
+        with ThreadPoolExecutor(max_workers=min(MAX_CONCURRENT_REQUESTS, len(todo)),
+                                thread_name_prefix="hoodie-storage") as pool:
+            return list(pool.map(fn, todo))
 
     def walk_files(self, path: str) -> Iterator[FileStatus]:
         for st in self.list_dir(path, recursive=True):
