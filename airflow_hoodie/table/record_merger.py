@@ -573,7 +573,16 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
         deleted_base = pc.sum(pc.is_in(deleted, value_set=touched_keys)).as_py() or 0
     untouched_live = pc.sum(pc.and_(pc.invert(touched), pc.invert(base_deleted))).as_py() or 0
     log_keys = log_won.column(_KEY)
-    new_keys = log_keys.filter(pc.invert(pc.is_in(log_keys, value_set=touched_keys))) if touched_count else log_keys
+    # every touched base key has one winner: its base row, a delete or a log row; the log
+    # rows left over carry new keys. All log winners updates (a compaction of updates): no
+    # second hash of their keys (2 ms per 30k)
+    log_won_base_keys = touched_count - len(base_won) - deleted_base
+    if log_won_base_keys == len(log_keys):
+        new_keys = log_keys.slice(0, 0)
+    elif touched_count:
+        new_keys = log_keys.filter(pc.invert(pc.is_in(log_keys, value_set=touched_keys)))
+    else:
+        new_keys = log_keys
     return MergeResult(merged, untouched_live + touched_count - deleted_base, new_keys.combine_chunks())
 
 
