@@ -36,9 +36,11 @@ from airflow_hoodie.actions.write_config import (
 )
 from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.errors import HoodieConfigError, HoodieError
+from airflow_hoodie.table.file_group.partition_metadata import PARTITION_METAFILE
 from airflow_hoodie.table.file_group.file_naming import new_file_id
 from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
+from airflow_hoodie.table.timeline.instant import Action
 
 SORT_MODE = "hoodie.bulkinsert.sort.mode"
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
@@ -53,16 +55,18 @@ def _task_partition_id() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-def _write_task(ctx: WriteContext, props: Mapping[str, str] | None, rows_per_file: int,
+def _write_task(ctx: WriteContext, props: Mapping[str, str] | None, ordering: list[str], rows_per_file: int,
                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: one new file group per partition path the task holds (more when
-    they exceed a file). ``props`` set means the rows still need their keys."""
+    they exceed a file). ``props`` set means the rows still need their keys: they are made
+    and checked (keys, partition paths, ``ordering`` values) for all the task's rows before
+    its first file, so a refused record fails the job and the write is rolled back."""
     batches = list(batches)
     if not batches:
         return
     table = pa.Table.from_batches(batches)
     if props is not None:
-        table = prepare_batch(table, props, "bulk_insert")
+        table = prepare_batch(table, props, "bulk_insert", ordering)
     task_id = _task_partition_id()
     # auto-generated keys number the task's rows across all the files it writes
     table = with_auto_record_keys(table, ctx.instant_time, task_id)
@@ -113,8 +117,12 @@ def bulk_insert_dataframe(
     avro: Mapping[str, Any],
     rolled: list[str],
     config: HoodieConfig,
+    first_write: bool = False,
 ) -> WriteResult:
-    """Write ``df`` as new file groups of one new commit (after ``begin_write``)."""
+    """Write ``df`` as new file groups of one new commit (after ``begin_write``). The
+    records are checked in the write job itself (a separate pass cost a job and a third of
+    the time); when ``first_write`` (the table was created for this write) and the write
+    fails, the new table is removed too, so a refused first batch leaves nothing behind."""
     from airflow_hoodie.spark.upsert import (  # noqa: PLC0415 - cycle
         deduplicated,
         keyed_dataframe,
@@ -126,32 +134,63 @@ def bulk_insert_dataframe(
         raise HoodieConfigError(f"{SORT_MODE}={mode!r} is not a sort mode; use one of {', '.join(SORT_MODES)}.")
     props = key_generator_props(cfg)
     dedupe = dedupe_enabled(cfg, "bulk_insert")
+    ordering = checked_ordering_field(cfg, "bulk_insert")
     rows_to_write, task_props = df, props
     parallelism = cfg.get_int("hoodie.bulkinsert.shuffle.parallelism") or spark.sparkContext.defaultParallelism
     raw_fields = _raw_partition_fields(cfg)
     if mode == "PARTITION_PATH_REPARTITION" and not dedupe and raw_fields:
         rows_to_write = df.repartition(parallelism, *raw_fields)
     elif mode != "NONE" or dedupe:
-        keyed = keyed_dataframe(df, in_schema, props, "bulk_insert", checked_ordering_field(cfg, "bulk_insert"))
+        keyed = keyed_dataframe(df, in_schema, props, "bulk_insert", ordering)
         if dedupe:
             keyed = deduplicated(keyed, cfg, global_keys=False)
         rows_to_write, task_props = _laid_out(keyed, mode, parallelism), None
     instant = client.new_instant_time()
     action = client.commit_action("bulk_insert")
     instant = client.start(instant, action, "bulk_insert")
-    with client.aborting_on_failure(instant):
-        client.inflight(instant, action, [], "bulk_insert")
-        ctx = make_context(client, cfg, instant, "bulk_insert", avro)
-        rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, average_record_size(client.table, cfg)))
-        try:
-            rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, rows_per_file),
-                                            "stat string").collect()
-        except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
-            raise translate_job_error(exc) from exc
-        stats = [json.loads(r[0]) for r in rows]
-        client.commit(instant, action, "bulk_insert", stats, avro, None)
+    try:
+        with client.aborting_on_failure(instant):
+            client.inflight(instant, action, [], "bulk_insert")
+            ctx = make_context(client, cfg, instant, "bulk_insert", avro)
+            rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, average_record_size(client.table, cfg)))
+            try:
+                rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, ordering, rows_per_file),
+                                                "stat string").collect()
+            except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+                raise translate_job_error(exc) from exc
+            stats = [json.loads(r[0]) for r in rows]
+            client.commit(instant, action, "bulk_insert", stats, avro, None)
+    except BaseException:
+        if first_write:
+            drop_new_table(client, instant)
+        raise
     result = WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
                            unknown_keys=config.unknown_keys())
     summarize(result, stats)
     run_commit_callback(client, cfg, result)
     return result
+
+
+
+def drop_new_table(client: WriteClient, instant: str) -> None:
+    """Remove the table a failed first write created, once its instant is rolled back: the
+    records are checked only in the write tasks, after the table exists, and a refused first
+    batch must leave nothing behind (no table whose only history is a rollback). Left as it
+    is when anything else is on its timeline (another writer created it or wrote to it
+    meanwhile) or when the rollback itself failed."""
+    table = client.table
+    if table is None:
+        return
+    try:
+        timeline = table.reload_timeline()
+    except HoodieError:
+        return
+    if any(i.action != Action.ROLLBACK for i in timeline.all_instants):
+        return  # our instant still pending (the rollback failed) or another writer's work
+    storage = table.storage
+    # partition metadata files our tasks wrote beside the data files the rollback removed
+    for f in storage.walk_files(table.base_path):
+        if f.path.rsplit("/", 1)[-1].startswith(PARTITION_METAFILE) and not f.path.startswith(table.meta_path + "/"):
+            storage.delete(f.path)
+    storage.delete_dir(table.meta_path)
+    client.table = None

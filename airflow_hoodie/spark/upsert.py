@@ -523,17 +523,12 @@ def upsert_dataframe(
     in_schema = _arrow_schema(df)
     if operation == "bulk_insert":  # Hudi's row-writer path: no index, its own layout
         cfg, avro = begin_write(client, in_schema, operation)
-        if client.table is None:
-            # the row writer meets each record only in its write task: on a first write the
-            # key, partition and ordering checks run first, in one pass without a shuffle, so
-            # a refused batch leaves no table behind
-            try:
-                keyed_dataframe(df, in_schema, key_generator_props(cfg), operation,
-                                checked_ordering_field(cfg, operation)).write.format("noop").mode("overwrite").save()
-            except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
-                raise translate_job_error(exc) from exc
+        # the row writer meets each record only in its write task, which checks its keys,
+        # partition paths and ordering values before it writes; a first write refused there
+        # is rolled back and takes the table it created with it
+        first_write = client.table is None
         rolled = open_for_write(client, avro)
-        return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config)
+        return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config, first_write)
     small = driver_batch(df, config)
     if small is not None:
         engine = DriverBatchEngine(spark, small, config.get_int(DRIVER_FILES_MAX_BYTES))
