@@ -561,8 +561,14 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
         keep = pc.or_(keep, pa.array(marks))
     log_won = live.filter(pc.invert(from_base))
     log_won = log_won.take(pc.sort_indices(log_won, sort_keys=[(_SEQ, "ascending")]))
-    log_src = pc.subtract(log_won.column(_SRC), base_rows)
-    merged = pa.concat_tables([data.slice(0, base_rows).filter(keep), data.slice(base_rows).take(log_src)])
+    logs = data.slice(base_rows)
+    if logs.num_rows and len(log_won) == logs.num_rows:
+        # every log row wins, each under its own key: the log rows in log order, as they are
+        # (in one chunk, as a take returns them: a file's pages follow its chunks)
+        from_logs = logs.combine_chunks()
+    else:
+        from_logs = logs.take(pc.subtract(log_won.column(_SRC), base_rows))
+    merged = pa.concat_tables([data.slice(0, base_rows).filter(keep), from_logs])
     # output keys from the base file: the untouched live rows, and every touched key whose
     # winner is not a delete
     touched_count = len(touched_rows)
