@@ -15,7 +15,11 @@ instead upserts each batch size into a fresh table of ``--sizes[0]`` rows on the
 path (``hoodie.airflow.write.driver.batch.max.bytes=0``) and compares the peak RSS of the
 Spark Python workers and of Spark's JVM (the local executor): a task holds one slice of a
 partition's keys or one file group, so the peaks should follow the file-group size, not
-the batch. Figures in ``out/scaling_rss.*``.
+the batch. Figures in ``out/scaling_rss.*``. ``--file-group-mb 8 --split-size 150000`` gives
+the upserts a smaller ``hoodie.parquet.max.file.size`` and insert split (figures in
+``out/scaling_rss_8mb.*``): with Hudi's 120 MB a file group holds about 2M of these rows, so
+the 2M batch's inserts fill one and its write task holds all of them. Each peak is also
+charged to the Spark stages running at the time (``peak_rss_mb_by_stage``).
 """
 
 from __future__ import annotations
@@ -49,15 +53,28 @@ def _rows(ids: np.ndarray, total: int, ts: int) -> pa.Table:
 
 
 class _PeakWorkerRss:
-    """Samples the resident memory of PySpark's Python worker processes, and of this
-    driver process (small batches and small file work stay in the driver)."""
+    """Samples the resident memory of this process's own PySpark Python workers and Spark
+    JVM (other Spark sessions on a shared machine are not counted), and of this driver
+    process (small batches and small file work stay in the driver). With ``spark``, each
+    sample is also charged to the stages running then, so a peak can be traced to its step."""
 
-    def __init__(self) -> None:
+    def __init__(self, spark: Any = None) -> None:
         self.peak = 0
         self.driver_peak = 0
         self.jvm_peak = 0
+        self.stage_peaks: dict[str, dict[str, float]] = {}
+        self._tracker = spark.sparkContext.statusTracker() if spark is not None else None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _stages(self) -> list[str]:
+        if self._tracker is None:
+            return []
+        out = []
+        for sid in self._tracker.getActiveStageIds():
+            info = self._tracker.getStageInfo(sid)
+            out.append(f"{sid} {info.name.split(' at ')[0] if info else ''} ({info.numTasks if info else '?'} tasks)")
+        return out
 
     def _run(self) -> None:
         import psutil
@@ -65,21 +82,33 @@ class _PeakWorkerRss:
         me = psutil.Process()
         while not self._stop.is_set():
             self.driver_peak = max(self.driver_peak, me.memory_info().rss)
+            worker = jvm = 0
             for child in me.children(recursive=True):
                 try:
                     if "java" in child.name():
-                        self.jvm_peak = max(self.jvm_peak, child.memory_info().rss)
+                        jvm = max(jvm, child.memory_info().rss)
+                    elif "pyspark.daemon" in " ".join(child.cmdline()) or "pyspark.worker" in " ".join(child.cmdline()):
+                        worker = max(worker, child.memory_info().rss)
                 except psutil.Error:
                     pass
-            for proc in psutil.process_iter(["cmdline", "memory_info"]):
-                cmd = " ".join(proc.info.get("cmdline") or [])
-                if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
-                    mem = proc.info.get("memory_info")
-                    if mem is not None:
-                        self.peak = max(self.peak, mem.rss)
+            self.peak = max(self.peak, worker)
+            self.jvm_peak = max(self.jvm_peak, jvm)
+            try:
+                for stage in self._stages():
+                    was = self.stage_peaks.get(stage, {"worker_mb": 0, "jvm_mb": 0})
+                    self.stage_peaks[stage] = {"worker_mb": max(was["worker_mb"], round(worker / 2**20, 1)),
+                                               "jvm_mb": max(was["jvm_mb"], round(jvm / 2**20, 1))}
+            except Exception:  # noqa: BLE001 - the session is stopping
+                pass
             time.sleep(0.05)
 
     def __enter__(self) -> "_PeakWorkerRss":
+        import psutil
+
+        # the JVM keeps what it once used (the load before, the cached batch): its growth
+        # during the write is the write's own
+        self.jvm_start = max((c.memory_info().rss for c in psutil.Process().children(recursive=True)
+                              if "java" in c.name()), default=0)
         self._thread.start()
         return self
 
@@ -95,6 +124,10 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/hoodie-scaling")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--rss-batches", type=int, nargs="+", help="compare peak RSS of these batch sizes instead")
+    ap.add_argument("--file-group-mb", type=int, default=0,
+                    help="with --rss-batches: hoodie.parquet.max.file.size of the upserts (0: Hudi's 120 MB)")
+    ap.add_argument("--split-size", type=int, default=0,
+                    help="with --rss-batches: hoodie.copyonwrite.insert.split.size of the upserts (0: 500,000)")
     args = ap.parse_args()
     if args.rss_batches:
         rss_by_batch(args)
@@ -163,7 +196,7 @@ def _measured_upsert(spark, path: str, size: int, batch: int, cfg) -> tuple[Any,
     ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + batch - n_upd)])
     batch_df = spark.createDataFrame(_rows(ids, size, 2)).cache()
     batch_df.count()
-    with _PeakWorkerRss() as rss:
+    with _PeakWorkerRss(spark) as rss:
         t0 = time.perf_counter()
         result = upsert_dataframe(spark, batch_df, path, "upsert", cfg, "scaling")
         upsert_s = time.perf_counter() - t0
@@ -193,15 +226,21 @@ def rss_by_batch(args: argparse.Namespace) -> None:
                         "hoodie.datasource.write.precombine.field": "ts",
                         "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "BLOOM",
                         "hoodie.parquet.compression.codec": "snappy", DRIVER_BATCH_MAX_BYTES: "0"})
-    figures: dict[str, dict[str, float]] = {}
+    # the same bound on a file group for every batch (the load keeps Hudi's defaults)
+    upsert_cfg = cfg.with_values({k: str(v) for k, v in (("hoodie.parquet.max.file.size", args.file_group_mb << 20),
+                                                         ("hoodie.copyonwrite.insert.split.size", args.split_size))
+                                  if v})
+    figures: dict[str, Any] = {"file_group_mb": args.file_group_mb or 120, "split_size": args.split_size or 500_000}
     for batch in args.rss_batches:
         path = os.path.join(args.dir, f"rss-{batch}")
         _load(spark, path, size, cfg)
-        result, upsert_s, rss = _measured_upsert(spark, path, size, batch, cfg)
+        result, upsert_s, rss = _measured_upsert(spark, path, size, batch, upsert_cfg)
         figures[str(batch)] = {"upsert_s": round(upsert_s, 2), "files_written": result.files_written,
                                "peak_worker_rss_mb": round(rss.peak / 2**20, 1),
                                "peak_jvm_rss_mb": round(rss.jvm_peak / 2**20, 1),
+                               "jvm_rss_mb_before_upsert": round(rss.jvm_start / 2**20, 1),
                                "peak_driver_rss_mb": round(rss.driver_peak / 2**20, 1),
+                               "peak_rss_mb_by_stage": rss.stage_peaks,
                                "load_avg_1min": os.getloadavg()[0]}
         print(batch, figures[str(batch)], flush=True)
         shutil.rmtree(path, ignore_errors=True)
@@ -212,7 +251,8 @@ def rss_by_batch(args: argparse.Namespace) -> None:
         print(f"| {int(b):,} | {f['peak_worker_rss_mb']} MB | {f['peak_jvm_rss_mb']} MB | {f['upsert_s']} s |")
     rows = [(f"upsert {int(big):,} into {size:,} rows vs {int(small):,}, DataFrame path", figures[big]["upsert_s"],
              figures[small]["upsert_s"], f"{int(small):,}-row batch")]
-    print(f"figures: {write_report('scaling_rss', figures, rows)}")
+    name = f"scaling_rss_{args.file_group_mb}mb" if args.file_group_mb else "scaling_rss"
+    print(f"figures: {write_report(name, figures, rows)}")
     spark.stop()
 
 
