@@ -163,11 +163,13 @@ def scan_log_pieces(
     timeline_start: str | None = None,
     inflight_instants: Iterable[str] = (),
     keyed: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> list[Piece]:
     """The data tables and delete sets of a slice's log files, in the order they were written.
 
     ``keyed``: the slice's records carry ``_hoodie_record_key`` (its base file does), so a
-    data block without it has a corrupt SCHEMA header.
+    data block without it has a corrupt SCHEMA header. ``columns``: the columns data blocks
+    are decoded with (None: all).
 
     Block validity (committed instants, rollback command blocks, corrupt blocks, the as-of
     cut) is the log scanner's job (:func:`airflow_hoodie.table.log.log_reader.scan_log_files`);
@@ -183,6 +185,7 @@ def scan_log_pieces(
         valid_instants if valid_instants is not None else (),
         timeline_start=timeline_start,
         inflight_instants=inflight_instants,
+        columns=columns,
     )
     pieces: list[Piece] = []
     for block in result.blocks:
@@ -190,18 +193,20 @@ def scan_log_pieces(
             if block.deletes:
                 pieces.append(DeleteSet.from_records(block.deletes))
         elif block.table is not None and block.table.num_rows:
-            _check_record_key(block, keyed)
+            _check_record_key(block, keyed, columns)
             pieces.append(block.table)
     return pieces
 
 
-def _check_record_key(block: Any, keyed: bool) -> None:
+def _check_record_key(block: Any, keyed: bool, columns: Sequence[str] | None = None) -> None:
     """Hudi writes all five meta columns or none: a data block missing some of them while it
-    (or the slice's base file) has others was decoded with a damaged SCHEMA header."""
+    (or the slice's base file) has others was decoded with a damaged SCHEMA header. Of a
+    block decoded with ``columns``, the meta columns among them are checked."""
     assert block.table is not None
     names = block.table.column_names
-    missing = [c for c in META_COLUMNS if c not in names]
-    if not missing or not (keyed or len(missing) < len(META_COLUMNS)):
+    expected = [c for c in META_COLUMNS if columns is None or c in columns]
+    missing = [c for c in expected if c not in names]
+    if not missing or not (keyed or len(missing) < len(expected)):
         return
     raise HoodieCorruptedDataError(
         f"{block.log_path}: the data block at byte {block.block.offset} (instant {block.instant_time}) has no "
@@ -304,6 +309,7 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
         opts.timeline_start,
         opts.inflight_instants,
         keyed=base_schema is not None and RECORD_KEY in base_schema.names,
+        columns=wanted,
     )
     for piece in log_pieces:
         if isinstance(piece, pa.Table):

@@ -17,7 +17,7 @@ import io
 import json
 import os
 import struct
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -111,8 +111,12 @@ def is_decode_failure(exc: BaseException) -> bool:
     return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
 
 
-def decode(schema_json: str, content: bytes) -> pa.Table:
+def decode(schema_json: str, content: bytes, columns: Sequence[str] | None = None) -> pa.Table:
     """The block's records as Arrow, in the reader's own types (cast by the caller).
+
+    ``columns``: fields of the schema to decode (None: all), returned in schema order. The
+    others are skipped over, not materialized: a compaction, which names each row's new
+    file itself, leaves out the log records' ``_hoodie_file_name``.
 
     Raises whatever the compiled reader raises on bytes that do not match the schema;
     callers re-decode with the reference path to report corrupt data precisely.
@@ -134,7 +138,8 @@ def decode(schema_json: str, content: bytes) -> pa.Table:
     container.write(body)
     container.write(_SYNC)
     container.seek(0)
-    table = polars.read_avro(container).to_arrow()
+    projection = None if columns is None else [_LEN_FIELD, *columns]
+    table = polars.read_avro(container, columns=projection).to_arrow()
     _check_framing(table.column(_LEN_FIELD), count, len(body))
     return table.drop_columns([_LEN_FIELD])
 

@@ -172,27 +172,42 @@ def decode_avro_records(block: LogBlock) -> list[dict]:
         ) from exc
 
 
-def decode_avro_data_block(block: LogBlock) -> pa.Table:
+def _projected(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
+    """``schema``'s fields named in ``columns`` (None: all), in schema order."""
+    if columns is None:
+        return schema
+    wanted = set(columns)
+    return pa.schema([f for f in schema if f.name in wanted], metadata=schema.metadata)
+
+
+def decode_avro_data_block(block: LogBlock, columns: Sequence[str] | None = None) -> pa.Table:
     """The records of an AVRO_DATA (or CDC_DATA) block as a table in schema order, with
-    Arrow types derived from the block's writer schema."""
+    Arrow types derived from the block's writer schema. ``columns``: the fields to return
+    (None: all; names the block lacks are left out)."""
     if block.block_type not in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         raise HoodieNotSupportedError(f"{block.type_name} block is not an Avro data block")
     schema = _require_schema(block)
     if avro_batch_decoder.supports(schema):
         target = _block_arrow_schema(block, schema)
+        projected = _projected(target, columns)
+        # a projection the block has no field of still returns its row count
+        names = projected.names if columns is not None and len(projected) else None
         try:
-            return conform_table(avro_batch_decoder.decode(schema, block.content), target)
+            table = conform_table(avro_batch_decoder.decode(schema, block.content, names),
+                                  target if names is None else projected)
+            return table if names is not None or columns is None else table.select([])
         except BaseException as exc:  # noqa: BLE001 - a Rust panic is a BaseException
             if not avro_batch_decoder.is_decode_failure(exc):
                 raise
             # corrupt bytes: the per-record path below names them precisely
     records = decode_avro_records(block)
     try:
-        return avro_records_to_arrow(records, schema)
+        table = avro_records_to_arrow(records, schema)
     except HoodieSchemaError as exc:
         raise HoodieCorruptedLogError(
             f"records of block at byte {block.offset} do not match its schema: {exc}"
         ) from exc
+    return table if columns is None else table.select(_projected(table.schema, columns).names)
 
 
 def parquet_data_block(
@@ -218,8 +233,14 @@ def parquet_data_block(
                     base_headers(instant_time, schema_json, extra_headers), {}, content)
 
 
-def decode_parquet_data_block(block: LogBlock) -> pa.Table:
-    """The records of a PARQUET_DATA block, cast to the block's writer schema."""
+def decode_parquet_data_block(block: LogBlock, columns: Sequence[str] | None = None) -> pa.Table:
+    """The records of a PARQUET_DATA block, cast to the block's writer schema. ``columns``:
+    as :func:`decode_avro_data_block`."""
+    table = _decode_parquet_data_block(block)
+    return table if columns is None else table.select(_projected(table.schema, columns).names)
+
+
+def _decode_parquet_data_block(block: LogBlock) -> pa.Table:
     if block.block_type != BlockType.PARQUET_DATA:
         raise HoodieNotSupportedError(f"{block.type_name} block is not a parquet data block")
     schema = block.schema
@@ -237,12 +258,12 @@ def decode_parquet_data_block(block: LogBlock) -> pa.Table:
         ) from exc
 
 
-def decode_data_block(block: LogBlock) -> pa.Table:
-    """Records of any supported data block type."""
+def decode_data_block(block: LogBlock, columns: Sequence[str] | None = None) -> pa.Table:
+    """Records of any supported data block type (``columns``: as :func:`decode_avro_data_block`)."""
     if block.block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
-        return decode_avro_data_block(block)
+        return decode_avro_data_block(block, columns)
     if block.block_type == BlockType.PARQUET_DATA:
-        return decode_parquet_data_block(block)
+        return decode_parquet_data_block(block, columns)
     raise HoodieNotSupportedError(
         f"{block.type_name} blocks (at byte {block.offset}) are not supported; HFile blocks "
         "only occur in Hudi's metadata table."

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -262,6 +262,7 @@ def scan_log_files(
     timeline_start: str | None = None,
     inflight_instants: Iterable[str] = (),
     decode: bool = True,
+    columns: Sequence[str] | None = None,
 ) -> LogScanResult:
     """Select the blocks of a file group's log files the way Hudi's merged log record
     scanner does (``scanInternalV1``), and decode them.
@@ -272,7 +273,9 @@ def scan_log_files(
     ``timeline_start`` (archived), or is after ``latest_instant``. A rollback command
     block drops every earlier queued block of its ``TARGET_INSTANT_TIME`` and every
     queued corrupt block. Corrupt blocks themselves are never returned.
-    ``decode=False`` leaves ``table``/``deletes`` unset (only the selection).
+    ``decode=False`` leaves ``table``/``deletes`` unset (only the selection). ``columns``:
+    the fields data blocks are decoded with (None: all; see
+    :func:`airflow_hoodie.table.log.data_block.decode_avro_data_block`).
     """
     valid = frozenset(valid_instants)
     inflight = frozenset(inflight_instants)
@@ -327,17 +330,17 @@ def scan_log_files(
                 "or compact it with Hudi first.")
         sb = ScannedBlock(block.instant_time or "", BlockType(block.block_type), path, block)
         if decode:
-            _decode_into(sb, storage.uri(path))
+            _decode_into(sb, storage.uri(path), columns)
         result.blocks.append(sb)
     return result
 
 
-def _decode_into(sb: ScannedBlock, where: str) -> None:
+def _decode_into(sb: ScannedBlock, where: str, columns: Sequence[str] | None = None) -> None:
     try:
         if sb.block_type == BlockType.DELETE:
             sb.deletes = decode_delete_block(sb.block)
         else:
-            sb.table = decode_data_block(sb.block)
+            sb.table = decode_data_block(sb.block, columns)
     except HoodieCorruptedLogError as exc:
         raise HoodieCorruptedLogError(f"{where}: {exc}") from exc
 
