@@ -160,9 +160,13 @@ def bulk_insert_dataframe(
                 raise translate_job_error(exc) from exc
             stats = [json.loads(r[0]) for r in rows]
             client.commit(instant, action, "bulk_insert", stats, avro, None)
-    except BaseException:
+    except BaseException as exc:
         if first_write:
-            drop_new_table(client, instant)
+            try:
+                drop_new_table(client)
+            except Exception as cleanup:  # noqa: BLE001 - reported on the cause, which is re-raised
+                exc.add_note(f"Removing the table this first write created failed too: {type(cleanup).__name__}: "
+                             f"{cleanup}. It holds no commit; delete {client.base_uri} before writing again.")
         raise
     result = WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
                            unknown_keys=config.unknown_keys())
@@ -171,8 +175,7 @@ def bulk_insert_dataframe(
     return result
 
 
-
-def drop_new_table(client: WriteClient, instant: str) -> None:
+def drop_new_table(client: WriteClient) -> None:
     """Remove the table a failed first write created, once its instant is rolled back: the
     records are checked only in the write tasks, after the table exists, and a refused first
     batch must leave nothing behind (no table whose only history is a rollback). Left as it
