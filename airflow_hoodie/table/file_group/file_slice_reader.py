@@ -246,7 +246,7 @@ def read_file_slice(storage: Storage, file_slice: Any, opts: SliceReadOptions | 
     ``file_slice`` is a :class:`airflow_hoodie.table.file_group.file_group.FileSlice` (anything with
     ``base_file`` (``.path``) and ``log_files`` (each ``.path``), in log order).
     """
-    return read_file_slice_counted(storage, file_slice, opts).table
+    return read_file_slice_counted(storage, file_slice, opts, counted=False).table
 
 
 @dataclass(frozen=True)
@@ -264,11 +264,13 @@ class SliceRead:
     base_footer: dict[bytes, bytes] | None = None
 
 
-def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None) -> SliceRead:
+def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None,
+                            counted: bool = True) -> SliceRead:
     """:func:`read_file_slice`, with the counts of base-file keys. They come from the merge,
     which knows which base keys the logs touched: a compaction needs no second hash of all
     its keys against the base file's. With a filter and no log files, the counts are those
-    of the filtered rows."""
+    of the filtered rows. ``counted=False`` (readers): a merged slice's counts are left out
+    (0, no new keys)."""
     opts = opts or SliceReadOptions()
     base = getattr(file_slice, "base_file", None)
     logs = [] if opts.base_only else list(getattr(file_slice, "log_files", None) or [])
@@ -320,7 +322,7 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
     data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
     if not data_pieces:
         return SliceRead(pa.table({}), base_rows, 0, None, footer)
-    merged = merge_records_counted(pieces, cfg, has_base=base is not None)
+    merged = merge_records_counted(pieces, cfg, has_base=base is not None, counted=counted)
     return SliceRead(_finish(merged.table, opts, filtered=False), base_rows, merged.base_keys_kept,
                      merged.new_keys, footer)
 
