@@ -227,10 +227,12 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
                                    pa.repeat(pa.scalar(file_name, pa.string()), kept.num_rows))
     else:
-        incoming = records.filter(pc.invert(pc.is_in(records.column(OP_COL), value_set=DELETE_OPS)))
+        incoming = _kept(records, pc.invert(pc.is_in(records.column(OP_COL), value_set=DELETE_OPS)))
     new_data = align_to_schema(incoming, data_schema)
+    # a file of new rows only is written straight from the stamped table
+    straight = (old_part is None or not old_part.num_rows) and ctx.key_generator is None
     stamped = stamp_meta_columns(new_data, incoming.column(RECORD_KEY), task.partition_path, ctx.instant_time,
-                                 file_name, partition_id=task.bucket)
+                                 file_name, partition_id=task.bucket, dictionary=straight)
     out = pa.concat_tables([old_part, stamped]) if old_part is not None and old_part.num_rows else stamped
     if ctx.key_generator is not None:
         out = without_meta_values(out)
@@ -247,6 +249,15 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         runtimeStats={"totalScanTime": 0, "totalUpsertTime": elapsed if task.base_file else 0,
                       "totalCreateTime": 0 if task.base_file else elapsed},
     )]
+
+
+def _kept(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """``table`` filtered by ``mask``, or ``table`` itself when the mask keeps every row:
+    Arrow's filter copies every buffer even then, which held a whole file group of inserts
+    twice in a write task's memory."""
+    if mask.null_count == 0 and pc.all(mask).as_py() is not False:
+        return table
+    return table.filter(mask)
 
 
 def _fault_injection_pause() -> None:

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -63,9 +64,11 @@ def data_columns(table: pa.Table) -> list[str]:
 
 
 def seqno_array(commit_time: str, partition_id: int, start: int, count: int) -> pa.Array:
-    """``<instant>_<sparkPartitionId>_<recordIndex>``, Hudi's HoodieRecord.generateSequenceId."""
+    """``<instant>_<sparkPartitionId>_<recordIndex>``, Hudi's HoodieRecord.generateSequenceId.
+    The indexes come from numpy: a Python range cost 33 ms per 100k rows, a fifth of a
+    bulk_insert task's CPU."""
     prefix = f"{commit_time}_{partition_id}_"
-    idx = pc.cast(pa.array(range(start, start + count), pa.int64()), pa.string())
+    idx = pc.cast(pa.array(np.arange(start, start + count, dtype=np.int64)), pa.string())
     return pc.binary_join_element_wise(pa.scalar(prefix), idx, "")
 
 
@@ -77,18 +80,31 @@ def stamp_meta_columns(
     file_name: str,
     partition_id: int = 0,
     seq_start: int = 0,
+    dictionary: bool = False,
 ) -> pa.Table:
-    """Return ``data`` (without meta columns) with freshly filled meta columns in front."""
+    """Return ``data`` (without meta columns) with freshly filled meta columns in front.
+
+    ``dictionary``: the three meta columns that hold one value per file (commit time,
+    partition path, file name) come as one-value dictionaries, for a table written straight
+    to parquet. The file's bytes are the same (those columns are dictionary-encoded either
+    way), and the table is smaller: for a file group of 1.6M inserts the repeated strings
+    alone took about 150 MB of a write task's memory."""
     n = data.num_rows
+
+    def constant(value: str) -> pa.Array:
+        if dictionary:
+            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
+        return pa.repeat(pa.scalar(value, pa.string()), n)
+
     cols = data_columns(data)
+    keys = pa.chunked_array([record_keys]) if isinstance(record_keys, pa.Array) else record_keys
     arrays = [
-        pa.repeat(pa.scalar(commit_time, pa.string()), n),
+        constant(commit_time),
         seqno_array(commit_time, partition_id, seq_start, n),
-        pa.chunked_array([record_keys]) if isinstance(record_keys, pa.Array) else record_keys,
-        pa.repeat(pa.scalar(partition_path, pa.string()), n),
-        pa.repeat(pa.scalar(file_name, pa.string()), n),
+        keys if keys.type == pa.string() else keys.cast(pa.string()),
+        constant(partition_path),
+        constant(file_name),
     ]
-    arrays = [a.cast(pa.string()) for a in arrays]
     return pa.Table.from_arrays(arrays + [data.column(c) for c in cols], names=list(META_COLUMNS) + cols)
 
 
