@@ -39,6 +39,7 @@ from airflow_hoodie.table.bloom.bloom_hash import (
     KeysLike,
     hash_positions_by_hash,
     key_bytes,
+    key_steps,
     optimal_num_bits,
     optimal_num_hashes,
     positions_scalar,
@@ -66,6 +67,12 @@ _WRITABLE_VERSION = -1
 # --------------------------------------------------------------------------------------
 # Filters
 # --------------------------------------------------------------------------------------
+
+
+#: keys hashed at a time when added to a filter. It bounds a writer's memory, not the
+#: result, and slices that stay in cache hash faster: 100k keys took 21 ms in slices of 16k
+#: against 29-34 ms in one, 1.6M keys 369 ms against 519 ms (30 hashes, /tmp bench, 2 cores)
+KEYS_PER_STEP = 1 << 14
 
 
 def _as_index(positions: np.ndarray) -> np.ndarray:
@@ -224,7 +231,8 @@ class SimpleBloomFilter(BloomFilter):
         self._row.bits[positions_scalar(key_bytes(key), self.nb_hash, self.vector_size)] = True
 
     def add_many(self, keys: KeysLike) -> None:
-        self._row.set_positions(hash_positions_by_hash(keys, self.nb_hash, self.vector_size))
+        for step in key_steps(keys, KEYS_PER_STEP):
+            self._row.set_positions(hash_positions_by_hash(step, self.nb_hash, self.vector_size))
 
     def might_contain(self, key: str | bytes) -> bool:
         return bool(self._row.bits[positions_scalar(key_bytes(key), self.nb_hash, self.vector_size)].all())
@@ -322,9 +330,11 @@ class DynamicBloomFilter(BloomFilter):
             self.rows[row].bits[pos] = True
 
     def add_many(self, keys: KeysLike) -> None:
-        pos = _as_index(hash_positions_by_hash(keys, self._nb_hash, self.vector_size))
-        for row, part in self._assign_rows(pos.shape[1]):
-            self.rows[row].set_positions(pos[:, part])
+        # slice by slice in order: the rows are assigned as if the keys came one by one
+        for step in key_steps(keys, KEYS_PER_STEP):
+            pos = _as_index(hash_positions_by_hash(step, self._nb_hash, self.vector_size))
+            for row, part in self._assign_rows(pos.shape[1]):
+                self.rows[row].set_positions(pos[:, part])
 
     def might_contain(self, key: str | bytes) -> bool:
         pos = positions_scalar(key_bytes(key), self._nb_hash, self.vector_size)
