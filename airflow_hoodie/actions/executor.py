@@ -8,8 +8,9 @@ without a SparkSession and run distributed without change.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol, Sequence, TypeVar
+
+from airflow_hoodie.table.parallel_map import parallel_map
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,9 +40,4 @@ class LocalExecutor:
         self.threads = threads
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        threads = min(self.threads or os.cpu_count() or 1, len(items))
-        if threads <= 1:
-            return [fn(item) for item in items]
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hoodie-local") as pool:
-            futures = [pool.submit(fn, item) for item in items]
-        return [f.result() for f in futures]
+        return parallel_map(fn, items, self.threads or os.cpu_count() or 1, "hoodie-local")

@@ -229,11 +229,12 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     else:
         incoming = _kept(records, pc.invert(pc.is_in(records.column(OP_COL), value_set=DELETE_OPS)))
     new_data = align_to_schema(incoming, data_schema)
+    carried = old_part is not None and old_part.num_rows > 0
     # a file of new rows only is written straight from the stamped table
-    straight = (old_part is None or not old_part.num_rows) and ctx.key_generator is None
     stamped = stamp_meta_columns(new_data, incoming.column(RECORD_KEY), task.partition_path, ctx.instant_time,
-                                 file_name, partition_id=task.bucket, dictionary=straight)
-    out = pa.concat_tables([old_part, stamped]) if old_part is not None and old_part.num_rows else stamped
+                                 file_name, partition_id=task.bucket,
+                                 dictionary=not carried and ctx.key_generator is None)
+    out = pa.concat_tables([old_part, stamped]) if carried else stamped
     if ctx.key_generator is not None:
         out = without_meta_values(out)
     # Hudi's merge handle keeps the file sorted the way it read it; new records go last.

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -42,6 +41,7 @@ from airflow_hoodie.table.metadata_table.stats_pruning import (
     prune_slices_by_stats,
     typed_filters,
 )
+from airflow_hoodie.table.parallel_map import parallel_map
 from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
 from airflow_hoodie.table.schema.meta_fields import (
@@ -353,11 +353,7 @@ def _read_slices(
             table = partition_values.apply(table, s.partition_path)
         return table
 
-    if len(slices) == 1:
-        return [read_one(slices[0])]
-    workers = _max_workers(len(slices), storage.is_local)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hoodie-read") as pool:
-        return list(pool.map(read_one, slices))
+    return parallel_map(read_one, slices, _max_workers(len(slices), storage.is_local), "hoodie-read")
 
 
 def _empty(schema: pa.Schema | None, columns: Sequence[str] | None) -> pa.Table:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from airflow_hoodie.errors import HoodieIOError
+from airflow_hoodie.table.parallel_map import parallel_map
 from airflow_hoodie.table.storage import local_conditional
 from airflow_hoodie.table.storage.s3_output import BufferedS3Output
 from airflow_hoodie.table.storage.s3_conditional import DEFAULT_MAX_ATTEMPTS, S3ConditionalWriter, Versioned
@@ -417,12 +417,7 @@ class Storage:
 
         On an object store each small call is a round trip; asked one after another, a
         step touching a hundred partitions waits a hundred round trips."""
-        todo = list(items)
-        if len(todo) <= 1:
-            return [fn(x) for x in todo]
-        with ThreadPoolExecutor(max_workers=min(MAX_CONCURRENT_REQUESTS, len(todo)),
-                                thread_name_prefix="hoodie-storage") as pool:
-            return list(pool.map(fn, todo))
+        return parallel_map(fn, items, MAX_CONCURRENT_REQUESTS, "hoodie-storage")
 
     def walk_files(self, path: str) -> Iterator[FileStatus]:
         for st in self.list_dir(path, recursive=True):
