@@ -169,8 +169,7 @@ class WriteClient:
             self._check_table_matches()
             # a write planned on a view missing a latest file would make the older data permanent
             # (checked on the view it plans on: storage, or the metadata table it keeps)
-            self.table.file_system_view(
-                through_metadata_table=self.config.get_bool(METADATA_ENABLE)).check_latest_files_present()
+            self.table.write_view(self.config.get_bool(METADATA_ENABLE)).check_latest_files_present()
         return self.table
 
     def _check_table_matches(self) -> None:

@@ -107,6 +107,9 @@ class HoodieTable:
         #: the storage options it was opened with: the table lock and the services' tasks
         #: reach the same store with them (an S3 endpoint, a region)
         self.storage_options: dict[str, Any] = {}
+        #: the last view :meth:`write_view` gave: the next one shares its listing when the
+        #: table did not change in between
+        self._write_view: FileSystemView | None = None
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -368,6 +371,18 @@ class HoodieTable:
         return FileSystemView(self.storage, self.base_path, timeline if timeline is not None else self.timeline,
                               self.config, via_mdt)
 
+    def write_view(self, through_metadata_table: bool) -> FileSystemView:
+        """The view a write checks when it loads the table and plans on once its instant
+        exists (:meth:`planning_view`), on the current timeline: the table is listed once
+        for both while no instant completes in between (:meth:`FileSystemView.seen_through`)."""
+        last = self._write_view
+        if last is not None and last.use_metadata_table == through_metadata_table:
+            view = last.seen_through(self.timeline, self.config)
+        else:
+            view = self.file_system_view(through_metadata_table=through_metadata_table)
+        self._write_view = view
+        return view
+
     def planning_view(self) -> FileSystemView:
         """The view a write plans on (index scope, small files, log versions).
 
@@ -379,7 +394,7 @@ class HoodieTable:
         file deleted behind the table stops the write by name.
         Table services, rollback and restore keep listing storage: they delete files and
         must see every one, committed or not."""
-        return self.file_system_view(through_metadata_table=bool(self.metadata_enabled))
+        return self.write_view(bool(self.metadata_enabled))
 
     def partition_dir(self, partition_path: str) -> str:
         return Storage.join(self.base_path, partition_path) if partition_path else self.base_path

@@ -69,6 +69,12 @@ class ExistingFile:
     lookup_log_files: list[str] | None = None
 
 
+def completed_instants(timeline: Timeline) -> tuple[tuple[str, str, str | None], ...]:
+    """(time, action, completion time) of every completed instant: what a table's visible
+    files follow (a metadata-table listing changes only when one is added)."""
+    return tuple((i.timestamp, i.action, i.completion_time) for i in timeline.instants if i.is_completed)
+
+
 def _rel(partition_path: str, name: str) -> str:
     return f"{partition_path}/{name}" if partition_path else name
 
@@ -92,32 +98,22 @@ class FileSystemView:
         self._replace_cache: dict[str, dict[str, list[str]]] = {}
         self._compaction_ops: dict[tuple[str, str], tuple[str, dict]] | None = None
         self._clustering: dict[tuple[str, str], str] | None = None
+        #: what was listed (partition, path, size of every data file; the partitions),
+        #: before the timeline groups it: a view of another timeline may share it
+        self._listed: tuple[list[tuple[str, str, int]], set[str]] | None = None
+        #: the completed instants :meth:`check_latest_files_present` passed on with this listing
+        self._present_for: tuple[tuple[str, str, str | None], ...] | None = None
 
     # ------------------------------------------------------------------ listing
     def _load(self) -> None:
         if self._groups is not None:
             return
-        prefix = self.base_path + "/"
-        meta_prefix = prefix + METAFOLDER + "/"
         if self.config is None:
             raise ValueError("FileSystemView built without the table config cannot list files")
-        files: list[tuple[str, str, int]] = []  # (partition, path, size)
-        partitions: set[str] = set()
-        if self.lists_through_metadata_table:
-            listing = load_files_listing(self.storage, self.base_path, self.timeline)
-            partitions.update(listing.partitions)
-            for part, names in listing.files.items():
-                folder = Storage.join(self.base_path, part) if part else self.base_path
-                files.extend((part, Storage.join(folder, name), size) for name, size in names.items())
-        for st in ([] if self.lists_through_metadata_table else self._list_data_files()):
-            if st.is_dir or st.path.startswith(meta_prefix):
-                continue
-            rel = st.path[len(prefix):] if st.path.startswith(prefix) else st.path
-            part, _, name = rel.rpartition("/")
-            if is_partition_metafile(name):
-                partitions.add(part)
-            else:
-                files.append((part, st.path, st.size))
+        if self._listed is None:
+            self._listed = self._list()
+        files, listed_partitions = self._listed
+        partitions = set(listed_partitions)
         ext = self.config.base_file_extension
         bases: list[BaseFile] = []
         logs: list[LogFile] = []
@@ -142,6 +138,30 @@ class FileSystemView:
             self._groups = self._slice_by_completion_time(bases, logs)
         else:
             self._groups = build_file_groups(bases, logs)
+
+    def _list(self) -> tuple[list[tuple[str, str, int]], set[str]]:
+        """(partition, path, size) of every data file and the partitions holding a partition
+        metafile: from the metadata table's ``files`` partition or from storage."""
+        prefix = self.base_path + "/"
+        meta_prefix = prefix + METAFOLDER + "/"
+        files: list[tuple[str, str, int]] = []
+        partitions: set[str] = set()
+        if self.lists_through_metadata_table:
+            listing = load_files_listing(self.storage, self.base_path, self.timeline)
+            partitions.update(listing.partitions)
+            for part, names in listing.files.items():
+                folder = Storage.join(self.base_path, part) if part else self.base_path
+                files.extend((part, Storage.join(folder, name), size) for name, size in names.items())
+        for st in ([] if self.lists_through_metadata_table else self._list_data_files()):
+            if st.is_dir or st.path.startswith(meta_prefix):
+                continue
+            rel = st.path[len(prefix):] if st.path.startswith(prefix) else st.path
+            part, _, name = rel.rpartition("/")
+            if is_partition_metafile(name):
+                partitions.add(part)
+            else:
+                files.append((part, st.path, st.size))
+        return files, partitions
 
     def _slice_by_completion_time(
         self, bases: list[BaseFile], logs: list[LogFile]
@@ -192,12 +212,30 @@ class FileSystemView:
             elif st.name != METAFOLDER:
                 yield from self.storage.list_dir(st.path, recursive=True)
 
+    def seen_through(self, timeline: Timeline, config: TableConfig | None) -> "FileSystemView":
+        """A view of ``timeline`` that shares this view's listing when it would list the same.
+
+        A write checks the table when it loads it and plans once its instant exists. When no
+        instant completed in between and the files come from the same place, both see the
+        same files (a metadata-table listing changes only with a completed instant), so the
+        second listing -- the metadata table's HFiles and logs read and merged again, or a
+        storage LIST per partition -- is left out, and so is the check of the latest files,
+        which the listing already passed."""
+        view = FileSystemView(self.storage, self.base_path, timeline, config, self.use_metadata_table)
+        if (self._listed is not None and view.lists_through_metadata_table == self.lists_through_metadata_table
+                and completed_instants(timeline) == completed_instants(self.timeline)):
+            view._listed = self._listed
+            view._present_for = self._present_for
+        return view
+
     def refresh(self, timeline: Timeline | None = None) -> None:
         """Forget the listing (and optionally switch timeline) after the table changed."""
         self._groups = None
         self._partitions = None
         self._compaction_ops = None
         self._clustering = None
+        self._listed = None
+        self._present_for = None
         if timeline is not None:
             self.timeline = timeline
 
@@ -514,8 +552,13 @@ class FileSystemView:
         Without this a deleted base or log file silently drops its slice back to older data
         (or no data), and the next write bases itself on that view, making it permanent. A
         file that a replacecommit and clean completed since this view's timeline removed is
-        no loss: the check is repeated on a fresh timeline before it fails.
+        no loss: the check is repeated on a fresh timeline before it fails. Passed once for a
+        listing, it is not repeated while the completed instants stay the same (its answer
+        depends on nothing else).
         """
+        completed = completed_instants(self.timeline)
+        if self._listed is not None and self._present_for == completed:
+            return
         missing = self._first_missing_latest_file()
         if missing is not None and self.timeline.storage is not None:
             fresh = FileSystemView(self.storage, self.base_path, self.timeline.reload(), self.config,
@@ -523,6 +566,7 @@ class FileSystemView:
             missing = fresh._first_missing_latest_file()
         if missing is not None:
             raise self._missing_file_error(*missing)
+        self._present_for = completed
 
     def _missing_file_error(self, path: str, ts: str, part: str, fid: str) -> HoodieCorruptedDataError:
         return HoodieCorruptedDataError(

@@ -595,7 +595,9 @@ def initialize_record_index(table: HoodieTable, minimum: int, maximum: int, max_
 def ensure_record_index(table: HoodieTable, config: Any) -> bool:
     """Under the table lock, before a write's instant exists: build the record index when
     ``hoodie.metadata.record.index.enable`` asks for it and the table has none (as Hudi's
-    writer initializes an enabled partition). Returns whether the table now has one."""
+    writer initializes an enabled partition). Returns whether the table now has one.
+    ``table.config`` is the one read under that lock (by ensure_files_partition, just before;
+    every change since went through ``update_config``, which keeps it)."""
     from airflow_hoodie.config_keys.record_index import (  # noqa: PLC0415 - the catalog is a leaf
         RECORD_INDEX_ENABLE,
         RECORD_INDEX_GROWTH_FACTOR,
@@ -604,7 +606,7 @@ def ensure_record_index(table: HoodieTable, config: Any) -> bool:
         RECORD_INDEX_MIN_FILE_GROUPS,
     )
 
-    if has_record_index(table.reload_config()):
+    if has_record_index(table.config):
         return True
     if not config.get_bool(RECORD_INDEX_ENABLE):
         return False

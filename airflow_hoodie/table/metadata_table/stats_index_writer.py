@@ -446,13 +446,13 @@ def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], g
 
 
 def ensure_stats_partitions(table: HoodieTable) -> list[str]:
-    """Under the table lock: build the statistics partitions whose enable key is true and
+    """Under the table lock, on ``table.config`` as the caller (ensure_files_partition) read
+    it under that lock: build the statistics partitions whose enable key is true and
     the table lacks (partition stats from table version 8, with column stats). Returns the
     partitions built."""
     from airflow_hoodie.config_keys import metadata_table as keys  # noqa: PLC0415
 
     config = table.write_config
-    table.reload_config()
     listed = set(listed_partitions(table))
     wanted = []
     if (config.get(keys.COLUMN_STATS_ENABLE) or "").lower() == "true":
