@@ -10,7 +10,9 @@ collect around it, so the ratio is not diluted by it). Each run starts from a fr
 a table loaded the same way; runs with and without alternate so both see the same load on
 a shared machine. Reported: medians of wall and CPU seconds, the metadata-table update's
 own time (``update_files_partition``: the delta commit of the files partition, stats and
-record index, and the metadata table's own services) and the storage calls it makes.
+record index, and the metadata table's own services) and the storage calls it makes, the
+read of the files partition the write plans on, and the storage calls of the whole upsert
+with and without it.
 The median of the per-pair ratios (runs with and without it back to back) is reported too:
 it cancels most of a shared machine's drift. Writes ``benchmarks/out/metadata_table_cost.json``
 and ``.png``.
@@ -25,6 +27,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from typing import Any, Callable
@@ -42,16 +45,22 @@ STORAGE_CALLS = ("info", "exists", "file_exists", "size", "list_dir", "read_byte
 
 
 class MetadataUpdateProbe:
-    """Times ``update_files_partition`` and counts the Storage calls made inside it."""
+    """Times ``update_files_partition`` and counts the Storage calls made inside it, and
+    those of the whole write (:meth:`writing`)."""
 
     def __init__(self) -> None:
         self.seconds: list[float] = []
+        self.listing_seconds: list[float] = []
         self.calls: Counter[str] = Counter()
+        self.write_calls: Counter[str] = Counter()
         self._inside = False
-        self._depth = 0
+        self._writing = False
+        self._local = threading.local()  # the calls nested in a call, per thread (tasks run on threads)
+        self._lock = threading.Lock()
 
     def install(self) -> None:
         from airflow_hoodie.table import hoodie_table  # noqa: PLC0415
+        from airflow_hoodie.table.file_group import file_system_view  # noqa: PLC0415
         from airflow_hoodie.table.storage.storage import Storage  # noqa: PLC0415
 
         for name in STORAGE_CALLS:
@@ -68,23 +77,44 @@ class MetadataUpdateProbe:
                 self._inside = False
 
         hoodie_table.update_files_partition = timed
+        read_listing = file_system_view.load_files_listing
+
+        def timed_listing(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return read_listing(*args, **kwargs)
+            finally:
+                self.listing_seconds.append(time.perf_counter() - t0)
+
+        file_system_view.load_files_listing = timed_listing
 
     def _counting(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def counted(storage: Any, *args: Any, **kwargs: Any) -> Any:
             # only the outermost call counts (exists() asks info(), size() too): one request
-            outermost = self._inside and not self._depth
-            if outermost:
-                self.calls[name] += 1
-            self._depth += 1
+            depth = getattr(self._local, "depth", 0)
+            if not depth:
+                with self._lock:
+                    if self._inside:
+                        self.calls[name] += 1
+                    if self._writing:
+                        self.write_calls[name] += 1
+            self._local.depth = depth + 1
             try:
                 return fn(storage, *args, **kwargs)
             finally:
-                self._depth -= 1
+                self._local.depth = depth
         return counted
 
     def reset(self) -> None:
         self.seconds.clear()
+        self.listing_seconds.clear()
         self.calls.clear()
+        self.write_calls.clear()
+
+    def writing(self, on: bool) -> None:
+        """Count every Storage call from now (on) until off: the whole write's requests,
+        the heartbeat thread's included (one a minute by default: none in a short write)."""
+        self._writing = on
 
 
 def main() -> None:
@@ -121,14 +151,17 @@ def main() -> None:
                 path, cfg = loaded[mdt]
                 copy = shutil.copytree(path, f"{path}-{r}")
                 probe.reset()
+                probe.writing(True)
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = write_arrow(copy, batch, "upsert", cfg)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                probe.writing(False)
                 assert res.updates == n_upd and res.inserts == args.batch - n_upd, res
                 runs[mdt].append({"wall": wall, "cpu": cpu, "update_s": sum(probe.seconds),
-                                  "update_calls": dict(probe.calls)})
+                                  "listing_s": sum(probe.listing_seconds), "listings": len(probe.listing_seconds),
+                                  "update_calls": dict(probe.calls), "write_calls": sum(probe.write_calls.values())})
                 shutil.rmtree(copy)
-        med = {m: {k: statistics.median(x[k] for x in runs[m]) for k in ("wall", "cpu", "update_s")}
+        med = {m: {k: statistics.median(x[k] for x in runs[m]) for k in ("wall", "cpu", "update_s", "listing_s")}
                for m in (True, False)}
         calls = runs[True][-1]["update_calls"]
         figures[tt] = {
@@ -143,7 +176,13 @@ def main() -> None:
                 w["cpu"] / wo["cpu"] for w, wo in zip(runs[True], runs[False])), 3),
             "metadata_update_s": round(med[True]["update_s"], 4),
             "metadata_update_share_of_upsert": round(med[True]["update_s"] / med[True]["wall"], 4),
+            # the write plans on the files partition: its read (once per write)
+            "files_listing_read_s": round(med[True]["listing_s"], 4),
+            "files_listing_reads_per_write": runs[True][-1]["listings"],
             "metadata_update_storage_calls": calls, "metadata_update_storage_calls_total": sum(calls.values()),
+            # every Storage call of the whole upsert (median over the runs), with and without it
+            "write_storage_calls_with": statistics.median(x["write_calls"] for x in runs[True]),
+            "write_storage_calls_without": statistics.median(x["write_calls"] for x in runs[False]),
             "runs_with": [round(x["wall"], 3) for x in runs[True]],
             "runs_without": [round(x["wall"], 3) for x in runs[False]],
         }
@@ -157,8 +196,10 @@ def main() -> None:
         f = figures[tt]
         print(f"{tt}: CPU {f['with_cpu_s']:.2f} s vs {f['without_cpu_s']:.2f} s ({f['ratio_cpu']:.2f}x), paired "
               f"ratios {f['paired_ratio_median']:.2f}x wall, {f['paired_ratio_cpu_median']:.2f}x CPU; "
-              f"metadata-table update {f['metadata_update_s'] * 1000:.0f} ms, "
-              f"{f['metadata_update_storage_calls_total']} storage calls {f['metadata_update_storage_calls']}")
+              f"metadata-table update {f['metadata_update_s'] * 1000:.0f} ms, files listing read "
+              f"{f['files_listing_read_s'] * 1000:.0f} ms ({f['files_listing_reads_per_write']}x), "
+              f"{f['metadata_update_storage_calls_total']} storage calls {f['metadata_update_storage_calls']}; "
+              f"whole upsert {f['write_storage_calls_with']:.0f} storage calls vs {f['write_storage_calls_without']:.0f}")
     print(f"figures: {write_report('metadata_table_cost', figures, rows)}")
     shutil.rmtree(tmp, ignore_errors=True)
 
