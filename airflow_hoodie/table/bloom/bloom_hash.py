@@ -163,9 +163,10 @@ def _hash_group(
     m = _M
     with np.errstate(over="ignore"):
         key_len = int(lengths[0])
-        if bool((lengths == key_len).all()):
-            # Keys of one length lie back to back (offsets only grow), so the chunk's bytes
-            # are an n x key_len matrix: a reshape, not a gather through an index matrix.
+        if bool((lengths == key_len).all()) and bool((np.diff(starts) == key_len).all()):
+            # Keys of one length that lie back to back (a run of the array, not keys picked
+            # out of it by block count) are an n x key_len matrix of the chunk's bytes: a
+            # reshape, not a gather through an index matrix.
             s0 = int(starts[0])
             block = data[s0 : s0 + n * key_len].reshape(n, key_len)
             words = np.ascontiguousarray(block[:, : 4 * nblocks]).view("<u4")

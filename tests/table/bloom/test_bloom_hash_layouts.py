@@ -46,3 +46,30 @@ def test_mixed_lengths_in_one_block_group_match_scalar():
     matrix = hash_positions(pa.array(keys, pa.binary()), 30, VECTOR)
     for i, key in enumerate(keys):
         assert matrix[i].tolist() == positions_scalar(key, 30, VECTOR)
+
+
+def test_keys_of_one_length_between_others_match_scalar():
+    """Keys grouped by block count are picked out of the array: a group whose keys share
+    one length is not a run of the buffer ("abc" and "xyz" around "defghi"). Read as one,
+    it hashed the wrong bytes, and a bloom filter missed "xyz"."""
+    keys = [b"abc", b"defghi", b"xyz"] + _random_keys(3, 50, 1) + _random_keys(6, 50, 2) + _random_keys(3, 50, 3)
+    rng = random.Random(5)
+    rng.shuffle(keys)
+    by_hash = hash_positions_by_hash(pa.array(keys, pa.binary()), 9, VECTOR)
+    for i, key in enumerate(keys):
+        assert by_hash[:, i].tolist() == positions_scalar(key, 9, VECTOR), key
+
+
+def test_bloom_index_update_of_such_a_key_is_not_a_second_row(tmp_path):
+    from airflow_hoodie.actions.write import write_arrow
+    from airflow_hoodie.table.read import read_table
+
+    opts = {"hoodie.datasource.write.recordkey.field": "k", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.partitionpath.field": "", "hoodie.index.type": "BLOOM",
+            "hoodie.parquet.small.file.limit": "0", "hoodie.metadata.enable": "false"}
+    path = str(tmp_path / "t")
+    write_arrow(path, pa.table({"k": ["abc", "defghi", "xyz"], "ts": [1, 1, 1], "v": ["a", "b", "c"]}), "upsert",
+                opts, table_name="t")
+    write_arrow(path, pa.table({"k": ["xyz"], "ts": [2], "v": ["c2"]}), "upsert", opts, table_name="t")
+    rows = read_table(path, columns=["k", "v"]).sort_by("k").to_pylist()
+    assert rows == [{"k": "abc", "v": "a"}, {"k": "defghi", "v": "b"}, {"k": "xyz", "v": "c2"}]
