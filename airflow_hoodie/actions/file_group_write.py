@@ -30,6 +30,9 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.write import ORDERING_FIELDS, PRECOMBINE_FIELD
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
+    ONE_VALUE_META_COLUMNS,
+    dictionary_as_written,
+    repeated_string,
     stamp_meta_columns,
     with_meta_fields,
     write_base_file,
@@ -206,8 +209,12 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     n_updates = n_deletes = 0
     old_part: pa.Table | None = None
     bloom = None
+    # a table that stores its meta fields gets them as one-value dictionaries: the old file's
+    # are read as parquet stores them, and none is decoded into strings and hashed again
+    dictionary = ctx.key_generator is None
     if task.base_file:
-        old = pq.read_table(storage.open_input(storage.join(base_path, task.base_file)))
+        old = pq.read_table(storage.open_input(storage.join(base_path, task.base_file)),
+                            read_dictionary=list(ONE_VALUE_META_COLUMNS) if dictionary else None)
         old_meta = old.select(list(META_COLUMNS))
         old_data = align_to_schema(old.drop_columns([c for c in META_COLUMNS if c in old.column_names]), data_schema)
         old_full = pa.Table.from_arrays(
@@ -225,16 +232,19 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
             bloom = extended_footer_filter(old.schema.metadata, ctx.config, new_keys)
         # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
         old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
-                                   pa.repeat(pa.scalar(file_name, pa.string()), kept.num_rows))
+                                   repeated_string(file_name, kept.num_rows, dictionary))
+        for name in ONE_VALUE_META_COLUMNS if dictionary else ():
+            i = old_part.schema.get_field_index(name)
+            old_part = old_part.set_column(i, name, dictionary_as_written(old_part.column(i)))
     else:
         incoming = _kept(records, pc.invert(pc.is_in(records.column(OP_COL), value_set=DELETE_OPS)))
     new_data = align_to_schema(incoming, data_schema)
     carried = old_part is not None and old_part.num_rows > 0
-    # a file of new rows only is written straight from the stamped table
     stamped = stamp_meta_columns(new_data, incoming.column(RECORD_KEY), task.partition_path, ctx.instant_time,
-                                 file_name, partition_id=task.bucket,
-                                 dictionary=not carried and ctx.key_generator is None)
-    out = pa.concat_tables([old_part, stamped]) if carried else stamped
+                                 file_name, partition_id=task.bucket, dictionary=dictionary)
+    # one dictionary per column across old and new rows: Arrow's parquet writer writes a
+    # column whose dictionary changes between chunks in plain pages (10x the bytes here)
+    out = pa.concat_tables([old_part, stamped]).unify_dictionaries() if carried else stamped
     if ctx.key_generator is not None:
         out = without_meta_values(out)
     # Hudi's merge handle keeps the file sorted the way it read it; new records go last.

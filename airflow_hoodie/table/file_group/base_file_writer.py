@@ -25,7 +25,10 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.keygen import RECORDKEY_FIELD
 from airflow_hoodie.table.schema.meta_fields import (
     COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_NAME,
     META_COLUMNS,
+    PARTITION_PATH,
     RECORD_KEY,
 )
 from airflow_hoodie.table.storage.storage import Storage
@@ -72,6 +75,42 @@ def seqno_array(commit_time: str, partition_id: int, start: int, count: int) -> 
     return pc.binary_join_element_wise(pa.scalar(prefix), idx, "")
 
 
+#: meta columns with one value per write (commit time, partition path, file name): parquet
+#: stores them dictionary-encoded, and a merge reads and writes them as dictionaries
+ONE_VALUE_META_COLUMNS = (COMMIT_TIME, PARTITION_PATH, FILE_NAME)
+
+
+def repeated_string(value: str, n: int, dictionary: bool) -> pa.Array:
+    """``value`` ``n`` times; as a one-value dictionary when ``dictionary``, which parquet
+    writes from its indexes without hashing ``n`` strings."""
+    if dictionary:
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
+def dictionary_as_written(column: pa.ChunkedArray) -> pa.Array:
+    """A dictionary column with only the values its rows use, in the order they first appear:
+    the dictionary parquet's encoder builds from the same rows as strings. Rows read from a
+    file keep that file's dictionary, which a merge may have left values unused in (every
+    row of an older commit replaced) or in another first-use order; written as it is, the
+    file would differ from the one the strings make."""
+    arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    size = len(arr.dictionary)
+    if size <= 1 or not len(arr):
+        return arr
+    valid = None if arr.null_count == 0 else pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+    live = idx if valid is None else idx[valid]  # a null's index points nowhere
+    used = np.flatnonzero(np.bincount(live, minlength=size))
+    order = used[np.argsort([int(np.argmax(live == v)) for v in used], kind="stable")]
+    if len(order) == size and (order == np.arange(size)).all():
+        return arr
+    remap = np.zeros(size, dtype=idx.dtype)
+    remap[order] = np.arange(len(order), dtype=idx.dtype)
+    indices = pa.array(remap[idx], mask=None if valid is None else ~valid)
+    return pa.DictionaryArray.from_arrays(indices, arr.dictionary.take(pa.array(order)))
+
+
 def stamp_meta_columns(
     data: pa.Table,
     record_keys: pa.Array | pa.ChunkedArray,
@@ -90,20 +129,14 @@ def stamp_meta_columns(
     way), and the table is smaller: for a file group of 1.6M inserts the repeated strings
     alone took about 150 MB of a write task's memory."""
     n = data.num_rows
-
-    def constant(value: str) -> pa.Array:
-        if dictionary:
-            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
-        return pa.repeat(pa.scalar(value, pa.string()), n)
-
     cols = data_columns(data)
     keys = pa.chunked_array([record_keys]) if isinstance(record_keys, pa.Array) else record_keys
     arrays = [
-        constant(commit_time),
+        repeated_string(commit_time, n, dictionary),
         seqno_array(commit_time, partition_id, seq_start, n),
         keys if keys.type == pa.string() else keys.cast(pa.string()),
-        constant(partition_path),
-        constant(file_name),
+        repeated_string(partition_path, n, dictionary),
+        repeated_string(file_name, n, dictionary),
     ]
     return pa.Table.from_arrays(arrays + [data.column(c) for c in cols], names=list(META_COLUMNS) + cols)
 

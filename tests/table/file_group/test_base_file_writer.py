@@ -40,3 +40,53 @@ def test_constant_meta_columns_as_dictionaries_write_the_same_file(tmp_path):
     assert read.schema.field("_hoodie_partition_path").type == pa.string()
     assert set(read.column("_hoodie_commit_time").to_pylist()) == {"20240101000000000"}
     assert read.column("_hoodie_commit_seqno").to_pylist()[:2] == ["20240101000000000_2_0", "20240101000000000_2_1"]
+
+
+def _dict(indices: list[int], values: list[str], mask=None) -> pa.ChunkedArray:
+    return pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32(), mask=mask), pa.array(values))])
+
+
+def test_dictionary_as_written_keeps_used_values_in_first_use_order():
+    import numpy as np
+
+    from airflow_hoodie.table.file_group.base_file_writer import dictionary_as_written
+
+    out = dictionary_as_written(_dict([2, 0, 2], ["a", "b", "c"]))  # "b" unused, "c" first
+    assert out.dictionary.to_pylist() == ["c", "a"] and out.to_pylist() == ["c", "a", "c"]
+    out = dictionary_as_written(_dict([2, 0, 1], ["a", "b", "c"], mask=np.array([False, True, False])))
+    assert out.dictionary.to_pylist() == ["c", "b"] and out.to_pylist() == ["c", None, "b"]
+    same = _dict([0, 1, 0], ["a", "b"])
+    assert dictionary_as_written(same).equals(same.chunk(0))
+
+
+def test_cow_merge_writes_the_file_its_rows_as_strings_make(tmp_path):
+    """A merge reads the old file's one-value meta columns as dictionaries. Every row of the
+    second commit is replaced, which leaves its commit time unused in the dictionary read
+    back: the new file must still be the file its rows, as plain strings, make."""
+    import json
+
+    from airflow_hoodie.actions.write import write_arrow
+
+    def rows(ids: list[int], ts: int) -> pa.Table:
+        return pa.table({"id": pa.array(ids, pa.int64()), "ts": pa.array([ts] * len(ids), pa.int64()),
+                         "p": pa.array(["a" if i % 2 else "b" for i in ids])})
+
+    cfg = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
+           "hoodie.datasource.write.partitionpath.field": "p", "hoodie.metadata.enable": "false"}
+    base = str(tmp_path / "t")
+    write_arrow(base, rows(list(range(40)), 1), "bulk_insert", cfg, table_name="t")
+    write_arrow(base, rows([1, 3, 5], 2), "upsert", cfg, table_name="t")
+    write_arrow(base, rows([1, 3, 5, 7, 41], 3), "upsert", cfg, table_name="t")  # all of commit 2 replaced
+    files = sorted((tmp_path / "t" / "a").glob("*.parquet"), key=lambda f: f.stem.rsplit("_", 1)[1])
+    path = files[-1]
+    written = pq.read_table(path)
+    commit_times = set(written.column("_hoodie_commit_time").to_pylist())
+    assert len(commit_times) == 2 and path.stem.rsplit("_", 1)[1] in commit_times  # the second commit's is gone
+    assert sorted(written.column("id").to_pylist()) == list(range(1, 40, 2)) + [41]
+    meta = pq.read_schema(path).metadata
+    avro = json.loads(meta[b"parquet.avro.schema"])
+    avro["fields"] = [f for f in avro["fields"] if not f["name"].startswith("_hoodie_")]
+    storage, root = Storage.for_uri(str(tmp_path))
+    write_base_file(storage, root, "again", path.name, written, avro, HoodieConfig(cfg))
+    assert hashlib.sha256((tmp_path / "again" / path.name).read_bytes()).hexdigest() == \
+        hashlib.sha256(path.read_bytes()).hexdigest()
