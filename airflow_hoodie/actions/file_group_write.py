@@ -31,7 +31,6 @@ from airflow_hoodie.config_keys.write import ORDERING_FIELDS, PRECOMBINE_FIELD
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     ONE_VALUE_META_COLUMNS,
-    dictionary_as_written,
     repeated_string,
     stamp_meta_columns,
     with_meta_fields,
@@ -233,9 +232,6 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
         old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
                                    repeated_string(file_name, kept.num_rows, dictionary))
-        for name in ONE_VALUE_META_COLUMNS if dictionary else ():
-            i = old_part.schema.get_field_index(name)
-            old_part = old_part.set_column(i, name, dictionary_as_written(old_part.column(i)))
     else:
         incoming = _kept(records, pc.invert(pc.is_in(records.column(OP_COL), value_set=DELETE_OPS)))
     new_data = align_to_schema(incoming, data_schema)

@@ -14,7 +14,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -101,8 +101,12 @@ def dictionary_as_written(column: pa.ChunkedArray) -> pa.Array:
     valid = None if arr.null_count == 0 else pc.is_valid(arr).to_numpy(zero_copy_only=False)
     idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
     live = idx if valid is None else idx[valid]  # a null's index points nowhere
-    used = np.flatnonzero(np.bincount(live, minlength=size))
-    order = used[np.argsort([int(np.argmax(live == v)) for v in used], kind="stable")]
+    if size <= 16:  # one value per commit or partition: a pass per value beats a sort
+        used = np.flatnonzero(np.bincount(live, minlength=size))
+        order = used[np.argsort([int(np.argmax(live == v)) for v in used], kind="stable")]
+    else:
+        used, first = np.unique(live, return_index=True)
+        order = used[np.argsort(first, kind="stable")]
     if len(order) == size and (order == np.arange(size)).all():
         return arr
     remap = np.zeros(size, dtype=idx.dtype)
@@ -219,6 +223,23 @@ def _footer(bloom: dict[bytes, bytes], min_key: str | None, max_key: str | None,
     return footer
 
 
+def _row_groups(table: pa.Table) -> Iterator[pa.Table]:
+    """``table`` in row groups, each dictionary column with only the values its rows use, in
+    first-use order (:func:`dictionary_as_written`): Arrow writes a dictionary array's whole
+    dictionary into every row group, where the encoder builds each row group's from its own
+    rows. A merge that replaced or deleted every row of a commit, or a file of several row
+    groups, would otherwise carry values no row of the row group holds."""
+    dictionaries = [i for i, f in enumerate(table.schema) if pa.types.is_dictionary(f.type)]
+    if not dictionaries or not table.num_rows:
+        yield table
+        return
+    for start in range(0, table.num_rows, ROW_GROUP_ROWS):
+        group = table.slice(start, ROW_GROUP_ROWS)
+        for i in dictionaries:
+            group = group.set_column(i, table.schema.field(i), dictionary_as_written(group.column(i)))
+        yield group
+
+
 def write_base_file(
     storage: Storage,
     base_path: str,
@@ -263,7 +284,8 @@ def write_base_file(
             data_page_size=page_size, store_schema=False, write_statistics=True,
             use_dictionary=[c for c in table.column_names if c not in unique],
         ) as writer:
-            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+            for group in _row_groups(table):
+                writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
             footer = _footer(bloom.result() if bloom else {}, min_key, max_key, avro_schema)
             writer.add_key_value_metadata({k.decode(): v.decode() for k, v in footer.items()})
     size = storage.size(full)

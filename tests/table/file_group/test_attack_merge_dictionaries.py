@@ -49,9 +49,6 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.xfail(strict=True, reason="a delete-only merge writes the new instant's commit time as an unused "
-                   "value in the _hoodie_commit_time dictionary page (unify_dictionaries keeps the empty "
-                   "stamped chunk's one value)")
 def test_a_delete_only_merge_writes_no_unused_commit_time(tmp_path: Path) -> None:
     base = tmp_path / "t"
     write_arrow(str(base), _rows(list(range(6)), 1), "insert", CFG)
@@ -64,9 +61,6 @@ def test_a_delete_only_merge_writes_no_unused_commit_time(tmp_path: Path) -> Non
     assert _digest(path) == _as_strings_digest(path, tmp_path / "ref")
 
 
-@pytest.mark.xfail(strict=True, reason="a merged file of more than one row group writes the whole column's "
-                   "commit-time dictionary into every row group (Arrow writes a dictionary array's dictionary "
-                   "as each chunk's dictionary page); from strings each row group holds only its own values")
 def test_a_merge_of_several_row_groups_writes_each_its_own_dictionary(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 1 << 20 rows per row group in production; a file group of Hudi's default 120 MB holds more
