@@ -373,8 +373,9 @@ class HoodieTable:
 
     def write_view(self, through_metadata_table: bool) -> FileSystemView:
         """The view a write checks when it loads the table and plans on once its instant
-        exists (:meth:`planning_view`), on the current timeline: the table is listed once
-        for both while no instant completes in between (:meth:`FileSystemView.seen_through`)."""
+        exists (:meth:`planning_view`), on the current timeline: the metadata table's files
+        partition is read once for both while no instant completes in between
+        (:meth:`FileSystemView.seen_through`)."""
         last = self._write_view
         if last is not None and last.use_metadata_table == through_metadata_table:
             view = last.seen_through(self.timeline, self.config)

@@ -127,10 +127,6 @@ def test_a_file_deleted_in_the_window_stops_the_write_by_name_through_the_metada
     _deleted_in_the_window(tmp_path, monkeypatch, "MERGE_ON_READ", mdt=True)
 
 
-@pytest.mark.xfail(strict=True, reason="7755387: the planning view shares the load's storage listing and skips "
-                   "check_latest_files_present for the same completed instants, so a latest file deleted between "
-                   "load and plan is no longer refused by name: the write fails later on the missing file "
-                   "(HoodieIOError from the index lookup or the merge) instead of HoodieCorruptedDataError")
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_file_deleted_in_the_window_stops_the_write_by_name_on_storage(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_type: str) -> None:

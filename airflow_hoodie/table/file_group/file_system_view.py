@@ -213,16 +213,18 @@ class FileSystemView:
                 yield from self.storage.list_dir(st.path, recursive=True)
 
     def seen_through(self, timeline: Timeline, config: TableConfig | None) -> "FileSystemView":
-        """A view of ``timeline`` that shares this view's listing when it would list the same.
+        """A view of ``timeline`` that shares this view's metadata-table listing when it
+        would list the same.
 
         A write checks the table when it loads it and plans once its instant exists. When no
-        instant completed in between and the files come from the same place, both see the
-        same files (a metadata-table listing changes only with a completed instant), so the
-        second listing -- the metadata table's HFiles and logs read and merged again, or a
-        storage LIST per partition -- is left out, and so is the check of the latest files,
-        which the listing already passed."""
+        instant completed in between, the metadata table lists the same files (its listing
+        changes only with a completed instant), so the second read of the files partition --
+        its HFiles and logs read and merged again -- is left out, and so is the check of the
+        latest files, which that listing already passed; the files the write plans on are
+        still asked of storage (:meth:`check_on_storage`). A storage listing is not shared:
+        listing storage again is what finds a file deleted behind the table in between."""
         view = FileSystemView(self.storage, self.base_path, timeline, config, self.use_metadata_table)
-        if (self._listed is not None and view.lists_through_metadata_table == self.lists_through_metadata_table
+        if (self._listed is not None and self.lists_through_metadata_table and view.lists_through_metadata_table
                 and completed_instants(timeline) == completed_instants(self.timeline)):
             view._listed = self._listed
             view._present_for = self._present_for
