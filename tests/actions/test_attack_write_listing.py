@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import pyarrow as pa
 import pytest
 
 from airflow_hoodie.actions import write as write_mod
@@ -21,6 +20,7 @@ from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieWriteConflictE
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile, FileSystemView
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from tests.actions.table_versions import table_version, version_settings  # noqa: F401 - the fixture
+from tests.table.file_group.test_write_listing import _rows
 
 pytestmark = pytest.mark.usefixtures("table_version")
 
@@ -30,11 +30,6 @@ def _conf(table_type: str, mdt: bool) -> dict[str, str]:
             "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.datasource.write.partitionpath.field": "p", "hoodie.parquet.small.file.limit": "0",
             "hoodie.metadata.enable": str(mdt).lower(), **version_settings()}
-
-
-def _rows(ids: list[int], ts: int) -> pa.Table:
-    return pa.table({"id": ids, "ts": [ts] * len(ids), "p": ["a" if i % 2 else "b" for i in ids],
-                     "v": [f"v{ts}-{i}" for i in ids]})
 
 
 def _table(base: str, conf: dict[str, str]) -> None:
