@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -133,6 +134,31 @@ def _at_least(incoming: Sequence[pa.Array], stored: Sequence[pa.Array]) -> pa.Ar
     return result
 
 
+def _stored_rows(old_keys: pa.ChunkedArray, incoming_keys: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
+    """(each incoming key's first row among the stored ones, null for a new key; each
+    stored row's incoming record as a position, -1 when untouched, or None).
+
+    A file group's batch is a few thousand keys against the file's hundred thousand: hashing
+    the batch and probing it with the stored keys costs a fifth of hashing every stored key
+    (1.4 against 7.7 ms per 100k-row file), and the same positions then tell which stored
+    rows are replaced. Only a batch of distinct keys maps back one to one (the upsert's
+    dedupe makes it so; with ``hoodie.combine.before.upsert=false`` it may not be): else
+    the stored keys are hashed as the value set, and the positions are None."""
+    n = len(incoming_keys)
+    if pc.count_distinct(incoming_keys, mode="all").as_py() != n:
+        return pc.index_in(incoming_keys, value_set=old_keys.combine_chunks()), None
+    old_at = pc.fill_null(pc.index_in(old_keys, value_set=incoming_keys), -1).to_numpy()
+    touched = np.flatnonzero(old_at >= 0)
+    # a key stored twice (inserts allowed duplicates) is looked up at its first row, as
+    # index_in over the stored keys answers
+    hit, first = np.unique(old_at[touched], return_index=True)
+    rows = np.zeros(n, dtype=np.int64)
+    rows[hit] = touched[first]
+    new = np.ones(n, dtype=np.bool_)
+    new[hit] = False
+    return pa.array(rows, mask=new), old_at
+
+
 def merge_cow(
     old: pa.Table,
     incoming: pa.Table,
@@ -147,9 +173,7 @@ def merge_cow(
     """
     old_keys = old.column(RECORD_KEY)
     ops = incoming.column(OP_COL)
-    # where each incoming key sits among the existing ones (null: a new key); one hash of
-    # the old keys serves the membership test and the ordering lookup
-    idx = pc.index_in(incoming.column(RECORD_KEY), value_set=old_keys.combine_chunks())
+    idx, old_at = _stored_rows(old_keys, incoming.column(RECORD_KEY).combine_chunks())
     in_old = pc.is_valid(idx)
     winning = in_old
     fields = [f for f in ordering_field_list(ordering_field)
@@ -158,7 +182,7 @@ def merge_cow(
         # look up the stored ordering values of each incoming key
         inc_orders, stored_orders = [], []
         for f in fields:
-            stored = pc.take(old.column(f).combine_chunks(), pc.fill_null(idx, 0))
+            stored = pc.take(old.column(f).combine_chunks(), idx)  # null for a new key
             inc_order = incoming.column(f).combine_chunks()
             if stored.type != inc_order.type:
                 stored = stored.cast(inc_order.type)
@@ -170,8 +194,14 @@ def merge_cow(
         winning = pc.and_(winning, pc.fill_null(beats, True))
     else:
         winning = pc.and_(winning, pa.scalar(True))
-    replaced_keys = pc.filter(incoming.column(RECORD_KEY), winning)
-    keep_old = pc.invert(pc.is_in(old_keys, value_set=replaced_keys.combine_chunks()))
+    if old_at is None:
+        replaced_keys = pc.filter(incoming.column(RECORD_KEY), winning)
+        keep_old = pc.invert(pc.is_in(old_keys, value_set=replaced_keys.combine_chunks()))
+    else:  # a stored row goes when the one incoming record of its key wins
+        touched = np.flatnonzero(old_at >= 0)
+        dropped = np.zeros(len(old_at), dtype=np.bool_)
+        dropped[touched] = winning.to_numpy(zero_copy_only=False)[old_at[touched]]
+        keep_old = pa.array(~dropped)
     kept = old.filter(keep_old)
     losing_existing = pc.and_(pc.fill_null(in_old, False), pc.invert(winning))
     upserts_mask = pc.and_(pc.invert(losing_existing), pc.invert(pc.is_in(ops, value_set=DELETE_OPS)))
