@@ -33,8 +33,8 @@ from airflow_hoodie.table.file_group.file_group import (
     build_file_groups,
 )
 from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
+from airflow_hoodie.table.file_group.written_files import CommitFiles, cached_commit_files, commit_files
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.metadata_table.files_listing import (
     files_partition_ready,
     load_files_listing,
@@ -377,8 +377,8 @@ class FileSystemView:
     # ------------------------------------------------------------- replacements
     def _replace_file_ids(self, ts: str) -> dict[str, list[str]]:
         if ts not in self._replace_cache:
-            meta = self.timeline.commit_metadata(Instant(ts, Action.REPLACE_COMMIT, State.COMPLETED))
-            self._replace_cache[ts] = dict(getattr(meta, "partition_to_replace_file_ids", {}))
+            files = commit_files(self.timeline, Instant(ts, Action.REPLACE_COMMIT, State.COMPLETED))
+            self._replace_cache[ts] = {part: list(ids) for part, ids in files.replaced}
         return self._replace_cache[ts]
 
     def replaced_file_groups(self, as_of: str | None = None) -> set[tuple[str, str]]:
@@ -533,20 +533,31 @@ class FileSystemView:
         a latest slice, so each of these files must be on storage."""
         latest: dict[tuple[str, str], tuple[str, set[str]]] = {}
         ext = self.config.base_file_extension if self.config is not None else ".parquet"
-        for inst in self.timeline.completed_commits():
-            meta = parse_commit_metadata(self.timeline.read_details(inst), inst.action)
-            for part, stat in meta.iter_write_stats():
-                if not stat.file_id or not stat.path:
-                    continue
-                key = (stat.partition_path or part or "", stat.file_id)
+        for inst, files in self._completed_commit_files():
+            for part, fid, path in files.written:
+                key = (part, fid)
                 prev = latest.get(key)
-                if stat.path.endswith(ext) or prev is None:
-                    paths = {stat.path} if prev is None or prev[0] != inst.timestamp else prev[1] | {stat.path}
+                if path.endswith(ext) or prev is None:
+                    paths = {path} if prev is None or prev[0] != inst.timestamp else prev[1] | {path}
                 else:
-                    paths = prev[1] | {stat.path}
+                    paths = prev[1] | {path}
                 latest[key] = (inst.timestamp, paths)
         replaced = self.replaced_file_groups()
         return {k: v for k, v in latest.items() if k not in replaced}
+
+    def _completed_commit_files(self) -> list[tuple[Instant, CommitFiles]]:
+        """What every completed commit of the timeline wrote, in timeline order.
+
+        Commits this process read before come from :mod:`written_files`; the others are read
+        side by side, so a write over a long active timeline waits a few round trips, not one
+        per commit."""
+        commits = list(self.timeline.completed_commits())
+        known = [cached_commit_files(self.timeline, inst) for inst in commits]
+        todo = [inst for inst, files in zip(commits, known) if files is None]
+        if todo:
+            self.timeline.instant_path(todo[0])  # the timeline folder is found once, not by each thread
+        read = iter(self.storage.side_by_side(lambda inst: commit_files(self.timeline, inst), todo))
+        return [(inst, files if files is not None else next(read)) for inst, files in zip(commits, known)]
 
     def check_latest_files_present(self) -> None:
         """Refuse to read or write over a table whose timeline names a file that is gone.

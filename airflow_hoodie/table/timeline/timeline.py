@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import io
 import posixpath
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import fastavro
 
-from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.errors import HoodieIOError, HoodieTimelineError
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, parse_commit_metadata
-from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.storage.storage import FileStatus, Storage
 from airflow_hoodie.table.timeline import commit_serde_v2
 from airflow_hoodie.table.timeline.instant import (
     Action,
@@ -102,6 +102,7 @@ class Timeline:
         storage: Storage | None = None,
         base_path: str | None = None,
         history: Sequence[Instant] | None = None,
+        listed: Mapping[str, FileStatus] | None = None,
     ) -> None:
         self._instants: list[Instant] = sorted(instants, key=lambda i: i.sort_key)
         self._by_key: dict[tuple[str, str], Instant] = {instant_key(i): i for i in self._instants}
@@ -115,6 +116,10 @@ class Timeline:
         # compaction (stored as "commit") stays knowable.
         self._history: list[Instant] = sorted(history or self._instants, key=lambda i: i.sort_key)
         self._clustering: dict[str, bool] = {}
+        #: file name -> its entry in the listing this timeline was loaded from (size, mtime)
+        self._listed: Mapping[str, FileStatus] = listed or {}
+        #: the folder of the instant files, once asked (:meth:`instant_path`)
+        self._folder: str | None = None
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -122,7 +127,8 @@ class Timeline:
         """Read the instant files under ``<base_path>/.hoodie`` (non-instant files ignored)."""
         files = storage.list_dir(timeline_path(storage, base_path))
         history = [inst for st in files if not st.is_dir for inst in [Instant.parse(st.name)] if inst]
-        return cls(collapse_states(history), storage, base_path, history)
+        return cls(collapse_states(history), storage, base_path, history,
+                   {st.name: st for st in files if not st.is_dir})
 
     @property
     def tracks_completion_time(self) -> bool:
@@ -141,7 +147,10 @@ class Timeline:
     def _derive(self, instants: Iterable[Instant]) -> "Timeline":
         keep = list(instants)
         keys = {instant_key(i) for i in keep}
-        return Timeline(keep, self.storage, self.base_path, [h for h in self._history if instant_key(h) in keys])
+        derived = Timeline(keep, self.storage, self.base_path, [h for h in self._history if instant_key(h) in keys],
+                           self._listed)
+        derived._folder = self._folder  # where the instant files are: asked of storage once
+        return derived
 
     # ------------------------------------------------------------------ access
     @property
@@ -364,11 +373,16 @@ class Timeline:
             tl = tl.as_of(end_inclusive)
         return tl
 
+    def listed_status(self, instant: Instant) -> FileStatus | None:
+        """The listing entry (size, modification time) of ``instant``'s current file, as the
+        load of this timeline saw it; None for a timeline not loaded from storage."""
+        return self._listed.get(self._resolve(instant, None).file_name)
+
     # ---------------------------------------------------------------- contents
     def instant_path(self, instant: Instant) -> str:
         if self.base_path is None:
             raise HoodieTimelineError("This timeline was not loaded from storage.")
-        folder = getattr(self, "_folder", None)
+        folder = self._folder
         if folder is None:
             folder = timeline_path(self.storage, self.base_path) if self.storage is not None else meta_path(self.base_path)
             self._folder = folder
@@ -386,12 +400,17 @@ class Timeline:
             raise HoodieTimelineError("This timeline was not loaded from storage.")
         inst = self._resolve(instant, state)
         path = self.instant_path(inst)
-        if not self.storage.exists(path):
+        try:
+            # no HEAD first: the listing named the file, and a read of a missing one fails anyway
+            data = self.storage.read_bytes(path)
+        except HoodieIOError:
+            if self.storage.exists(path):
+                raise
             raise HoodieTimelineError(
                 f"Instant file {inst.file_name} is missing under {posixpath.dirname(path)}; "
                 "the instant may have been archived or rolled back. Reload the timeline."
-            )
-        return as_json_metadata(inst, self.storage.read_bytes(path))
+            ) from None
+        return as_json_metadata(inst, data)
 
     def commit_metadata(self, instant: Instant | str) -> CommitMetadata:
         """The parsed commit metadata of a completed write (the one model every reader uses;

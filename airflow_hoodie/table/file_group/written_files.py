@@ -1,0 +1,112 @@
+"""What each completed commit wrote and replaced, read from its instant file once per process.
+
+Every write and read checks that the files the timeline names as latest are still there
+(:meth:`FileSystemView.check_latest_files_present`), which needs the write stats of every
+completed commit on the active timeline. Read one after another that is a round trip per
+commit, every write, and tables whose archival runs as a DAG task keep a hundred or more
+commits active. A completed instant file is immutable (the timeline only ever creates files,
+:class:`TimelineWriter`), so its parsed content is kept here, and only its few file names and
+ids, not the whole metadata.
+
+Why a stale entry cannot be served: an entry is keyed by the file's URI *and* the size and
+modification time the timeline's own listing reported for it. The name already fixes the
+instant time (and, on timeline layout 2, the completion time taken under the table lock), so
+the same name comes back only when a rollback or restore deleted the instant and a writer then
+reused its time: our generator never hands out a time twice per table in a process and Hudi's
+is wall-clock milliseconds, so that takes an explicitly reused time. Even then the file read
+again differs from the cached one in its modification time (local file systems keep
+nanoseconds; S3 keeps seconds, and a restore plus a rewrite of the same size in the same
+second is needed). A timeline not loaded from a listing (no size and time) is never cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
+from airflow_hoodie.table.timeline.instant import Instant
+from airflow_hoodie.table.timeline.timeline import Timeline, action_family
+
+#: file names held at most (a commit of 10,000 files holds 10,000): bounds the memory a
+#: long-lived process spends here to a few tens of MB
+MAX_HELD_PATHS = 200_000
+
+
+@dataclass(frozen=True)
+class CommitFiles:
+    """The files one completed commit names."""
+
+    #: (partition, fileId, path relative to the base path) of each write stat, in order
+    written: tuple[tuple[str, str, str], ...]
+    #: partition -> file ids a replacecommit replaced (empty for other commits)
+    replaced: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.written) + sum(len(ids) for _, ids in self.replaced)
+
+
+_lock = threading.Lock()
+_cache: "OrderedDict[tuple[str, int, int], CommitFiles]" = OrderedDict()
+_held = 0
+
+
+def _key(timeline: Timeline, instant: Instant) -> tuple[str, int, int] | None:
+    status = timeline.listed_status(instant)
+    if status is None or status.mtime_ns is None or timeline.storage is None:
+        return None
+    return timeline.storage.uri(status.path), status.size, status.mtime_ns
+
+
+def cached_commit_files(timeline: Timeline, instant: Instant) -> CommitFiles | None:
+    """The entry of ``instant``'s file if this process read it already, else None (no I/O)."""
+    key = _key(timeline, instant)
+    if key is None:
+        return None
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+        return hit
+
+
+def commit_files(timeline: Timeline, instant: Instant) -> CommitFiles:
+    """The files the completed commit ``instant`` wrote and replaced: from this process's
+    entry when the listing shows the same file, else read (one GET) and parsed."""
+    hit = cached_commit_files(timeline, instant)
+    if hit is not None:
+        return hit
+    key = _key(timeline, instant)
+    meta = parse_commit_metadata(timeline.read_details(instant), action_family(str(instant.action)))
+    written = tuple((stat.partition_path or part or "", stat.file_id, stat.path)
+                    for part, stat in meta.iter_write_stats() if stat.file_id and stat.path)
+    replaced = tuple((part, tuple(ids or ()))
+                     for part, ids in (getattr(meta, "partition_to_replace_file_ids", None) or {}).items())
+    files = CommitFiles(written, replaced)
+    if key is not None:
+        _remember(key, files)
+    return files
+
+
+def _remember(key: tuple[str, int, int], files: CommitFiles) -> None:
+    global _held
+    if files.size > MAX_HELD_PATHS:
+        return
+    with _lock:
+        if key in _cache:
+            return
+        _cache[key] = files
+        _held += files.size
+        while _held > MAX_HELD_PATHS:
+            _, old = _cache.popitem(last=False)
+            _held -= old.size
+
+
+def forget_all() -> None:
+    """Drop every entry (tests that count reads start from a cold process this way)."""
+    global _held
+    with _lock:
+        _cache.clear()
+        _held = 0
