@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +24,7 @@ from airflow_hoodie.actions.write_records import (
     DELETE_OPS,
     OP_COL,
     OrderingFields,
+    at_least,
     ordering_field_list,
     with_auto_record_keys,
 )
@@ -124,16 +125,6 @@ def write_stat(**json_fields: Any) -> dict[str, Any]:
     return WriteStat.new(**json_fields).to_dict()
 
 
-def _at_least(incoming: Sequence[pa.Array], stored: Sequence[pa.Array]) -> pa.Array:
-    """Whether each incoming ordering tuple is >= the stored one, fields compared in order
-    (the first decides, the next breaks its ties); an unknown comparison counts as true."""
-    result = pc.fill_null(pc.greater_equal(incoming[-1], stored[-1]), True)
-    for inc, old in zip(reversed(incoming[:-1]), reversed(stored[:-1])):
-        tie = pc.fill_null(pc.equal(inc, old), False)
-        result = pc.or_(pc.fill_null(pc.greater(inc, old), False), pc.and_(tie, result))
-    return result
-
-
 def _stored_rows(old_keys: pa.ChunkedArray, incoming_keys: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
     """(each incoming key's first row among the stored ones, null for a new key; each
     stored row's incoming record as a position, -1 when untouched, or None).
@@ -188,7 +179,7 @@ def merge_cow(
                 stored = stored.cast(inc_order.type)
             inc_orders.append(inc_order)
             stored_orders.append(stored)
-        ge = _at_least(inc_orders, stored_orders)
+        ge = at_least(inc_orders, stored_orders)
         is_hard_delete = pc.equal(ops, "D")
         beats = pc.or_(ge, is_hard_delete)
         winning = pc.and_(winning, pc.fill_null(beats, True))

@@ -10,11 +10,12 @@ the keys of the remaining files exactly). Both give the same answer; BLOOM reads
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from airflow_hoodie.errors import HoodieConfigError
@@ -25,8 +26,11 @@ from airflow_hoodie.table.bloom.bloom_footer import (
     MAX_KEY,
     MIN_KEY,
 )
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
+from airflow_hoodie.table.file_group.file_slice_reader import SliceReadOptions, read_file_slice
 from airflow_hoodie.table.file_group.slice_keys import slice_record_keys
 from airflow_hoodie.table.metadata_table.record_index import read_record_index
+from airflow_hoodie.table.record_merger import MergeConfig
 from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -88,6 +92,46 @@ def file_keys(ref: FileRef, wanted: pa.Array | None = None) -> pa.Table:
         "partition": pa.repeat(pa.scalar(ref.partition_path, pa.string()), n),
         "file_id": pa.repeat(pa.scalar(ref.file_id, pa.string()), n),
     }, schema=KEYS_SCHEMA)
+
+
+def stored_records(refs: Sequence[FileRef], merge_config: MergeConfig, fields: Sequence[str],
+                   located: pa.Table) -> pa.Table:
+    """(key, location partition, location file id, ``fields``) of the records stored at
+    ``located``'s locations (key, ``_hoodie_loc_part``, ``_hoodie_loc_file`` rows), each as a
+    reader sees it: the slice the key lookup read, its logs merged by the table's merge
+    semantics. A location whose slice no longer holds the key gives no row."""
+    by_loc = {(r.partition_path, r.file_id): r for r in refs}
+    loc_cols = [RECORD_KEY, LOC_PART, LOC_FILE]
+    grouped = located.group_by([LOC_PART, LOC_FILE]).aggregate([(RECORD_KEY, "list")])
+    pieces = []
+    for part, fid, keys in zip(grouped.column(LOC_PART).to_pylist(), grouped.column(LOC_FILE).to_pylist(),
+                               grouped.column(RECORD_KEY + "_list").combine_chunks()):
+        ref = by_loc.get((part, fid))
+        if ref is None or not (ref.base_file or ref.log_files):
+            continue
+        storage, base_path = Storage.for_uri(ref.base_uri, ref.storage_options or None)
+        slice_ = FileSlice(part, fid, ref.base_instant,
+                           BaseFile.from_path(storage.join(base_path, ref.base_file), 0, part) if ref.base_file
+                           else None,
+                           [lf for p in ref.log_files
+                            for lf in [LogFile.from_path(storage.join(base_path, p), 0, part)] if lf is not None])
+        keys = keys.values
+        opts = SliceReadOptions(merge_config=merge_config, columns=[RECORD_KEY, *fields],
+                                filter=ds.field(RECORD_KEY).isin(keys), filter_columns=[RECORD_KEY],
+                                as_of=ref.latest_instant, valid_instants=frozenset(ref.valid_instants),
+                                timeline_start=ref.timeline_start)
+        rows = read_file_slice(storage, slice_, opts)
+        if not rows.num_rows:
+            continue
+        n = rows.num_rows
+        piece = {RECORD_KEY: rows.column(RECORD_KEY).cast(pa.string()),
+                 LOC_PART: pa.repeat(pa.scalar(part, pa.string()), n),
+                 LOC_FILE: pa.repeat(pa.scalar(fid, pa.string()), n)}
+        piece.update({f: rows.column(f) for f in fields if f in rows.column_names})
+        pieces.append(pa.table(piece))
+    if not pieces:
+        return pa.table({c: pa.array([], pa.string()) for c in loc_cols})
+    return pa.concat_tables(pieces, promote_options="permissive")
 
 
 def record_index_lookup(table: Any, keys: pa.Array) -> pa.Table:

@@ -40,6 +40,7 @@ from airflow_hoodie.actions.index import (
     metadata_footers,
     probe_file,
     record_index_lookup,
+    stored_records,
     validate_index_type,
 )
 from airflow_hoodie.actions.merge_settings import (
@@ -48,6 +49,7 @@ from airflow_hoodie.actions.merge_settings import (
     write_ordering_fields,
 )
 from airflow_hoodie.actions.schema_evolution import evolve_schema
+from airflow_hoodie.actions.service_common import table_props
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
     OPERATIONS,
@@ -79,6 +81,7 @@ from airflow_hoodie.errors import (
 )
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.metadata_table.record_index import has_record_index
+from airflow_hoodie.table.record_merger import MergeConfig
 from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
     PARTITION_PATH,
@@ -156,6 +159,20 @@ def update_partition_path(config: HoodieConfig, index_type: str) -> bool:
         return config.get_bool(RECORD_INDEX_UPDATE_PARTITION_PATH)
     return config.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
                            else "hoodie.simple.index.update.partition.path")
+
+
+def partition_move_merge(client: WriteClient, cfg: HoodieConfig, index_type: str
+                         ) -> tuple[list[str], MergeConfig | None]:
+    """(ordering fields, the table's merge semantics) when a record that changes partition
+    must first be merged with the stored one (:func:`tag_records`): a global index that
+    moves records, under event-time ordering. Else ([], None): the incoming record wins
+    and moves without a read."""
+    if client.table is None or not (is_global(index_type) and update_partition_path(cfg, index_type)):
+        return [], None
+    ordering = ordering_fields_for_merge(cfg)
+    if not ordering:
+        return [], None
+    return ordering, MergeConfig.from_properties(table_props(client.table))
 
 
 def replaced_file_groups(client: WriteClient, operation: str, files: list[ExistingFile]
@@ -327,7 +344,10 @@ class ArrowWriteEngine:
         existing = lookup_existing_keys(client, self.batch, files, index_type, self.executor,
                                         cfg.get_bool("hoodie.bloom.index.prune.by.ranges"),
                                         cfg.get_bool("hoodie.bloom.index.use.metadata"))
-        self._located(tag_records(self.batch, existing, index_type, update_partition_path(cfg, index_type)))
+        ordering, merge = partition_move_merge(client, cfg, index_type)
+        stored = partial(stored_records, file_refs(client, files), merge, ordering) if merge is not None else None
+        self._located(tag_records(self.batch, existing, index_type, update_partition_path(cfg, index_type),
+                                  ordering, stored))
 
     def untag(self) -> None:
         none = pa.nulls(self.batch.num_rows, pa.string())

@@ -7,8 +7,9 @@ named here never reach a file.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence, Union
+from typing import Callable, Mapping, Sequence, Union
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -149,10 +150,33 @@ def dedupe(batch: pa.Table, ordering_field: OrderingFields, global_index: bool) 
     return out.sort_by(row).drop_columns([row])
 
 
-def tag_records(batch: pa.Table, existing: pa.Table, index_type: str, update_partition_path: bool) -> pa.Table:
+def at_least(incoming: Sequence[pa.Array], stored: Sequence[pa.Array]) -> pa.Array:
+    """Whether each incoming ordering tuple is >= the stored one, fields compared in order
+    (the first decides, the next breaks its ties); an unknown comparison counts as true."""
+    result = pc.fill_null(pc.greater_equal(incoming[-1], stored[-1]), True)
+    for inc, old in zip(reversed(incoming[:-1]), reversed(stored[:-1])):
+        tie = pc.fill_null(pc.equal(inc, old), False)
+        result = pc.or_(pc.fill_null(pc.greater(inc, old), False), pc.and_(tie, result))
+    return result
+
+
+#: reads the stored records at given locations: (key, loc part, loc file) rows in, the same
+#: columns plus the ordering fields of the record each location holds out
+StoredRecords = Callable[[pa.Table], pa.Table]
+
+
+def tag_records(batch: pa.Table, existing: pa.Table, index_type: str, update_partition_path: bool,
+                ordering: Sequence[str] = (), stored: StoredRecords | None = None) -> pa.Table:
     """Index tagging: location columns filled; a global index with a changed partition either
     moves the record (delete in the old group + insert in the new partition) or keeps it in
-    its old partition."""
+    its old partition.
+
+    ``ordering``: the fields a record must beat the stored one by (event-time ordering); with
+    them, a record that would move is first merged with the stored record, read through
+    ``stored``, as Hudi does (``HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded``): when the
+    stored record wins, the merge's result is the stored record in its own partition, so the
+    record does not move. Without that, a late record with an older ordering value would
+    replace a newer one and take it to another partition."""
 
     glob = is_global(index_type)
     tagged = lookup(batch, existing, glob)
@@ -163,6 +187,12 @@ def tag_records(batch: pa.Table, existing: pa.Table, index_type: str, update_par
     if not pc.any(moved).as_py():
         return tagged
     if update_partition_path:
+        if ordering and stored is not None:
+            stays = _stored_wins(tagged, moved, ordering, stored)
+            if stays is not None:
+                moved = pc.and_(moved, pc.invert(stays))
+                tagged = tagged.set_column(tagged.column_names.index(PARTITION_PATH), PARTITION_PATH,
+                                           pc.if_else(stays, tagged.column(LOC_PART), tagged.column(PARTITION_PATH)))
         old = tagged.filter(moved)
         dels = old.set_column(old.column_names.index(OP_COL), OP_COL, pa.array(["D"] * old.num_rows, pa.string()))
         dels = dels.set_column(dels.column_names.index(PARTITION_PATH), PARTITION_PATH, dels.column(LOC_PART))
@@ -176,3 +206,32 @@ def tag_records(batch: pa.Table, existing: pa.Table, index_type: str, update_par
     return tagged.set_column(tagged.column_names.index(PARTITION_PATH), PARTITION_PATH,
                              pc.coalesce(tagged.column(LOC_PART), tagged.column(PARTITION_PATH)))
 
+
+
+def _stored_wins(tagged: pa.Table, moved: pa.Array, ordering: Sequence[str], stored: StoredRecords
+                 ) -> pa.Array | None:
+    """Which of ``tagged``'s moving upserts lose to the record stored at their location (None:
+    none does). Deletes move nothing either way, and a key the stored slice no longer holds
+    is a new record, as in Hudi."""
+    upserts = pc.and_(moved, pc.equal(tagged.column(OP_COL), "U"))
+    fields = [f for f in ordering if f in tagged.column_names]
+    if not fields or not pc.any(upserts).as_py():
+        return None
+    rows = pc.indices_nonzero(upserts)
+    moving = tagged.take(rows)
+    loc = [RECORD_KEY, LOC_PART, LOC_FILE]
+    found = stored(moving.select(loc))
+    fields = [f for f in fields if f in found.column_names]
+    if not fields or not found.num_rows:
+        return None
+    # a key held at one location is one stored record there: the join keeps the rows 1:1
+    row = "__moving_row"
+    joined = moving.select(loc).append_column(row, pa.array(range(moving.num_rows), pa.int64())).join(
+        found.select(loc + fields), keys=loc, join_type="inner")
+    inc = [moving.column(f).combine_chunks().take(joined.column(row)) for f in fields]
+    old = [joined.column(f).combine_chunks() for f in fields]
+    old = [o.cast(i.type) if o.type != i.type else o for o, i in zip(old, inc)]
+    losers = pc.filter(joined.column(row), pc.invert(at_least(inc, old))).to_numpy()
+    stays = np.zeros(tagged.num_rows, dtype=np.bool_)
+    stays[rows.to_numpy()[losers]] = True
+    return pa.array(stays)

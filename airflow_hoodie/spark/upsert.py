@@ -13,7 +13,7 @@ candidate file groups (read by tasks), bucket counts are the only thing collecte
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
 from typing import Any, Callable, Mapping
@@ -42,6 +42,7 @@ from airflow_hoodie.actions.index import (
     metadata_footers,
     probe_file,
     record_index_lookup,
+    stored_records,
 )
 from airflow_hoodie.actions.merge_settings import dedupe_ordering_fields
 from airflow_hoodie.actions.write import (
@@ -49,6 +50,7 @@ from airflow_hoodie.actions.write import (
     begin_write,
     file_refs,
     open_for_write,
+    partition_move_merge,
     run_write,
     update_partition_path,
     uses_record_index,
@@ -82,6 +84,7 @@ from airflow_hoodie.spark.executor import SparkExecutor
 from airflow_hoodie.spark.progress import progress
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.record_merger import MergeConfig
 from airflow_hoodie.table.schema.meta_fields import (
     META_COLUMNS,
     PARTITION_PATH,
@@ -197,6 +200,9 @@ class _TagPlan:
     out_names: list[str]
     #: how a task reads the candidate files' keys (:func:`_existing_keys_df`), chosen on the driver
     scan: Callable[["_TagPlan", pa.Table], pa.Table] | None = None
+    #: a record moving partition is merged with the stored one first (:func:`partition_move_merge`)
+    move_ordering: list[str] = field(default_factory=list)
+    move_merge: MergeConfig | None = None
 
 
 def _key_range(ref: FileRef) -> dict[str, Any]:
@@ -244,7 +250,10 @@ def _tag_group(plan: _TagPlan, table: pa.Table) -> pa.Table:
         none = pa.nulls(records.num_rows, pa.string())
         tagged = records.append_column(LOC_PART, none).append_column(LOC_FILE, none)
     else:
-        tagged = tag_records(records, _existing_keys(plan, records), plan.index_type, plan.update_partition_path)
+        stored = partial(stored_records, plan.refs, plan.move_merge, plan.move_ordering) \
+            if plan.move_merge is not None else None
+        tagged = tag_records(records, _existing_keys(plan, records), plan.index_type, plan.update_partition_path,
+                             plan.move_ordering, stored)
     # deletes of unknown keys and soft deletes of new keys write nothing
     useless = pc.and_(pc.is_null(tagged.column(LOC_FILE)), pc.is_in(tagged.column(OP_COL), value_set=DELETE_OPS))
     return tagged.filter(pc.invert(useless)).select(plan.out_names)
@@ -369,7 +378,7 @@ class SparkWriteEngine:
             index_type if refs else None, refs, [known.get((r.partition_path, r.file_id)) for r in refs], by_part,
             prune, update_partition_path(cfg, index_type), self.dedupe, self.ordering, is_global(index_type),
             (client.base_uri, dict(client.storage_options or {})) if record_index else None, [],
-            None if record_index else _existing_keys_df))
+            None if record_index else _existing_keys_df, *partition_move_merge(client, cfg, index_type)))
 
     def untag(self) -> None:
         if self.dedupe:

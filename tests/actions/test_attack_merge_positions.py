@@ -210,9 +210,6 @@ def test_a_global_index_moves_keys_and_the_stored_rows_go_once(tmp_path) -> None
 
 # -- differences from Hudi found on the way (the same before and after both changes) ----------
 
-@pytest.mark.xfail(strict=True, reason="a record moved by a global index replaces the stored one even when it "
-                   "loses on its ordering value; Hudi merges it with the stored record first and, when the stored "
-                   "one wins, keeps it in its partition (HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded)")
 def test_a_moved_record_that_loses_on_ordering_stays_where_it_was(tmp_path) -> None:
     base = str(tmp_path / "t")
     write_arrow(base, _batch(["k3"], [5], ["b"], "v0"), "insert", _global_conf())
