@@ -108,6 +108,25 @@ def inferred_merge_mode(config: HoodieConfig, ordering: list[str]) -> tuple[Merg
     return inferred, payload
 
 
+def version6_payload_class(config: HoodieConfig) -> str | None:
+    """The payload class a new version 6 table records, its readers' only merge setting: the
+    one the writer names, else the one that merges as the merge mode it names (Hudi 1.x infers
+    it so for a version 6 table), else Hudi 0.x's default. Without that, a table written under
+    EVENT_TIME_ORDERING was read (and compacted) by commit time: an older update in a log file
+    won over the newer record in the base file."""
+    payload = _named(config, PAYLOAD_OPTION)
+    mode = write_merge_mode(config)
+    if payload:
+        named_mode = MODE_OF_PAYLOAD.get(payload)
+        if mode is not None and named_mode is not None and named_mode != mode:
+            raise HoodieConfigError(f"{MERGE_MODE}={mode.value} contradicts {PAYLOAD_OPTION}={payload} "
+                                    f"({named_mode.value}); drop one of them.")
+        return payload
+    if mode is MergeMode.EVENT_TIME_ORDERING:
+        return DEFAULT_PAYLOAD
+    return config.get(PAYLOAD_OPTION)
+
+
 def dedupe_ordering_fields(config: HoodieConfig) -> list[str]:
     """The fields a batch's versions of one key are combined by (greatest tuple wins); none under
     commit-time ordering, where the later record of the batch wins."""

@@ -18,6 +18,7 @@ from airflow_hoodie.actions.merge_settings import (
     dedupe_ordering_fields,
     explicit_ordering_fields,
     inferred_merge_mode,
+    version6_payload_class,
     write_merge_mode,
     write_ordering_fields,
 )
@@ -220,7 +221,7 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
     if ordering and set(ordering) <= {f["name"] for f in avro_schema.get("fields", [])}:
         props[tp.PRECOMBINE_FIELD] = ",".join(ordering)
     if table_type == tp.MERGE_ON_READ:
-        props[tp.PAYLOAD_CLASS] = config.get("hoodie.datasource.write.payload.class")
+        props[tp.PAYLOAD_CLASS] = version6_payload_class(config)
     if (config.get(tp.TIMELINE_TIMEZONE) or "").upper() == "UTC":
         props[tp.TIMELINE_TIMEZONE] = "UTC"
     # Hudi leaves a key out rather than writing it empty (a non-partitioned table has no
