@@ -71,3 +71,12 @@ def test_a_moving_delete_still_deletes_the_stored_record(tmp_path) -> None:
     deletes = _batch(["k1"], [1], ["a"], "x").append_column("_hoodie_is_deleted", pa.array([True]))
     write_arrow(base, deletes, "upsert", conf)
     assert [r[0] for r in _rows(base)] == ["k2"]
+
+
+def test_the_record_index_looks_up_the_stored_record_the_same_way(tmp_path) -> None:
+    conf = {**BASE_CONF, "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
+            "hoodie.record.index.update.partition.path": "true"}
+    base = str(tmp_path / "t")
+    write_arrow(base, _batch(["k1", "k2"], [5, 5], ["b", "b"], "v0"), "insert", conf)
+    write_arrow(base, _batch(["k1", "k2"], [4, 6], ["a", "a"], "v1"), "upsert", conf)
+    assert _rows(base) == [("k1", 5, "b", "b", "v0k1"), ("k2", 6, "a", "a", "v1k2")]
