@@ -207,7 +207,6 @@ def tag_records(batch: pa.Table, existing: pa.Table, index_type: str, update_par
                              pc.coalesce(tagged.column(LOC_PART), tagged.column(PARTITION_PATH)))
 
 
-
 def _stored_wins(tagged: pa.Table, moved: pa.Array, ordering: Sequence[str], stored: StoredRecords
                  ) -> pa.Array | None:
     """Which of ``tagged``'s moving upserts lose to the record stored at their location (None:
