@@ -110,13 +110,18 @@ class _Merger:
         self.records.pop(key, None)
 
 
-def _decode_values(pairs: Any, schema_json: str | None, where: str) -> Any:
+def _decode_values(pairs: Any, schema_json: str | None, where: str, named_unions: bool = False) -> Any:
+    """(key, record) of metadata records. ``named_unions``: a union of several record types
+    (column stats' min/max wrappers) decodes as (record name, record), so a record written
+    again keeps its wrapper: decoded bare, a DoubleWrapper 0.1 re-encodes as the union's
+    first record that fits, a FloatWrapper, and a date or long as an IntWrapper."""
     if not schema_json:
         raise HoodieCorruptedDataError(f"{where}: no Avro schema for the metadata records.")
     schema = fastavro.parse_schema(json.loads(schema_json))
     for key, value in pairs:
         try:
-            record = fastavro.schemaless_reader(io.BytesIO(value), schema)
+            record = fastavro.schemaless_reader(io.BytesIO(value), schema, return_record_name=named_unions,
+                                               return_record_name_override=named_unions)
         except Exception as exc:  # noqa: BLE001 - fastavro raises several types on bad bytes
             raise HoodieCorruptedDataError(f"{where}: metadata record {key!r} does not decode ({exc}).") from exc
         yield key.decode("utf-8"), record

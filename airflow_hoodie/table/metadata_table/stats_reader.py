@@ -97,7 +97,7 @@ def merge_group(files: IndexPartitionFiles, fs: FileSlice, wanted: set[str] | No
 
     def take(hfile: HFile, schema: str | None) -> None:
         pairs = hfile.records() if rows is None else get_records(hfile, rows)
-        for key, record in _decode_values(pairs, schema, hfile.where):
+        for key, record in _decode_values(pairs, schema, hfile.where, named_unions=True):
             if wanted is None or key in wanted:
                 out[key] = _combine(out.get(key), record)
 
