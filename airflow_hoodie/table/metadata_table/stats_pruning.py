@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from airflow_hoodie.table.metadata_table.column_stats import (
     COLUMN_STATS_PARTITION,
+    VALUE_TYPES,
     _arrow_primitive,
     _arrow_value_type,
     range_from_payload,
@@ -140,6 +141,25 @@ def _v1_value(value: Any, value_type: str, scale: int | None) -> tuple[bool, Any
     return False, None
 
 
+#: wrappers narrower than the type a bound belongs to: our metadata-table compaction wrote
+#: these before dfe1705 (a double's 0.1 as a FloatWrapper 0.100000001), never Hudi
+_NARROWED = {"DOUBLE": "FloatWrapper", "LONG": "IntWrapper", "TIME_MICROS": "IntWrapper",
+             **{f"{p}TIMESTAMP_{u}": "IntWrapper" for p in ("", "LOCAL_") for u in ("MILLIS", "MICROS", "NANOS")}}
+
+
+def _narrowed(payload: dict[str, Any], value_type: str) -> bool:
+    """Whether a bound sits in a wrapper too narrow for its type, so that its value may be
+    rounded: such a range must not drop a file (a filter on 0.1 would miss the row)."""
+    vt = payload.get("valueType")
+    if vt:
+        value_type, narrow = VALUE_TYPES[int(vt.get("typeOrdinal") or 0)], _NARROWED
+    else:  # V1 holds a date in a DateWrapper
+        narrow = {**_NARROWED, "DATE": "IntWrapper"}
+    bad = narrow.get(value_type)
+    return bad is not None and any(isinstance(b, tuple) and b[0].rsplit(".", 1)[-1] == bad
+                                   for b in (payload.get("minValue"), payload.get("maxValue")))
+
+
 def stored_range(payload: dict[str, Any], value_type: str, scale: int | None) -> ColumnRange | None:
     """The range a column-stats payload holds, comparable with a filter of ``value_type``:
     V2 records carry their type; a V1 record's values are taken by their decoded form."""
@@ -147,6 +167,8 @@ def stored_range(payload: dict[str, Any], value_type: str, scale: int | None) ->
 
     from airflow_hoodie.table.metadata_table.column_stats import ColumnRange, unwrap_value  # noqa: PLC0415
 
+    if _narrowed(payload, value_type):
+        return None
     rng = range_from_payload(payload)
     if rng is not None:
         return rng if _comparable_scale(rng, value_type, scale) else None
