@@ -136,8 +136,13 @@ class Timeline:
         return any(i.completion_time for i in self._instants if i.is_completed)
 
     def completion_times(self) -> dict[str, str]:
-        """Requested time -> completion time of completed instants (layout 2 only)."""
-        return {i.timestamp: i.completion_time for i in self._instants if i.is_completed and i.completion_time}
+        """Requested time -> completion time of completed instants (layout 2 only).
+
+        A savepoint takes the requested time of the commit it keeps, and completes later:
+        its completion time is not the commit's (a delta commit's log would seem to complete
+        after a compaction planned in between, and a snapshot read would drop it)."""
+        return {i.timestamp: i.completion_time for i in self._instants
+                if i.is_completed and i.completion_time and i.action != Action.SAVEPOINT}
 
     def reload(self) -> "Timeline":
         if self.storage is None or self.base_path is None:
