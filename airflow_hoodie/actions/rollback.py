@@ -294,10 +294,20 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
                 f"{target.action} {instant_time} is pending and its writer is alive (live heartbeat); it is not "
                 "rolled back. Stop that task first, or wait until its heartbeat expires.")
         if target is not None and target.is_completed:
+            _refuse_savepointed(tl, instant_time)
             _refuse_beside_writers_built_on(table, tm, target)
         ts = rollback_instant(table, instant_time, config)
     tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
+
+
+def _refuse_savepointed(tl: Any, instant_time: str) -> None:
+    """A savepoint is the user's promise that a commit's data stays restorable; rolling the
+    commit back would void it silently (Hudi refuses too: validateSavepointRollbacks)."""
+    if any(sp.timestamp == instant_time for sp in tl.filter(actions=Action.SAVEPOINT).completed().instants):
+        raise HoodieTimelineError(
+            f"Instant {instant_time} is savepointed and is not rolled back. Delete its savepoint first "
+            "(HoodieSavepointOperator with delete=True), then roll it back, or restore to an earlier savepoint.")
 
 
 def _rollback_that_removed(table: HoodieTable, target: str) -> str | None:

@@ -10,6 +10,7 @@ import pytest
 
 from airflow_hoodie.actions.rollback import rollback_instant, rollback_latest_or
 from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
@@ -140,6 +141,25 @@ def test_rollback_refuses_older_completed(tmp_path):
     write_arrow(base, to_arrow(rows(0, 3, 2, "b")), "upsert", c)
     with pytest.raises(Exception, match="not the latest"):
         rollback_instant(HoodieTable.load(base), r1.instant)
+
+
+def test_rollback_refuses_a_savepointed_commit_and_keeps_its_data(tmp_path):
+    """Hudi refuses too (validateSavepointRollbacks): the savepoint would be left naming a
+    commit that is gone, and restoring to it would fail."""
+    from airflow_hoodie.actions.restore import restore_to  # noqa: PLC0415
+    from airflow_hoodie.actions.savepoint import create_savepoint, delete_savepoint  # noqa: PLC0415
+
+    base = str(tmp_path / "t")
+    c = conf()
+    write_arrow(base, to_arrow(rows(0, 3, 1, "a")), "upsert", c, table_name="t")
+    r2 = write_arrow(base, to_arrow(rows(0, 3, 2, "b")), "upsert", c)
+    create_savepoint(HoodieTable.load(base), r2.instant)
+    with pytest.raises(HoodieTimelineError, match="savepointed"):
+        rollback_latest_or(HoodieTable.load(base), None)
+    assert sorted(read_table(base).column("v").to_pylist()) == ["b0", "b1", "b2"]
+    restore_to(HoodieTable.load(base), r2.instant)  # the savepoint still restores
+    delete_savepoint(HoodieTable.load(base), r2.instant)
+    assert rollback_latest_or(HoodieTable.load(base), None)["rolled_back"] == r2.instant
 
 
 def test_rollback_writes_its_command_block_to_a_new_log_version(tmp_path):
