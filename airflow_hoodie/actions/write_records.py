@@ -132,7 +132,7 @@ def dedupe(batch: pa.Table, ordering_field: OrderingFields, global_index: bool) 
     if pc.count_distinct(batch.column(RECORD_KEY), mode="all").as_py() == batch.num_rows:
         return batch
     row = "__row"
-    b = batch.append_column(row, pa.array(range(batch.num_rows), pa.int64()))
+    b = batch.append_column(row, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
     group = [RECORD_KEY] if global_index else [RECORD_KEY, PARTITION_PATH]
     sort = [(g, "ascending") for g in group]
     for field in ordering_field_list(ordering_field):
@@ -225,7 +225,7 @@ def _stored_wins(tagged: pa.Table, moved: pa.Array, ordering: Sequence[str], sto
         return None
     # a key held at one location is one stored record there: the join keeps the rows 1:1
     row = "__moving_row"
-    joined = moving.select(loc).append_column(row, pa.array(range(moving.num_rows), pa.int64())).join(
+    joined = moving.select(loc).append_column(row, pa.array(np.arange(moving.num_rows, dtype=np.int64))).join(
         found.select(loc + fields), keys=loc, join_type="inner")
     inc = [moving.column(f).combine_chunks().take(joined.column(row)) for f in fields]
     old = [joined.column(f).combine_chunks() for f in fields]

@@ -41,6 +41,7 @@ from airflow_hoodie.actions.index import (
     is_global,
     metadata_footers,
     probe_file,
+    probe_files,
     record_index_lookup,
     stored_records,
 )
@@ -220,10 +221,12 @@ def _existing_keys_df(plan: _TagPlan, records: pa.Table) -> pa.Table:
     else:  # a tag group holds one partition
         candidates = plan.refs_of_partition.get(records.column(PARTITION_PATH)[0].as_py(), [])
     bloom = plan.index_type in ("BLOOM", "GLOBAL_BLOOM")
+    if not bloom:
+        return probe_files([plan.refs[i] for i in candidates], keys)
     found = []
     for i in candidates:
-        footer = plan.footers[i] if plan.footers[i] is not None or not bloom else _key_range(plan.refs[i])
-        t = probe_file(plan.refs[i], keys, bloom, plan.prune_by_ranges, footer)
+        footer = plan.footers[i] if plan.footers[i] is not None else _key_range(plan.refs[i])
+        t = probe_file(plan.refs[i], keys, True, plan.prune_by_ranges, footer)
         if t.num_rows:
             found.append(t)
     return pa.concat_tables(found) if found else KEYS_SCHEMA.empty_table()
