@@ -52,6 +52,34 @@ def test_restore_to_savepoint(tmp_path, table_type):
         rs.restore_to(load(base), "20200101000000000")
 
 
+@pytest.mark.parametrize("undo", ["restore", "rollback"])
+def test_undoing_a_completed_clustering_removes_its_plan_too(tmp_path, undo):
+    """On v8/v9 a clustering is pending as ``.clustering.*`` and completes as a replacecommit:
+    undoing it must take every one of its files, or its plan reads as pending again and the
+    next upsert of its file groups is refused as a conflict."""
+    from airflow_hoodie.actions.rollback import rollback_latest_or  # noqa: PLC0415
+
+    base = str(tmp_path / "t")
+    cfg = table_config("COPY_ON_WRITE")
+    write(base, batch(range(0, 4), 1), cfg)
+    kept = write(base, batch(range(4, 8), 2), cfg)
+    sp.create_savepoint(load(base), kept)
+    done = cu.run_clustering(load(base), HoodieConfig({"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)}),
+                             LocalExecutor())
+    assert done["state"] == "completed"
+    if undo == "restore":
+        rs.restore_to(load(base), kept)
+    else:
+        rollback_latest_or(load(base), done["instant"])
+    assert not [f for f in timeline_files(base) if done["instant"] in f]
+    assert not cu.pending_clustering_instants(load(base))
+    model = Model()
+    for b in (batch(range(0, 4), 1), batch(range(4, 8), 2), batch(range(0, 2), 3)):
+        model.upsert(b)
+    write(base, batch(range(0, 2), 3), cfg)  # into the file groups the clustering had replaced
+    assert snapshot(base) == model.table()
+
+
 def test_restore_refuses_cleaned_commit(tmp_path):
     base = str(tmp_path / "t")
     cfg = table_config("COPY_ON_WRITE")

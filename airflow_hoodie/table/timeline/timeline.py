@@ -574,6 +574,10 @@ class TimelineWriter:
             pending_action = Action.COMPACTION
         if action == Action.DELTA_COMMIT and self._exists_name(f"{ts}.logcompaction.requested"):
             pending_action = Action.LOG_COMPACTION
+        # layout 2: a clustering is pending as .clustering.* and completes as a replacecommit;
+        # left behind, its plan would read as pending again and block writes to its file groups
+        if action == Action.REPLACE_COMMIT and self._exists_name(f"{ts}.clustering.requested"):
+            pending_action = Action.CLUSTERING
         base = Instant(ts, pending_action, State.INFLIGHT)
         done = self.completed_file(ts, action) if self.layout == 2 else None
         names = [(done or base.completed()).file_name, base.inflight().file_name]
