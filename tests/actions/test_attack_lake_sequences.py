@@ -10,8 +10,8 @@ min/max/null counts (read with pyarrow, not with our stats code). At the end, ti
 each retained write and incremental reads after it return the model's rows of that time.
 
 The sweep here is small (the CI budget); an out-of-tree run of the same loop over 300 seeds
-found the tests at the bottom (a savepoint's completion time, fixed in b738856; strict xfails
-for what is still open) and a savepointed commit rolled back (fixed in 0d9e92b, tested in
+found the tests at the bottom (a savepoint's completion time, fixed in b738856; a completed
+clustering undone on v8/v9, fixed in 61efde6) and a savepointed commit rolled back (fixed in 0d9e92b, tested in
 test_rollback.py; the sweep checks the refusal)."""
 
 from __future__ import annotations
@@ -257,8 +257,6 @@ class Lake:
             with pytest.raises(HoodieError, match="savepoint"):
                 rollback_latest_or(self.load(), None, self.conf())
             return
-        if target.action == "replacecommit" and self.version >= 8:
-            return  # a rolled back v8/v9 clustering leaves its plan pending (strict xfail below)
         if any(i.action == "clean" and i.timestamp > target.timestamp for i in timeline.instants):
             return  # a clean after it may have removed what the rollback would bring back (Hudi too)
         rollback_latest_or(self.load(), None, self.conf())
@@ -271,9 +269,6 @@ class Lake:
 
     def savepoint_or_restore(self) -> None:
         if self.savepoint is not None and self.rng.random() < 0.6:
-            undone = self.load().reload_timeline().instants
-            if self.version >= 8 and any(i.action == "replacecommit" and i.timestamp > self.savepoint for i in undone):
-                return  # a restored v8/v9 clustering leaves its plan pending (strict xfail below)
             restore_to(self.load(), self.savepoint, self.conf())
             self.history = [h for h in self.history if h[0] <= self.savepoint]
             at = [h for h in self.history if h[0] == self.savepoint][0]
@@ -382,8 +377,6 @@ def test_time_travel_to_a_savepointed_delta_commit_reads_its_log(tmp_path: Path)
     assert {r["id"]: r["v"] for r in read_table(base, as_of=t2).to_pylist()} == {"a": "a2", "b": "b1"}
 
 
-@pytest.mark.xfail(strict=True, reason="on v8/v9 a restore past a completed clustering leaves its "
-                                       ".clustering.requested/.inflight: a pending plan naming undone files")
 def test_a_restore_past_a_completed_clustering_leaves_no_pending_plan(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = _simple_config(9)
