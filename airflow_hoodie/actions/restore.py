@@ -27,6 +27,7 @@ from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.timeline.clean_horizon import clean_horizon
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 #: the instants a restore undoes after its point: writes and services in every state; Hudi 1.x
@@ -80,9 +81,9 @@ def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None)
             raise HoodieConfigError(
                 f"Cannot restore to {instant_time}: it is not a completed commit on the active timeline."
             )
-        cleans = [i for i in tl.instants if i.action == Action.CLEAN and i.state == State.COMPLETED]
-        if cleans:
-            earliest = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1])).get("earliestCommitToRetain")
+        horizon = clean_horizon(tl)
+        if horizon is not None:
+            earliest = horizon.earliest_commit_to_retain
             sp = find_instant(tl, instant_time, [Action.SAVEPOINT])
             if earliest and instant_time < earliest and sp is None:
                 raise HoodieConfigError(

@@ -11,10 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_hoodie.actions.service_common import (
-    deserialize_plan,
-    find_instant,
-)
+from airflow_hoodie.actions.service_common import find_instant
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
@@ -22,6 +19,7 @@ from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.timeline.clean_horizon import clean_horizon
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 
@@ -55,11 +53,9 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
             f"Cannot savepoint {instant_time}: it is not a completed commit on the active timeline of "
             f"{table.base_uri}. Pick one listed by `airflow-hoodie timeline`."
         )
-    cleans = [i for i in tl.instants if i.action == Action.CLEAN and i.state == State.COMPLETED]
-    if cleans:
-
-        meta = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1]))
-        earliest = meta.get("earliestCommitToRetain") or ""
+    horizon = clean_horizon(tl)
+    if horizon is not None:
+        earliest = horizon.earliest_commit_to_retain
         if earliest and instant_time < earliest:
             raise HoodieConfigError(
                 f"Cannot savepoint {instant_time}: the last clean already removed files older than "

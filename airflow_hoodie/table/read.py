@@ -28,7 +28,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError, HoodieError, HoodieIOError
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieCorruptedDataError,
+    HoodieError,
+    HoodieIOError,
+    HoodieTimelineError,
+)
 from airflow_hoodie.table.file_group.file_slice_reader import (
     META_COLUMNS,
     SliceReadOptions,
@@ -48,6 +54,7 @@ from airflow_hoodie.table.schema.meta_fields import (
     COMMIT_TIME,
 )
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
+from airflow_hoodie.table.timeline.clean_horizon import clean_horizon
 from airflow_hoodie.table.timeline.instant import Instant, normalize_instant_time
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -431,6 +438,8 @@ def read_table(
             raise HoodieConfigError(
                 f"columns {missing} are not in the table schema; columns: {', '.join(schema.names)}"
             )
+    if as_of:
+        _check_time_travel(timeline, as_of)
     if len(visible):
         latest = visible.last().timestamp
     elif as_of and query_type != "incremental" and _before_active_timeline(timeline, as_of):
@@ -485,6 +494,25 @@ def read_table(
 def _before_active_timeline(timeline: Timeline, ts: str) -> bool:
     start = timeline.first_non_savepoint_commit()
     return start is not None and normalize_instant_time(ts) < normalize_instant_time(start)
+
+
+def _check_time_travel(timeline: Timeline, as_of: str) -> None:
+    """Refuse time travel to before what the last clean kept, as Hudi's readers do
+    (validateTimestampAsOf): the slices a clean removed are gone, and a read would return the
+    rows that happened to survive as if they were the table. A savepointed instant itself
+    stays readable: its savepoint kept every file it saw."""
+    horizon = clean_horizon(timeline)
+    if horizon is None or as_of in timeline.savepoints().completed().timestamps:
+        return
+    keep = horizon.earliest_commit_to_retain
+    if not keep:  # a file-version clean records no horizon: the active timeline's first write is
+        first = _completed_write_instants(timeline).first()
+        keep = first.timestamp if first is not None else ""
+    if keep and as_of < keep:
+        raise HoodieTimelineError(
+            f"Cannot time travel to {as_of}: clean {horizon.clean} removed files of instants before {keep}, so "
+            f"the read would miss rows. Read as of {keep} or later; to travel further back, retain more commits "
+            "(hoodie.cleaner.commits.retained) or savepoint the instants you will read.")
 
 
 def _check_query(query_type: str | None, as_of: str | None, start: str | None, end: str | None) -> str:

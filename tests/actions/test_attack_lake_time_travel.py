@@ -41,8 +41,6 @@ def _read(base: str, **kw: str) -> dict[str, str]:
     return {r["id"]: r["v"] for r in read_table(base, columns=["id", "v"], **kw).to_pylist()}
 
 
-@pytest.mark.xfail(strict=True, reason="time travel before the last clean's earliest commit to retain returns the "
-                                       "rows that survived the clean; Hudi's validateTimestampAsOf refuses it")
 @pytest.mark.parametrize("version", [6, 9])
 def test_time_travel_into_what_a_clean_removed_is_refused(tmp_path: Path, version: int) -> None:
     """a in p0 is updated twice, b in p1 never: the clean (1 commit retained) removes p0's first
@@ -57,7 +55,7 @@ def test_time_travel_into_what_a_clean_removed_is_refused(tmp_path: Path, versio
     assert done["files_deleted"] == 1 and done["earliest_commit_to_retain"] > first
     assert _read(base) == {"a": "a3", "b": "b1"}
     with pytest.raises(HoodieError, match="clean"):
-        _read(base, as_of=first)  # {"b": "b1"} today: a lost without a word
+        _read(base, as_of=first)  # {"b": "b1"} before the refusal: a lost without a word
 
 
 @pytest.mark.parametrize("version, table_type", [(6, "MERGE_ON_READ"), (9, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])

@@ -7,6 +7,7 @@ from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 from tests.actions.services_fixtures import Model, batch, data_files, load, snapshot, table_config, timeline_files, write
@@ -35,8 +36,12 @@ def test_keep_latest_commits_layout_and_time_travel(tmp_path):
     # per file group: slices of the 3 retained commits + the one serving the retain point
     kept = {f.rsplit("_", 1)[-1].split(".")[0] for f in data_files(base) if f.endswith(".parquet")}
     assert kept == set(commits[-4:])
-    for ts in commits[-4:]:
+    for ts in commits[-3:]:
         assert snapshot(base, as_of=ts) == snaps[ts]
+    # before the retain point the read is refused, as Hudi's readers refuse it: which slices
+    # a clean removed there depends on each file group's history, so rows could be missing
+    with pytest.raises(HoodieTimelineError, match="retain more commits"):
+        snapshot(base, as_of=commits[-4])
     assert snapshot(base) == model.table()
     tl = load(base).timeline
     clean_inst = [i for i in tl.instants if i.action == Action.CLEAN][0]
