@@ -21,6 +21,7 @@ from airflow_hoodie.actions.transaction.conflict_resolution import (
 )
 from airflow_hoodie.actions.transaction.failed_writes import (
     live_writes,
+    failed_writes,
     rollback_failed_writes,
 )
 from airflow_hoodie.actions.transaction.transaction_manager import (
@@ -238,6 +239,10 @@ class WriteClient:
         if not tm.is_occ:
             self._refuse_beside_live_writer()
         if tm.failed_writes_policy == EAGER:
+            if failed_writes(self.table, tm):
+                # a rollback changes the table: set up as a write would be, or the metadata
+                # table misses the log files a failed v6 MERGE_ON_READ write leaves listed
+                self.table.prepare_for_change(self.config)
             return rollback_failed_writes(self.table, tm, self.config)
         return []
 

@@ -422,8 +422,6 @@ def _killed_upsert(base: str, batch: pa.Table, cfg: dict[str, str]) -> None:
     assert done[0] == pid and os.WIFSIGNALED(done[1]) and os.WTERMSIG(done[1]) == signal.SIGKILL
 
 
-@pytest.mark.xfail(strict=True, reason="v6 MOR: the log file a killed write left (its block cancelled by the next "
-                                       "write's rollback) is never listed in the metadata table's files partition")
 def test_the_log_file_of_a_killed_write_is_listed_once_rolled_back(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = _simple_config(6, "MERGE_ON_READ")
