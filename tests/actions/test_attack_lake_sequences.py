@@ -432,3 +432,24 @@ def test_the_log_file_of_a_killed_write_is_listed_once_rolled_back(tmp_path: Pat
     assert {r["id"]: r["v"] for r in read_table(base).to_pylist()} == {"a": "a1", "b": "b3"}
     assert {r["v"] for r in hudi_rs_rows(base)} == {"a1", "b3"}
     assert_metadata_describes_storage(base, "the rollback of a killed write")  # Hudi lists its log file
+
+
+@pytest.mark.xfail(strict=True, reason="KEEP_LATEST_FILE_VERSIONS counts the slice a pending compaction opened as "
+                                       "an old version and deletes its logs: the newest committed update is lost")
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_clean_keeps_the_logs_written_beside_a_pending_compaction(tmp_path: Path, version: int) -> None:
+    """Hudi's cleaner leaves every slice at or after a pending compaction's input alone
+    (CleanPlanner.isFileSliceNeededForPendingMajorCompaction); b3 lives only in such a log."""
+    from airflow_hoodie.actions import clean as cl
+
+    base = str(tmp_path / "t")
+    cfg = _simple_config(version, "MERGE_ON_READ")
+    write_arrow(base, lake_rows([{"id": "a", "p": "p0", "ts": 1, "v": "a1", "d": None},
+                                 {"id": "b", "p": "p0", "ts": 1, "v": "b1", "d": None}]), "upsert", cfg)
+    write_arrow(base, _one("a", 2, "a2"), "upsert", cfg)
+    assert c.schedule_compaction(HoodieTable.load(base), HoodieConfig(cfg), force=True).instant is not None
+    write_arrow(base, _one("b", 3, "b3"), "upsert", cfg)  # a log in the pending compaction's new slice
+    cl.run_clean(HoodieTable.load(base), HoodieConfig({**cfg, cl.POLICY: cl.KEEP_LATEST_FILE_VERSIONS,
+                                                       cl.FILE_VERSIONS_RETAINED: "1"}), LocalExecutor())
+    assert {r["v"] for r in hudi_rs_rows(base)} == {"a2", "b3"}  # b1 today: the log holding b3 was deleted
+    assert {r["id"]: r["v"] for r in read_table(base).to_pylist()} == {"a": "a2", "b": "b3"}
