@@ -48,7 +48,8 @@ def _edge_rows(keys: range, ts: int) -> list[dict[str, Any]]:
             "all_null": None, "b": None if k % 4 == 0 else bytes([k % 256, ts % 256]),
             "dec": None if k % 5 == 0 else decimal.Decimal(k * 37 - 500 + ts) / 100,
             "dt": datetime.date(1969, 12, 25) + datetime.timedelta(days=k * ts),
-            "tsu": datetime.datetime(1969, 12, 31, 23, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=k * ts),
+            "tsu": datetime.datetime(1969, 12, 31, 23, tzinfo=datetime.timezone.utc)
+            + datetime.timedelta(seconds=k * ts),
             "f": None if k % 6 == 0 else (k - 20) / 10 + ts / 1000, "f32": (k - 20) / 4,
             "i": [-2 ** 31, 2 ** 31 - 1, k][k % 3], "flag": None if k % 7 == 0 else bool(k % 2),
             # > 4 KiB: parquet writers keep no min/max for it; the index must not invent one

@@ -104,8 +104,8 @@ def footer_has_bounds(path: str, column: str) -> bool:
     drops them for values past its statistics size limit, and an index then has none either."""
     meta = pq.ParquetFile(path).metadata
     for g in range(meta.num_row_groups):
-        for c in range(meta.num_columns):
-            chunk = meta.row_group(g).column(c)
+        for i in range(meta.num_columns):
+            chunk = meta.row_group(g).column(i)
             if chunk.path_in_schema == column and (chunk.statistics is None or not chunk.statistics.has_min_max):
                 return chunk.statistics is not None and chunk.statistics.null_count == chunk.num_values
     return True
@@ -233,7 +233,8 @@ class Lake:
                 self.remember(i.timestamp, "service", self.scheduled[i.timestamp])
 
     def cluster(self) -> None:
-        res = cu.run_clustering(self.load(), self.conf(**{"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)}),
+        res = cu.run_clustering(self.load(),
+                                self.conf(**{"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)}),
                                 LocalExecutor())
         if res.get("state") == "completed":
             self.remember(res["instant"], "service")
@@ -311,13 +312,15 @@ class Lake:
             if instant in done and instant >= retained_from:
                 assert rows_of(read_table(self.base, as_of=instant)) == model, f"as_of {instant}"
             if instant in done and kind == "write":
-                later = {k: v for k, v in self.model.items() if finished.get(self.commit_of[k], self.commit_of[k]) > instant}
+                later = {k: v for k, v in self.model.items()
+                         if finished.get(self.commit_of[k], self.commit_of[k]) > instant}
                 incremental = read_table(self.base, query_type="incremental", start=instant)
                 assert rows_of(incremental) == later, f"incremental after {instant}"
                 if self.table_type == "COPY_ON_WRITE":
                     # (hudi-rs 0.5's MOR incremental read returns a log record that lost to the
                     # base file by event time, with its own commit time; Hudi merges the slice)
-                    assert normalize_table(incremental) == hudi_rs_rows(self.base, query_type="incremental", start=instant)
+                    theirs = hudi_rs_rows(self.base, query_type="incremental", start=instant)
+                    assert normalize_table(incremental) == theirs
 
     def run(self, steps: int) -> None:
         actions = [self.upsert, self.upsert, self.upsert, self.delete, self.compact, self.cluster, self.clean,
@@ -334,7 +337,8 @@ class Lake:
 def lake_setup(seed: int) -> tuple[int, str, str, str]:
     rng = random.Random(seed * 7919)
     version = rng.choice([6, 8, 9])
-    return (version, rng.choice(["COPY_ON_WRITE", "MERGE_ON_READ"]), rng.choice(["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]),
+    return (version, rng.choice(["COPY_ON_WRITE", "MERGE_ON_READ"]),
+            rng.choice(["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]),
             rng.choice(["BLOOM", "SIMPLE", "RECORD_INDEX"] if version != 6 else ["BLOOM", "SIMPLE"]))
 
 
@@ -384,8 +388,8 @@ def test_a_restore_past_a_completed_clustering_leaves_no_pending_plan(tmp_path: 
                                  {"id": "b", "p": "p0", "ts": 1, "v": "b1", "d": None}]), "upsert", cfg)
     t2 = write_arrow(base, _one("c", 1, "c1"), "upsert", cfg).instant
     create_savepoint(HoodieTable.load(base), t2, config=HoodieConfig(cfg))
-    done = cu.run_clustering(HoodieTable.load(base), HoodieConfig({**cfg, "hoodie.clustering.plan.strategy.small.file.limit":
-                                                                   str(1 << 30)}), LocalExecutor())
+    small = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)}
+    done = cu.run_clustering(HoodieTable.load(base), HoodieConfig({**cfg, **small}), LocalExecutor())
     assert done["state"] == "completed"
     restore_to(HoodieTable.load(base), t2, HoodieConfig(cfg))
     assert cu.pending_clustering_instants(HoodieTable.load(base)) == []
