@@ -111,7 +111,11 @@ def _slice_files(slice_: Any) -> list[Any]:
 
 
 def _needed_by_compaction(slice_: Any, inputs: CleanInputs) -> bool:
-    return inputs.pending_compaction_base.get((slice_.partition_path, slice_.file_id)) == slice_.base_instant
+    """The slice a pending compaction reads, and every later one: the slice it opens holds
+    the logs written since it was planned, which no other file carries until it runs (Hudi's
+    isFileSliceNeededForPendingMajorCompaction)."""
+    base = inputs.pending_compaction_base.get((slice_.partition_path, slice_.file_id))
+    return base is not None and slice_.base_instant >= base
 
 
 def _savepointed(slice_: Any, inputs: CleanInputs) -> bool:
