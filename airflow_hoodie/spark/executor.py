@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Sequence, TypeVar
+
+from airflow_hoodie.spark.worker_heap import freeze_worker_heap
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -22,6 +25,11 @@ class SparkExecutor:
             slices = min(slices, self.max_parallelism)
         indexed = list(enumerate(items))
         rdd = self.spark.sparkContext.parallelize(indexed, slices)
-        results = rdd.map(lambda pair: (pair[0], fn(pair[1]))).collect()
+        results = rdd.map(partial(_run_item, fn)).collect()
         results.sort(key=lambda pair: pair[0])
         return [r for _, r in results]
+
+
+def _run_item(fn: Callable[[T], R], pair: tuple[int, T]) -> tuple[int, R]:  # executors
+    freeze_worker_heap()
+    return pair[0], fn(pair[1])

@@ -25,6 +25,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    # workers forked with our write path already imported (worker_daemon.py)
+    "spark.python.daemon.module": "airflow_hoodie.spark.worker_daemon",
 }
 
 #: only for plain ``python job.py`` runs, where no submit command sized the driver JVM

@@ -83,6 +83,7 @@ from airflow_hoodie.errors import (
 from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.executor import SparkExecutor
 from airflow_hoodie.spark.progress import progress
+from airflow_hoodie.spark.worker_heap import freeze_worker_heap
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.record_merger import MergeConfig
@@ -122,6 +123,7 @@ def _arrow_schema(df: Any) -> pa.Schema:
 
 def _prepare_batches(props: dict[str, str], operation: str, ordering_field: OrderingFields, batches,
                      sizes: Any = None):  # executors
+    freeze_worker_heap()
     for b in batches:
         t = prepare_batch(pa.Table.from_batches([b]), props, operation, ordering_field)
         if sizes is not None:
@@ -150,6 +152,7 @@ def _write_groups(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list
 
 def _group_writer(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list[str]):
     def write_group(table: pa.Table) -> pa.Table:
+        freeze_worker_heap()
         return _write_groups(ctx, tasks, keep, table)
     return write_group
 
@@ -287,6 +290,7 @@ def _tagger(plan: Any, counts: Any):
     """The applyInArrow function over the broadcast plan (PySpark reads the Arrow eval type
     from a plain function's type hints, not from a partial)."""
     def tag(table: pa.Table) -> pa.Table:
+        freeze_worker_heap()
         return _counted(counts, _tag_group(plan.value, table))
     return tag
 
