@@ -215,15 +215,22 @@ def _check_record_key(block: Any, keyed: bool, columns: Sequence[str] | None = N
         f"file back from a backup, or restore the table to a savepoint before {block.instant_time}.")
 
 
+def _narrows_floats(source: pa.DataType, target: pa.DataType) -> bool:
+    return pa.types.is_floating(source) and pa.types.is_floating(target) and target.bit_width < source.bit_width
+
+
 def _conform(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
     """Cast a log block's columns to the base file's types where they differ only in width
-    (Avro has no int8/int16, so Spark's byte/short columns come back as int32)."""
+    (Avro has no int8/int16, so Spark's byte/short columns come back as int32; a value that
+    does not fit refuses the cast and keeps its type). A float column the table widened to
+    double keeps the log's doubles: casting them to the older base file's floats rounded the
+    update (0.1 read as 0.10000000149), and a compaction wrote the rounded value for good."""
     if schema is None:
         return table
     cols = []
     for name, col in zip(table.column_names, table.columns):
         idx = schema.get_field_index(name)
-        if idx >= 0 and schema.field(idx).type != col.type:
+        if idx >= 0 and schema.field(idx).type != col.type and not _narrows_floats(col.type, schema.field(idx).type):
             try:
                 col = col.cast(schema.field(idx).type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
