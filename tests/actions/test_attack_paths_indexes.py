@@ -51,7 +51,7 @@ def assert_bloom_filters_hold_every_key(base: str, step: str, empty_files: bool 
     """Every record key of every latest base file is in its bloom_filters record, and every
     such file has one (Hudi's BLOOM lookup through the metadata table fails on a candidate
     file without it); returns how many keys were checked. ``empty_files=False`` leaves out
-    files of 0 records (the strict xfail below covers them)."""
+    files of 0 records (test_an_empty_base_file_keeps_a_bloom_filter covers them)."""
     table = HoodieTable.load(base)
     if "bloom_filters" not in listed_partitions(table):
         return 0
@@ -168,8 +168,6 @@ def _bloom_config(version: int, table_type: str) -> dict[str, str]:
     return cfg
 
 
-@pytest.mark.xfail(strict=True, reason="C1: a base file of 0 records is written without the bloom filter Hudi's "
-                   "footer always has, and the metadata table gets no bloom_filters record for it")
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
 def test_an_empty_base_file_keeps_a_bloom_filter(tmp_path: Path, version: int, table_type: str) -> None:
     """Hudi's write support puts the bloom filter into every base file's footer, empty or not

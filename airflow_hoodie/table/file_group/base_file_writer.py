@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.keygen import RECORDKEY_FIELD
+from airflow_hoodie.table.properties import POPULATE_META_FIELDS
 from airflow_hoodie.table.schema.meta_fields import (
     COMMIT_SEQNO,
     COMMIT_TIME,
@@ -305,8 +306,10 @@ def write_base_file(
     config = config if isinstance(config, HoodieConfig) else HoodieConfig(config)
     keys = table.column(RECORD_KEY)
     # a table without meta fields (hoodie.populate.meta.fields=false) writes its files without
-    # record keys, and so, as Hudi does, without a bloom filter or key range in the footer
-    keyed = table.num_rows > 0 and keys.null_count < table.num_rows
+    # record keys, and so, as Hudi does, without a bloom filter or key range in the footer; a
+    # file of no records (every record deleted) still gets its (empty) filter, as Hudi's write
+    # support always adds one: Hudi's BLOOM index fails on a file of a keyed table without it
+    keyed = keys.null_count < table.num_rows if table.num_rows else config.get_bool(POPULATE_META_FIELDS)
     # The bloom filter (tens of hash rounds per key, in numpy) only goes into the footer,
     # so it is built beside the parquet encoding instead of before it.
     bloom = _bloom_executor().submit(_bloom_footer, keys, config, bloom_filter) if keyed else None
