@@ -47,11 +47,10 @@ from tests.table.table_files import copy_conformance_table
 INDEXES = {"hoodie.metadata.index.partition.stats.enable": "true", "hoodie.metadata.index.bloom.filter.enable": "true"}
 
 
-def assert_bloom_filters_hold_every_key(base: str, step: str, empty_files: bool = True) -> int:
+def assert_bloom_filters_hold_every_key(base: str, step: str) -> int:
     """Every record key of every latest base file is in its bloom_filters record, and every
     such file has one (Hudi's BLOOM lookup through the metadata table fails on a candidate
-    file without it); returns how many keys were checked. ``empty_files=False`` leaves out
-    files of 0 records (test_an_empty_base_file_keeps_a_bloom_filter covers them)."""
+    file without it, an empty one included); returns how many keys were checked."""
     table = HoodieTable.load(base)
     if "bloom_filters" not in listed_partitions(table):
         return 0
@@ -62,8 +61,6 @@ def assert_bloom_filters_hold_every_key(base: str, step: str, empty_files: bool 
             continue
         path = os.path.join(base, fs.partition_path, fs.base_file.file_name)
         keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0).to_pylist()
-        if not keys and not empty_files:
-            continue
         record = live.get(bloom_filter_key(fs.partition_path, fs.base_file.file_name))
         assert record is not None, f"no bloom filter for {fs.base_file.file_name} after {step}"
         bloom = bloom_filter_of(record)
@@ -130,7 +127,7 @@ class IndexLake(Lake):
     def check(self, step: str) -> None:
         super().check(step)
         assert_stats_describe_storage(self.base)
-        self.checked["bloom keys"] += assert_bloom_filters_hold_every_key(self.base, step, empty_files=False)
+        self.checked["bloom keys"] += assert_bloom_filters_hold_every_key(self.base, step)
         self.checked["partition ranges"] += assert_partition_stats_bound_the_rows(self.base, step)
 
     def run(self, steps: int) -> None:
