@@ -8,6 +8,7 @@ and every index must describe storage: ``files``, ``record_index`` (each key whe
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -68,7 +69,12 @@ def _check(base: str, model: dict[str, list[tuple[int, str]]], step: str) -> Non
     assert_partition_stats_bound_the_rows(base, step)
 
 
-@pytest.mark.parametrize("name", ["cow/v9_timebasedkeygen_nonhivestyle", "mor/v9_nonpartitioned_rollback"])
+#: the table with every index in CI; HOODIE_ATTACK_CONFORMANCE_ALL=1 adds the MOR one (passes, 6 s)
+TABLES = ["cow/v9_timebasedkeygen_nonhivestyle"] + (
+    ["mor/v9_nonpartitioned_rollback"] if os.environ.get("HOODIE_ATTACK_CONFORMANCE_ALL") else [])
+
+
+@pytest.mark.parametrize("name", TABLES)
 def test_writes_and_services_keep_a_hudi_tables_indexes_true(conformance_next, tmp_path: Path, name: str) -> None:
     base = str(copy_conformance_table(conformance_next, name, tmp_path))
     cfg = HoodieConfig(CFG)

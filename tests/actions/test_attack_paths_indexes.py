@@ -25,12 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_hoodie.actions import clean as cl
-from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.actions import compaction as c
-from airflow_hoodie.actions.archive import run_archive
 from airflow_hoodie.actions.executor import LocalExecutor
-from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -39,10 +35,8 @@ from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, par
 from airflow_hoodie.table.metadata_table.stats_index_writer import indexed_columns, listed_partitions
 from airflow_hoodie.table.metadata_table.stats_reader import index_partition_files, read_index_records
 from airflow_hoodie.table.read import read_table
-from tests.actions.test_attack_lake_sequences import Lake, assert_metadata_describes_storage, lake_config, lake_rows, stored_value
+from tests.actions.test_attack_lake_sequences import Lake, lake_config, lake_rows, stored_value
 from tests.table.metadata_table.stats_check import assert_stats_describe_storage
-from tests.table.normalize import hudi_rs_rows, normalize_table
-from tests.table.table_files import copy_conformance_table
 
 INDEXES = {"hoodie.metadata.index.partition.stats.enable": "true", "hoodie.metadata.index.bloom.filter.enable": "true"}
 

@@ -27,12 +27,12 @@ from tests.table.metadata_table.stats_check import assert_stats_describe_storage
 from tests.table.normalize import hudi_rs_rows, normalize_table
 from tests.table.table_files import copy_conformance_table, storage_listing
 
-USER = ["id", "p", "ts", "v", "d", "_hoodie_is_deleted"]
 Batch = tuple[str, pa.Table]
 
 
 def _rows(spec: list[tuple[str, str, int, str, float | None, bool]]) -> pa.Table:
-    return pa.table({"id": pa.array([s[0] for s in spec], pa.string()), "p": pa.array([s[1] for s in spec], pa.string()),
+    return pa.table({"id": pa.array([s[0] for s in spec], pa.string()),
+                     "p": pa.array([s[1] for s in spec], pa.string()),
                      "ts": pa.array([s[2] for s in spec], pa.int64()), "v": pa.array([s[3] for s in spec], pa.string()),
                      "d": pa.array([s[4] for s in spec], pa.float64()),
                      "_hoodie_is_deleted": pa.array([s[5] for s in spec], pa.bool_())})
@@ -116,11 +116,13 @@ ENGINES = ["arrow", "driver", "dataframe"]
 #: one setup within the CI budget; HOODIE_ATTACK_ENGINES_ALL=1 adds the others (all passed out of tree)
 SETUPS = [(6, "MERGE_ON_READ", "GLOBAL_BLOOM")] + ([
     (9, "COPY_ON_WRITE", "RECORD_INDEX"), (9, "MERGE_ON_READ", "RECORD_INDEX"), (8, "MERGE_ON_READ", "GLOBAL_SIMPLE"),
-    (8, "COPY_ON_WRITE", "BLOOM"), (6, "COPY_ON_WRITE", "SIMPLE")] if os.environ.get("HOODIE_ATTACK_ENGINES_ALL") else [])
+    (8, "COPY_ON_WRITE", "BLOOM"), (6, "COPY_ON_WRITE", "SIMPLE"),
+] if os.environ.get("HOODIE_ATTACK_ENGINES_ALL") else [])
 
 
 @pytest.mark.parametrize("version,table_type,index", SETUPS)
-def test_three_engines_write_the_same_table(spark, tmp_path: Path, version: int, table_type: str, index: str) -> None:
+def test_three_engines_write_the_same_table(spark, tmp_path: Path, version: int, table_type: str,
+                                            index: str) -> None:
     cfg = _config(version, table_type, index)
     bases = {e: str(tmp_path / e) for e in ENGINES}
     for step, (operation, batch) in enumerate(_sequence()):
