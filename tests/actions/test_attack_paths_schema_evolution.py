@@ -76,8 +76,7 @@ def _check(base: str, step: str, stats: bool = True) -> None:
     assert normalize_table(whole) == hudi_rs_rows(base), f"hudi-rs after {step}"
     # (not assert_metadata_describes_storage: it wants column_stats for every column of each
     # file, and v8/v9 keep indexing the columns their index definition was made with; a file
-    # without stats for the filtered column is kept, which the filters above prove. On v6 the
-    # files of the write that adds a column lack its stats: C3, the strict xfail below.)
+    # without stats for the filtered column is kept, which the filters above prove.)
     if stats:
         assert_stats_describe_storage(base)
     assert_partition_stats_bound_the_rows(base, step)
@@ -99,8 +98,6 @@ def test_widened_and_added_columns_survive_compaction_clustering_and_filters(tmp
     _check(base, "clustering", stats=version != 6)
 
 
-@pytest.mark.xfail(strict=True, reason="C3: on v6 the write that adds a column takes column_stats' columns from the "
-                   "table's previous schema, so its files get no stats for the new column")
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_the_write_that_adds_a_column_indexes_it_on_v6(tmp_path: Path, table_type: str) -> None:
     """Hudi 0.14 indexes every column of the commit's own writer schema (the schema in its

@@ -21,6 +21,9 @@ from airflow_hoodie.table.timeline.instant import Action
 class FilesChange:
     #: partition -> file name -> size, None for a deleted file
     files: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    #: a commit's own writer schema (Avro JSON): the columns its files' statistics cover, as
+    #: Hudi takes them from the commit (a column the commit adds is not in the table's yet)
+    writer_schema: str | None = None
 
     def add(self, partition: str, name: str, size: int) -> None:
         current = self.files.setdefault(partition, {}).get(name)
@@ -47,6 +50,7 @@ def _partition_of(partition: str | None) -> str:
 
 
 def _from_commit(meta: CommitMetadata, change: FilesChange) -> None:
+    change.writer_schema = meta.schema
     for part, stats in meta.partition_to_write_stats.items():
         for st in stats:
             if st.path:

@@ -95,12 +95,14 @@ def index_version(table: HoodieTable) -> str:
     return "V2" if table.config.table_version >= 9 else "V1"
 
 
-def _table_columns(table: HoodieTable) -> list[str] | None:
-    """Top-level fields of the table's latest schema, meta fields first when populated."""
+def _table_columns(table: HoodieTable, writer_schema: str | None = None) -> list[str] | None:
+    """Top-level fields of ``writer_schema`` (a commit's own), else of the table's latest
+    schema, meta fields first when populated."""
     from airflow_hoodie.table.schema.meta_fields import META_COLUMNS  # noqa: PLC0415
     from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema  # noqa: PLC0415
 
-    schema = latest_avro_schema(table.reload_timeline(), table.config.get(CREATE_SCHEMA))
+    schema = json.loads(writer_schema) if writer_schema else \
+        latest_avro_schema(table.reload_timeline(), table.config.get(CREATE_SCHEMA))
     if not schema:
         return None
     fields = [f["name"] for f in schema.get("fields") or [] if not f["name"].startswith("_hoodie_")]
@@ -108,7 +110,8 @@ def _table_columns(table: HoodieTable) -> list[str] | None:
     return meta + fields
 
 
-def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = None) -> list[str] | None:
+def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = None,
+                    writer_schema: str | None = None) -> list[str] | None:
     """The columns column_stats covers: the table's index definition (Hudi 1.x records it),
     else ``hoodie.metadata.index.column.stats.column.list`` (after Hudi's three meta fields
     on 1.x), else every top-level column up to ``max.columns.to.index`` (on version 6,
@@ -127,7 +130,7 @@ def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = Non
     if listed:
         return list(dict.fromkeys((list(INDEXED_META_FIELDS) if one_x else []) + listed))
     if file_columns is None:
-        file_columns = _table_columns(table)
+        file_columns = _table_columns(table, writer_schema)
     if file_columns is None:
         return None
     if not one_x:
@@ -207,16 +210,17 @@ class StatsBatch:
 
 
 def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mapping[str, Mapping[str, int | None]],
-                    instant_time: str | None) -> StatsBatch:
+                    instant_time: str | None, writer_schema: str | None = None) -> StatsBatch:
     """The statistics records of ``files`` (partition -> file name -> size, None when
     deleted) for the kept ``partitions``; log files take the blocks of ``instant_time``
-    (every block when None, as when a partition is built)."""
+    (every block when None, as when a partition is built). ``writer_schema``: the commit's
+    own schema, whose columns the statistics cover (see :func:`indexed_columns`)."""
     batch = StatsBatch()
     if not partitions:
         return batch
     version = table.config.table_version
     ivs = index_version(table)
-    columns = indexed_columns(table)
+    columns = indexed_columns(table, writer_schema=writer_schema)
     col_files: list[FileColumnStats] = []
     blooms: dict[tuple[str, str], Any] = {}
     new_ranges: list[tuple[str, list[ColumnRange]]] = []
@@ -329,7 +333,7 @@ def _latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, in
 
 def stats_for_change(table: HoodieTable, instant_time: str, change: FilesChange) -> StatsBatch:
     """What data instant ``instant_time`` changes in the kept statistics partitions."""
-    return stats_for_files(table, kept_stats_partitions(table), change.files, instant_time)
+    return stats_for_files(table, kept_stats_partitions(table), change.files, instant_time, change.writer_schema)
 
 
 # ------------------------------------------------------------------ writing
