@@ -322,9 +322,13 @@ class Lake:
                     theirs = hudi_rs_rows(self.base, query_type="incremental", start=instant)
                     assert normalize_table(incremental) == theirs
 
+    def actions(self) -> list:
+        """The actions a step draws from (repeats weigh the draw)."""
+        return [self.upsert, self.upsert, self.upsert, self.delete, self.compact, self.cluster, self.clean,
+                self.archive, self.rollback, self.savepoint_or_restore, self.run_pending_compactions]
+
     def run(self, steps: int) -> None:
-        actions = [self.upsert, self.upsert, self.upsert, self.delete, self.compact, self.cluster, self.clean,
-                   self.archive, self.rollback, self.savepoint_or_restore, self.run_pending_compactions]
+        actions = self.actions()
         self.upsert()
         self.check("the first upsert")
         for i in range(steps):
