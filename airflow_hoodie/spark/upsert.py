@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -337,6 +337,47 @@ def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], d
     return [json.loads(r[0]) for r in rows]
 
 
+def _partition_runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """The records of each partition path in turn, from batches where each path's records
+    are contiguous (a tag group's output): only one partition's records are held at once."""
+    held: list[pa.Table] = []
+    done: set[str] = set()
+    current: str | None = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        paths = batch.column(PARTITION_PATH)
+        edges = [0] + [i + 1 for i in pc.indices_nonzero(pc.not_equal(paths[:-1], paths[1:])).to_pylist()]
+        for start, end in zip(edges, edges[1:] + [batch.num_rows]):
+            path = paths[start].as_py()
+            if path != current:
+                if held:
+                    yield pa.Table.from_batches(held)
+                    done.add(current)
+                if path in done:  # the tag step's groups were not whole partitions
+                    raise HoodieError(f"partition {path!r} reached its write task in pieces; rerun the write "
+                                      "(it was rolled back), and report this as a bug")
+                held, current = [], path
+            held.append(batch.slice(start, end - start))
+    if held:
+        yield pa.Table.from_batches(held)
+
+
+def _partition_writer(ctx: WriteContext, tasks: Mapping[str, list[FileGroupTask]],
+                      insert_plan: Mapping[str, list[tuple[int, int]]]):
+    """mapInArrow body over tagged records grouped by partition path: each partition's
+    records are routed to its buckets and written by the in-process engine, with no
+    shuffle by bucket."""
+    def write_partitions(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
+        for records in _partition_runs(batches):
+            path = records.column(PARTITION_PATH)[0].as_py()
+            plan = {path: insert_plan[path]} if path in insert_plan else {}
+            stats = ArrowWriteEngine(records, LocalExecutor()).write(tasks.get(path, []), plan, ctx)
+            yield pa.record_batch({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
+    return write_partitions
+
+
 class SparkWriteEngine:
     """The write's records as a DataFrame, in at most five Spark jobs: the records keyed and
     kept, their partitions counted (one pass, no shuffle); one shuffle that brings each slice
@@ -357,6 +398,8 @@ class SparkWriteEngine:
         self.dedupe = False
         self.ordering: list[str] = []
         self.split = 1
+        #: the tag step's groups are whole partitions: the write needs no shuffle by bucket
+        self.whole_partitions = False
 
     def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
         sizes = self.spark.sparkContext.accumulator({}, _SummedCounts())
@@ -417,7 +460,8 @@ class SparkWriteEngine:
         if plan.global_index:
             slices, by = F.lit(max(1, -(-sum(per_part.values()) // self.split))), []
         else:
-            slices = F.lit(1) if max(per_part.values(), default=0) <= self.split else F.element_at(
+            self.whole_partitions = max(per_part.values(), default=0) <= self.split
+            slices = F.lit(1) if self.whole_partitions else F.element_at(
                 _literal_map({p: F.lit(-(-n // self.split)) for p, n in per_part.items()}), F.col(PARTITION_PATH))
             by = [F.col(PARTITION_PATH)]
         src = self.keyed.withColumn(SEQ_COL, F.monotonically_increasing_id()) if plan.dedupe else self.keyed
@@ -437,6 +481,15 @@ class SparkWriteEngine:
               ctx: WriteContext) -> list[dict[str, Any]]:
         if not tasks:
             return []
+        if self.whole_partitions:
+            by_part: dict[str, list[FileGroupTask]] = {}
+            for t in tasks:
+                by_part.setdefault(t.partition_path, []).append(t)
+            try:
+                rows = self.tagged.mapInArrow(_partition_writer(ctx, by_part, insert_plan), "stat string").collect()
+            except Exception as exc:  # noqa: BLE001
+                raise translate_job_error(exc) from exc
+            return [json.loads(r[0]) for r in rows]
         routed = self.tagged.withColumn(BUCKET_COL, _bucket_column(tasks, insert_plan))
         return _write_buckets(routed, ctx, tasks, self.df.columns)
 
