@@ -180,6 +180,11 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
     ts = rb_instant.timestamp
     if rb_instant.state == State.REQUESTED:
         writer.transition_to_inflight(Instant(ts, "rollback", State.REQUESTED), b"")
+    if target_completed:
+        # unpublished before a byte of it goes, as Hudi's revertToInflight: a rollback killed
+        # half way leaves a pending write that readers skip and the next writer's
+        # rollback_failed_writes finishes from this plan, not a completed commit with files missing
+        writer.revert_completed_to_inflight(inst)
     started = time.time()
     storage = table.storage
     part_meta: dict[str, dict[str, Any]] = {}
