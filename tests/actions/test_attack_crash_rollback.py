@@ -1,0 +1,52 @@
+"""Attack: the retry of a "roll back the latest write" task (spark_jobs/rollback.py without
+--instant-time, rollback_latest_or(table, None)) whose first try was killed after the target's
+instant files were gone but before the rollback instant completed. The retry must finish that
+pending rollback, not take the write before it for "the latest write" and roll it back too:
+that write's rows would be lost without anybody having asked for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_hoodie.actions.rollback import rollback_latest_or
+from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.read import read_table
+from tests.actions.test_attack_crash_steps import expire_heartbeats, run_killed
+from tests.actions.test_attack_lake_sequences import _one, _simple_config, assert_metadata_describes_storage, lake_rows
+from tests.table.normalize import hudi_rs_rows
+
+
+def _completing_the_data_rollback(name: str, path: str) -> bool:
+    """The creation of the data timeline's completed ``.rollback`` file (the metadata table's
+    own rollback completes earlier)."""
+    return name == "create_if_absent" and "/.hoodie/metadata/" not in path and path.endswith(".rollback")
+
+
+def _values(base: str) -> dict[str, str]:
+    return {r["id"]: r["v"] for r in read_table(base).to_pylist()}
+
+
+@pytest.mark.xfail(strict=True, reason="C11: the retry of rollback_latest_or(None) rolls back the write before the "
+                   "killed rollback's target as well (a2 lost) and leaves the first rollback pending")
+@pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
+def test_the_retry_of_a_killed_rollback_of_the_latest_write_rolls_back_nothing_more(
+        tmp_path: Path, version: int, table_type: str) -> None:
+    base = str(tmp_path / "t")
+    cfg = _simple_config(version, table_type)
+    write_arrow(base, lake_rows([{"id": "a", "p": "p0", "ts": 1, "v": "a1", "d": None},
+                                 {"id": "b", "p": "p0", "ts": 1, "v": "b1", "d": None}]), "upsert", cfg)
+    write_arrow(base, _one("a", 2, "a2"), "upsert", cfg)
+    write_arrow(base, _one("b", 3, "b3"), "upsert", cfg)
+    assert run_killed(lambda: rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg)),
+                      _completing_the_data_rollback)
+    expire_heartbeats(base)
+    assert _values(base) == {"a": "a2", "b": "b1"}  # b3's write is undone, its rollback pending
+    rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg))  # the Airflow retry
+    assert _values(base) == {"a": "a2", "b": "b1"}  # read a1, b1: the write of a2 rolled back too
+    assert {r["v"] for r in hudi_rs_rows(base)} == {"a2", "b1"}
+    assert not [i for i in HoodieTable.load(base).reload_timeline().instants if not i.is_completed]
+    assert_metadata_describes_storage(base, "the retry of a killed rollback")
