@@ -13,6 +13,7 @@ footer and the BLOOM index's range check) must follow Hudi's order, Java's ``Str
 
 from __future__ import annotations
 
+import datetime
 import glob
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,42 @@ def test_a_bloom_upsert_finds_a_key_in_a_file_hudi_ranged(tmp_path: Path) -> Non
     write_arrow(base, _keys_table(["\U0001F600"], 2, "new"), "upsert", cfg)
     assert sorted((r["id"], r["v"]) for r in read_table(base).to_pylist()) == \
         [("a", "old"), ("\U0001F600", "new"), ("\uFF21", "old")]
+
+
+def _timestamp_batch(unit: str, v: str) -> pa.Table:
+    at = datetime.datetime(2024, 1, 1, 12, 0, 0, 123000, tzinfo=datetime.timezone.utc)
+    return pa.table({"id": ["a"], "k": pa.array([at], pa.timestamp(unit, tz="UTC")), "p": ["p0"], "ts": [1], "v": [v]})
+
+
+@pytest.mark.xfail(strict=True, reason="A6-4: keys and partition paths of a timestamp[ms] column are built from the "
+                                       "millisecond count while the file stores micros (Hudi's key): stored twice")
+@pytest.mark.parametrize("field", ["recordkey", "partitionpath"])
+def test_a_millisecond_timestamp_key_is_the_key_of_the_stored_micros(tmp_path: Path, field: str) -> None:
+    """The same record written as timestamp[ms] and then as timestamp[us] (what Spark and Hudi
+    always write) has one key and one partition path: the one Hudi derives from the stored
+    timestamp-micros value."""
+    base = str(tmp_path / "t")
+    cfg = {"hoodie.table.name": "t", "hoodie.datasource.write.precombine.field": "ts",
+           "hoodie.datasource.write.recordkey.field": "k" if field == "recordkey" else "id",
+           "hoodie.datasource.write.partitionpath.field": "p" if field == "recordkey" else "k"}
+    write_arrow(base, _timestamp_batch("ms", "first"), "upsert", cfg)
+    stored = read_table(base)
+    assert stored.schema.field("k").type == pa.timestamp("us", tz="UTC")
+    micros = str(stored.column("k").cast(pa.int64())[0].as_py())
+    column = "_hoodie_record_key" if field == "recordkey" else "_hoodie_partition_path"
+    assert stored.column(column).to_pylist() == [micros]
+    write_arrow(base, _timestamp_batch("us", "second"), "upsert", cfg)
+    assert [(r[column], r["v"]) for r in read_table(base).to_pylist()] == [(micros, "second")]
+
+
+@pytest.mark.xfail(strict=True, reason="A6-4: TimestampBasedKeyGenerator reads a timestamp[ms] column's millisecond "
+                                       "count as micros (EPOCHMICROSECONDS): 2024-01-01 lands in 1970-01-20")
+def test_a_timestamp_based_partition_of_a_millisecond_column_is_its_date(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    cfg = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+           "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "k",
+           "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+           "hoodie.keygen.timebased.timestamp.type": "EPOCHMICROSECONDS",
+           "hoodie.keygen.timebased.output.dateformat": "yyyy-MM-dd", "hoodie.keygen.timebased.output.timezone": "UTC"}
+    write_arrow(base, _timestamp_batch("ms", "first"), "upsert", cfg)
+    assert read_table(base).column("_hoodie_partition_path").to_pylist() == ["2024-01-01"]
