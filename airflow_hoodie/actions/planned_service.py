@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from airflow_hoodie.actions.rollback import undo_metadata_commit
 from airflow_hoodie.actions.service_common import (
     crash_point,
     find_instant,
@@ -108,6 +109,7 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     rolled: list[str] = []
     if inst.state == State.INFLIGHT:
         rolled = rollback_pending_service(table, instant_time, service.partitions(plan))
+        undo_metadata_commit(table, instant_time)
         writer.revert_to_requested(inst)
     crash_point(f"{service.name}.before_inflight")
     # the pending action as the timeline has it (a clustering is ``clustering`` on Hudi 1.x

@@ -15,7 +15,7 @@ running it again. Also used by the services (e.g. a failed compaction or cluster
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from airflow_hoodie.actions.transaction.failed_writes import live_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
@@ -38,6 +38,7 @@ from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.log_block import serialize_block
+from airflow_hoodie.table.log.log_reader import read_log_blocks
 from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
@@ -45,6 +46,7 @@ from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_th
 from airflow_hoodie.table.metadata_table.files_change import files_change
 from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_of, update_files_partition
 from airflow_hoodie.table.metadata_table.record_index import has_record_index, record_index_change
+from airflow_hoodie.table.metadata_table.removal import has_metadata_table
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 
@@ -83,12 +85,15 @@ def _files_from_listing(table: HoodieTable, instant_time: str) -> list[tuple[str
     return found
 
 
-def make_rollback_plan(table: HoodieTable, instant_time: str, action: str) -> dict[str, Any]:
-    """HoodieRollbackPlan record for the instant (as a dict ready for the Avro codec)."""
+def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
+                       appended: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """HoodieRollbackPlan record for the instant (as a dict ready for the Avro codec).
+    ``appended``: (partition, log file name) the instant is known to have appended to."""
     storage, base_path = table.storage, table.base_path
     markers = mk.list_markers(storage, base_path, instant_time)
     entries = ([(m.partition_path, m.file_name, m.io_type) for m in markers] if markers
                else _files_from_listing(table, instant_time))
+    entries += [(part, name, mk.IO_APPEND) for part, name in appended if (part, name, mk.IO_APPEND) not in entries]
     if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
         # completed instants (markers gone): the commit metadata names the files
         try:
@@ -136,14 +141,16 @@ def _encode(name: str, record: Mapping[str, Any]) -> bytes:
 
 
 def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | None = None,
-                     rollback_time: str | None = None, pending_only: bool = False, latest_only: bool = True) -> str:
+                     rollback_time: str | None = None, pending_only: bool = False, latest_only: bool = True,
+                     appended: Sequence[tuple[str, str]] = ()) -> str:
     """Roll back instant ``target`` (pending, or the latest completed write); returns the rollback instant.
 
     A pending rollback of the same target (killed earlier) is resumed from its plan.
     ``pending_only`` (failed writes): a target found completed is refused with
     :class:`HoodieTimelineError`, however it was judged before: its writer finished after all.
     ``latest_only=False`` (the metadata table, whose delta commits a log rollback block can
-    cancel in any order): a completed target need not be the latest.
+    cancel in any order): a completed target need not be the latest. ``appended``: see
+    :func:`make_rollback_plan`.
     """
 
     tl = table.timeline.reload() if hasattr(table.timeline, "reload") else table.timeline
@@ -173,7 +180,7 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
                               "only the latest write can be rolled back — use restore for older ones.")
     action = inst.action if inst is not None else plan["instantToRollback"]["action"]
     if plan is None:
-        plan = make_rollback_plan(table, target, action)
+        plan = make_rollback_plan(table, target, action, appended)
         ts = rollback_time or table.new_instant_time()
         rb_instant = Instant(ts, "rollback", State.REQUESTED)
         writer.create_requested(rb_instant, _encode("HoodieRollbackPlan", plan))
@@ -249,6 +256,36 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     if undoable:
         rollback_instant(mdt, target, rollback_time=ts + METADATA_ROLLBACK_SUFFIX, latest_only=False)
     return True
+
+
+def undo_metadata_commit(table: HoodieTable, instant_time: str) -> None:
+    """Roll back the metadata table's delta commit ``instant_time`` before a table service
+    runs its plan again under that same instant. A dead attempt's delta commit (pending, or
+    completed before the data commit was) lists files the retry deleted, and completing
+    ``instant_time`` again would make its blocks count. Hudi gets there through the rollback
+    of the inflight compaction or clustering, which its metadata writer mirrors."""
+    if not has_metadata_table(table, reload=True):
+        return
+    mdt = metadata_table_of(table)
+    timeline = mdt.reload_timeline()
+    if timeline.get(instant_time) is None:
+        return
+    compacted = compacted_through(timeline)
+    if compacted is not None and instant_time <= compacted:
+        raise HoodieError(
+            f"The metadata table of {table.base_uri} compacted the delta commit {instant_time} of a table service "
+            "attempt that never completed, so it cannot be undone. Rebuild the metadata table (run a write with "
+            "hoodie.metadata.enable=false, then one with it true), then run the service again.")
+    appended: list[tuple[str, str]] = []
+    if not log_file_layout(mdt.config.table_version).names_logs_by_write_instant:
+        # no markers, and log names that carry their slice, not their writer: the logs that
+        # hold the attempt's blocks are found by their headers (metadata-table logs are small)
+        for fs in mdt.file_system_view().latest_file_slices():
+            for lf in fs.log_files:
+                path = mdt.storage.join(mdt.base_path, fs.partition_path, lf.file_name)
+                if any(b.instant_time == instant_time for b in read_log_blocks(mdt.storage, path)):
+                    appended.append((fs.partition_path, lf.file_name))
+    rollback_instant(mdt, instant_time, latest_only=False, appended=appended)
 
 
 def _append_rollback_block(table: HoodieTable, req: Mapping[str, Any], ts: str, target: str,

@@ -8,7 +8,7 @@ table describes storage.
 
 The sweep here samples the steps (the CI budget); HOODIE_ATTACK_CRASH_ALL=1 kills at every step.
 An out-of-tree run of every step of upsert, delete, compaction, clustering, clean, archival,
-rollback and restore on v6/v8/v9 COW/MOR found the strict xfails below and in
+rollback and restore on v6/v8/v9 COW/MOR found the bugs the tests below (fixed) and in
 test_attack_crash_restore.py / test_attack_crash_incremental.py."""
 
 from __future__ import annotations
@@ -177,8 +177,6 @@ def _in_metadata_table_update(name: str, path: str) -> bool:
     return name == "open_output" and "/.hoodie/metadata/" in path and "/files/" not in path
 
 
-@pytest.mark.xfail(strict=True, reason="C7: the retry completes the metadata table's delta commit T again, which "
-                   "revives the dead attempt's log blocks of T: files lists the deleted output")
 def test_a_clustering_killed_in_its_metadata_update_then_retried_lists_only_live_files(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = _cluster_config(9, "COPY_ON_WRITE")
@@ -192,8 +190,6 @@ def test_a_clustering_killed_in_its_metadata_update_then_retried_lists_only_live
     assert_readers_agree(base, model, "a clustering killed in its metadata-table update, then retried")
 
 
-@pytest.mark.xfail(strict=True, reason="C7: the retried compaction's metadata-table delta commit revives the dead "
-                   "attempt's files block: two base files of one instant per file group")
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_compaction_killed_in_its_metadata_update_then_retried_lists_only_live_files(
         tmp_path: Path, version: int) -> None:
@@ -222,8 +218,6 @@ def _after_the_first_data_file_delete() -> Step:
     return step
 
 
-@pytest.mark.xfail(strict=True, reason="C5: rollback deletes the target's files while the target is still "
-                   "completed (Hudi reverts it to inflight first): readers and the next write fail until it is rerun")
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
 def test_a_rollback_killed_after_its_first_delete_leaves_a_readable_table_the_next_write_repairs(
         tmp_path: Path, version: int, table_type: str) -> None:

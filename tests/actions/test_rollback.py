@@ -134,38 +134,6 @@ def test_rollback_latest_completed_write(tmp_path, table_type):
     assert len(read_table(base)) == 10
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_a_rollback_killed_after_its_first_delete_leaves_a_pending_write(tmp_path, table_type, monkeypatch):
-    """The completed commit is unpublished before its files go (Hudi's revertToInflight):
-    a rollback killed in between leaves a pending write that readers skip and the next
-    write rolls back, never a completed commit whose files are missing."""
-    from airflow_hoodie.table.storage.storage import Storage  # noqa: PLC0415
-
-    base = str(tmp_path / "t")
-    c = conf(table_type)
-    first = rows(0, 10, 1, "a")
-    write_arrow(base, to_arrow(first), "upsert", c, table_name="t")
-    write_arrow(base, to_arrow(rows(5, 15, 2, "b")), "upsert", c)
-    real = Storage.delete
-
-    def dies(self, path, *a, **k):
-        if "/.hoodie" not in path:
-            real(self, path, *a, **k)
-            raise Crash("killed after the first data file went")
-        return real(self, path, *a, **k)
-
-    monkeypatch.setattr(Storage, "delete", dies)
-    with pytest.raises(Crash):
-        rollback_latest_or(HoodieTable.load(base), None)
-    monkeypatch.setattr(Storage, "delete", real)
-    expected = sorted((r["id"], r["p"], r["ts"], r["v"]) for r in first)
-    assert actual(read_table(base)) == expected
-    r3 = write_arrow(base, to_arrow(rows(0, 1, 3, "c")), "upsert", c)
-    assert len(r3.rolled_back) == 1
-    assert len(read_table(base)) == 10
-    assert normalize_table(read_table(base)) == hudi_rs_rows(base)
-
-
 def test_rollback_refuses_older_completed(tmp_path):
     base = str(tmp_path / "t")
     c = conf()
