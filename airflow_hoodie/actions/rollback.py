@@ -136,6 +136,18 @@ def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
             "RollbackRequests": list(requests.values()), "version": 1}
 
 
+def pending_rollbacks(tl: Any) -> list[tuple[Instant, dict[str, Any]]]:
+    """Pending rollback instants with their plans, oldest first (a plan that cannot be read
+    is skipped: it names no target)."""
+    found = []
+    for r in tl.filter(actions="rollback").pending().instants:
+        try:
+            found.append((r, avro_codec.deserialize(tl.read_details(r.requested()), "HoodieRollbackPlan")))
+        except Exception:  # noqa: BLE001
+            continue
+    return found
+
+
 def _encode(name: str, record: Mapping[str, Any]) -> bytes:
     return avro_codec.serialize(name, dict(record))
 
@@ -157,16 +169,8 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
     inst = tl.get(target)
     writer = table.timeline_writer()
     # resume a pending rollback of this target
-    plan = None
-    rb_instant = None
-    for r in tl.filter(actions="rollback").pending().instants:
-        try:
-            p = avro_codec.deserialize(tl.read_details(r.requested()), "HoodieRollbackPlan")
-        except Exception:  # noqa: BLE001
-            continue
-        if (p.get("instantToRollback") or {}).get("commitTime") == target:
-            plan, rb_instant = p, r
-            break
+    plan, rb_instant = next(((p, r) for r, p in pending_rollbacks(tl)
+                             if (p.get("instantToRollback") or {}).get("commitTime") == target), (None, None))
     if inst is None and plan is None:
         raise HoodieTimelineError(f"Instant {target} is not on the timeline of {table.base_uri}; nothing to roll back.")
     if inst is not None and inst.is_completed and pending_only:
@@ -325,6 +329,12 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
     tm = transaction_manager_for(table, config)
     with tm.transaction("roll back an instant"):
         tl = table.reload_timeline()
+        unfinished = [p["instantToRollback"]["commitTime"] for _, p in pending_rollbacks(tl)]
+        if instant_time is None and unfinished:
+            # a killed rollback (this task's earlier try, under the lock as this one is) is
+            # finished first: once its target left the timeline, "the latest write" is an
+            # earlier one, which nobody asked to roll back
+            instant_time = unfinished[-1]
         if instant_time is None:
             writes = tl.filter(actions=("commit", "deltacommit", "replacecommit")).instants
             if not writes:

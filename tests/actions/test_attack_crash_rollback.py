@@ -30,8 +30,6 @@ def _values(base: str) -> dict[str, str]:
     return {r["id"]: r["v"] for r in read_table(base).to_pylist()}
 
 
-@pytest.mark.xfail(strict=True, reason="C11: the retry of rollback_latest_or(None) rolls back the write before the "
-                   "killed rollback's target as well (a2 lost) and leaves the first rollback pending")
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
 def test_the_retry_of_a_killed_rollback_of_the_latest_write_rolls_back_nothing_more(
         tmp_path: Path, version: int, table_type: str) -> None:
