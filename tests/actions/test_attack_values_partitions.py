@@ -8,11 +8,13 @@ return what the unfiltered read returns once filtered (pyarrow, same expression)
 from __future__ import annotations
 
 import datetime
+import glob
 import decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from airflow_hoodie.actions.write import write_arrow
@@ -90,3 +92,28 @@ def test_an_empty_string_partition_value_survives_pruning(tmp_path: Path, hive_s
     _write(base, pa.string(), ["", "a", None, "__HIVE_DEFAULT_PARTITION__"],
            **{"hoodie.datasource.write.hive_style_partitioning": hive_style})
     assert _mismatches(base, ["", "a", "__HIVE_DEFAULT_PARTITION__"]) == []
+
+
+def _as_if_partition_columns_were_dropped(base: str) -> None:
+    """The layout Hudi writes with ``hoodie.datasource.write.drop.partition.columns=true``: base
+    files without the partition column (its values only in the paths), the option in hoodie.properties."""
+    for path in glob.glob(f"{base}/**/*.parquet", recursive=True):
+        data = pq.ParquetFile(path)
+        pq.write_table(data.read().drop_columns(["p"]).replace_schema_metadata(data.metadata.metadata), path)
+    props = Path(base, ".hoodie", "hoodie.properties")
+    text = props.read_text()
+    assert "hoodie.datasource.write.drop.partition.columns=false" in text
+    props.write_text(text.replace("hoodie.datasource.write.drop.partition.columns=false",
+                                  "hoodie.datasource.write.drop.partition.columns=true"))
+
+
+@pytest.mark.xfail(strict=True, reason="A6-6: a dropped partition column is re-added from the path as its text: the "
+                                       "default partition reads as '__HIVE_DEFAULT_PARTITION__' (an int one raises)")
+@pytest.mark.parametrize("typ,value", [(pa.string(), "a"), (pa.int32(), 3)])
+def test_a_dropped_partition_columns_default_partition_reads_as_null(tmp_path: Path, typ: pa.DataType,
+                                                                     value: Any) -> None:
+    base = str(tmp_path / "t")
+    _write(base, typ, [value, None], **{"hoodie.metadata.enable": "false"})
+    _as_if_partition_columns_were_dropped(base)
+    assert sorted((r["id"], r["p"]) for r in read_table(base).to_pylist()) == [("k0", value), ("k1", None)]
+    assert read_table(base, columns=["id"], filters=[("p", "==", value)]).column("id").to_pylist() == ["k0"]
