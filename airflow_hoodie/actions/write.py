@@ -15,6 +15,7 @@ import time
 from functools import partial
 from typing import Any, Mapping, Protocol, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -325,6 +326,47 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
     return result
 
 
+def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
+               sort_inserts: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(row numbers of ``batch`` grouped by bucket, each one's bucket, ascending): a bucket's
+    updates in batch order, then its inserts in their partition's order (by key for a
+    bulk_insert); a partition's inserts fill its ``insert_plan`` buckets in turn. One take of
+    these rows routes the batch: filtering it once per partition and again once per bucket
+    cost 34 of the 100k-record upsert's 660 ms of write CPU (10 file groups)."""
+    found = pc.is_valid(batch.column(LOC_FILE)).to_numpy(zero_copy_only=False)
+    upd = np.flatnonzero(found)
+    ins = np.flatnonzero(~found)
+    bucket = np.full(batch.num_rows, -1, np.int32)
+    if len(upd):
+        bucket_of = {(t.partition_path, t.file_id): t.bucket for t in tasks if t.kind == "UPDATE"}
+        located = batch.select([LOC_PART, LOC_FILE]).take(pa.array(upd))
+        pairs = located.group_by([LOC_PART, LOC_FILE], use_threads=False).aggregate([])
+        # every located pair has its bucket: a missing one is a KeyError, as before
+        ids = pa.array([bucket_of[k] for k in zip(pairs.column(LOC_PART).to_pylist(),
+                                                  pairs.column(LOC_FILE).to_pylist())], pa.int32())
+        at = pc.index_in(pc.binary_join_element_wise(located.column(LOC_PART), located.column(LOC_FILE), "\x00"),
+                         value_set=pc.binary_join_element_wise(pairs.column(LOC_PART), pairs.column(LOC_FILE), "\x00"))
+        bucket[upd] = ids.take(at).to_numpy(zero_copy_only=False)
+    if len(ins) and insert_plan:
+        if sort_inserts:
+            ins = ins[pc.sort_indices(batch.select([PARTITION_PATH, RECORD_KEY]).take(pa.array(ins)),
+                                      [(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")]).to_numpy()]
+        codes = pc.dictionary_encode(batch.column(PARTITION_PATH).take(pa.array(ins)).combine_chunks())
+        part_code = {p: i for i, p in enumerate(codes.dictionary.to_pylist())}
+        code = codes.indices.to_numpy(zero_copy_only=False)
+        for part, plan in insert_plan.items():
+            rows = ins[code == part_code[part]] if part in part_code else ins[:0]
+            start = 0
+            for b, count in plan:  # rows past a partition's plan are not written (none are planned so)
+                bucket[rows[start:start + count]] = b
+                start += count
+    # stable: within a bucket, updates (batch order) first, then inserts (partition order)
+    sequence = np.concatenate([upd, ins])
+    sequence = sequence[bucket[sequence] >= 0]
+    sequence = sequence[np.argsort(bucket[sequence], kind="stable")]
+    return sequence, bucket[sequence]
+
+
 class ArrowWriteEngine:
     """The write's records as an in-memory Arrow table; file groups written through an
     executor (in this process by default): local runs, tests, small batches."""
@@ -338,7 +380,7 @@ class ArrowWriteEngine:
         if dedupe_enabled(cfg, operation):
             batch = dedupe(batch, dedupe_ordering_fields(cfg), global_index)
         self.batch = batch
-        return sorted(set(batch.column(PARTITION_PATH).to_pylist())) if batch.num_rows else []
+        return sorted(pc.unique(batch.column(PARTITION_PATH)).to_pylist()) if batch.num_rows else []
 
     def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
         existing = lookup_existing_keys(client, self.batch, files, index_type, self.executor,
@@ -357,16 +399,19 @@ class ArrowWriteEngine:
         # deletes of unknown keys and soft deletes of new keys write nothing
         found = pc.is_valid(batch.column(LOC_FILE))
         useless = pc.and_(pc.invert(found), pc.is_in(batch.column(OP_COL), value_set=DELETE_OPS))
-        self.batch = batch.filter(pc.invert(useless))
+        # most upserts have none: a filter would copy every record to drop nothing
+        self.batch = batch.filter(pc.invert(useless)) if pc.any(useless).as_py() else batch
 
     def bucket_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+        # only the grouped columns are filtered: the records' own columns are not copied to count them
         found = pc.is_valid(self.batch.column(LOC_FILE))
-        upd, ins = self.batch.filter(found), self.batch.filter(pc.invert(found))
+        upd = self.batch.select([LOC_PART, LOC_FILE]).filter(found)
+        ins = self.batch.select([PARTITION_PATH]).filter(pc.invert(found))
         update_counts: dict[tuple[str, str], int] = {}
         if upd.num_rows:
-            g = upd.group_by([LOC_PART, LOC_FILE]).aggregate([(RECORD_KEY, "count")])
+            g = upd.group_by([LOC_PART, LOC_FILE]).aggregate([([], "count_all")])
             update_counts = {(p, f): n for p, f, n in zip(g.column(LOC_PART).to_pylist(), g.column(LOC_FILE).to_pylist(),
-                                                          g.column(RECORD_KEY + "_count").to_pylist())}
+                                                          g.column("count_all").to_pylist())}
         insert_counts: dict[str, int] = {}
         if ins.num_rows:
             g = ins.group_by([PARTITION_PATH]).aggregate([([], "count_all")])  # keys may be null (auto keys)
@@ -375,25 +420,12 @@ class ArrowWriteEngine:
 
     def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
               ctx: WriteContext) -> list[dict[str, Any]]:
-        found = pc.is_valid(self.batch.column(LOC_FILE))
-        upd, ins = self.batch.filter(found), self.batch.filter(pc.invert(found))
-        bucket_of = {(t.partition_path, t.file_id): t.bucket for t in tasks if t.kind == "UPDATE"}
-        pieces = []
-        if upd.num_rows:
-            b = [bucket_of[(p, f)] for p, f in zip(upd.column(LOC_PART).to_pylist(), upd.column(LOC_FILE).to_pylist())]
-            pieces.append(upd.append_column(BUCKET_COL, pa.array(b, pa.int32())))
-        if ins.num_rows:
-            if ctx.operation == "bulk_insert":
-                ins = ins.sort_by([(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")])
-            for part, plan in insert_plan.items():
-                rows = ins.filter(pc.equal(ins.column(PARTITION_PATH), part))
-                start = 0
-                for bucket, count in plan:
-                    chunk = rows.slice(start, count)
-                    start += count
-                    pieces.append(chunk.append_column(BUCKET_COL, pa.array([bucket] * chunk.num_rows, pa.int32())))
-        routed = pa.concat_tables(pieces) if pieces else self.batch.append_column(BUCKET_COL, pa.array([], pa.int32()))
-        items = [(t, routed.filter(pc.equal(routed.column(BUCKET_COL), t.bucket))) for t in tasks]
+        order, bucket = route_rows(self.batch, tasks, insert_plan, ctx.operation == "bulk_insert")
+        routed = self.batch.take(pa.array(order)).append_column(BUCKET_COL, pa.array(bucket, pa.int32()))
+        # a bucket's rows are one run of the routed rows: each task gets a slice, not a copy
+        ids = np.array([t.bucket for t in tasks], np.int32)
+        starts, ends = np.searchsorted(bucket, ids, side="left"), np.searchsorted(bucket, ids, side="right")
+        items = [(t, routed.slice(int(s), int(e - s))) for t, s, e in zip(tasks, starts, ends)]
         return [s for group in self.executor.map(partial(_run_bucket, ctx), items) for s in group]
 
     def report(self, message: str) -> None:
