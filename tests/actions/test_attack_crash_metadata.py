@@ -42,3 +42,32 @@ def test_a_write_killed_after_its_metadata_commit_leaves_no_index_entry_once_rol
     ours = read_table(base)
     assert rows_of(ours) == {**model, "a": ("p0", 3, "a3", None), "d": ("p1", 1, "d1", None)}
     assert normalize_table(ours) == hudi_rs_rows(base)
+
+
+def _completing_the_metadata_delta_commit(name: str, path: str) -> bool:
+    return name == "create_if_absent" and "/.hoodie/metadata/" in path and path.endswith(".deltacommit")
+
+
+@pytest.mark.xfail(strict=True, reason="C12b: the retry takes the dead attempt's metadata delta commit for compacted "
+                   "(the compaction's instant time is later) and refuses: 'Rebuild the metadata table'")
+def test_a_clustering_killed_after_its_metadata_compaction_is_finished_by_its_retry(tmp_path: Path) -> None:
+    from airflow_hoodie.actions import clustering as cu
+    from airflow_hoodie.actions.executor import LocalExecutor
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+    from tests.actions.test_attack_crash_steps import _cluster_config, _three_writes, assert_readers_agree
+
+    base = str(tmp_path / "t")
+    cfg = {**_cluster_config(9, "COPY_ON_WRITE"), "hoodie.metadata.compact.max.delta.commits": "1"}
+    _three_writes(base, cfg)
+    write_arrow(base, _rows(("x", "p1", 1, "x1", None)), "upsert", cfg)  # so the clustering's update compacts
+    model = rows_of(read_table(base))
+    conf = HoodieConfig({**cfg, "hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)})
+    # the metadata update compacts first (at an instant time after the clustering's), then dies before
+    # its own delta commit completes: the compaction holds nothing of the clustering
+    assert run_killed(lambda: cu.run_clustering(HoodieTable.load(base), conf, LocalExecutor()),
+                      _completing_the_metadata_delta_commit)
+    expire_heartbeats(base)
+    done = cu.run_clustering(HoodieTable.load(base), conf, LocalExecutor(), mode="execute")  # raised HoodieError
+    assert done["state"] == "completed"
+    assert_readers_agree(base, model, "the retry of a clustering killed after its metadata compaction")
