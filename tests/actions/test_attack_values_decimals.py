@@ -46,8 +46,6 @@ def _rows(ids: list[str], ts: int, value: decimal.Decimal) -> pa.Table:
     return pa.table({"id": ids, "p": ["p0"] * len(ids), "ts": [ts] * len(ids), "d": pa.array([value] * len(ids), WIDE)})
 
 
-@pytest.mark.xfail(strict=True, reason="A6-1: a decimal over 28 digits is rounded by Python's default decimal "
-                                       "context in the filter value / the V1 bound read back: the file is skipped")
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_filter_on_a_38_digit_decimal_keeps_its_rows(tmp_path: Path, version: int) -> None:
     """COW: the base file holding ``VALUE`` must survive data skipping for ``d == VALUE``."""
@@ -62,8 +60,6 @@ def test_a_filter_on_a_38_digit_decimal_keeps_its_rows(tmp_path: Path, version: 
     assert read_table(base, columns=["id"], filters=[("d", "==", VALUE)]).column("id").to_pylist() == ["c"]
 
 
-@pytest.mark.xfail(strict=True, reason="A6-1: a log file's decimal bounds are computed through a 28-digit "
-                                       "decimal context: the metadata table stores them rounded")
 def test_a_log_files_column_stats_keep_a_38_digit_decimal_exact(tmp_path: Path) -> None:
     """MOR v9: the update goes to a log file; its column_stats bounds (V2: exact unscaled bytes)
     must be the value itself. (V1's decimal(30, 15) wrapper cannot hold 43 digits at all.)"""

@@ -23,6 +23,7 @@ metadata table.
 
 from __future__ import annotations
 
+import decimal
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
@@ -57,6 +58,7 @@ _V2_WRAPPER = {"BOOLEAN": "BooleanWrapper", "INT": "IntWrapper", "LONG": "LongWr
                "LOCAL_TIMESTAMP_NANOS": "LongWrapper"}
 #: V1's DecimalWrapper carries decimal(30, 15): values are rescaled to 15 digits
 V1_DECIMAL_SCALE = 15
+V1_DECIMAL_PRECISION = 30
 
 
 @dataclass(frozen=True)
@@ -313,11 +315,19 @@ def _arrow_value_type(t: pa.DataType) -> str | None:
     return None
 
 
+def unscaled_decimal(value: decimal.Decimal, scale: int) -> int:
+    """``value`` times 10**``scale``, truncated, computed exactly: Python's default decimal
+    context keeps 28 digits and would round a decimal(38, s) bound or filter value, and
+    a rounded bound skips the file that holds the value."""
+    with decimal.localcontext(decimal.Context(prec=max(28, len(value.as_tuple().digits) + abs(scale) + 2))):
+        return int(value.scaleb(scale))
+
+
 def _arrow_primitive(value_type: str, scalar: pa.Scalar) -> Any:
     if not scalar.is_valid:
         return None
     if value_type == "DECIMAL":
-        return int(scalar.as_py().scaleb(scalar.type.scale))
+        return unscaled_decimal(scalar.as_py(), scalar.type.scale)
     if value_type in ("DATE", "TIME_MILLIS", "TIME_MICROS") or value_type.endswith(("MILLIS", "MICROS", "NANOS")):
         return scalar.cast(pa.int64() if value_type != "DATE" else pa.int32()).as_py()
     return scalar.as_py()

@@ -22,10 +22,12 @@ import pyarrow as pa
 
 from airflow_hoodie.table.metadata_table.column_stats import (
     COLUMN_STATS_PARTITION,
+    V1_DECIMAL_PRECISION,
     VALUE_TYPES,
     _arrow_primitive,
     _arrow_value_type,
     range_from_payload,
+    unscaled_decimal,
 )
 from airflow_hoodie.table.metadata_table.index_keys import column_stats_key, partition_stats_key
 from airflow_hoodie.table.metadata_table.partition_stats import PARTITION_STATS_PARTITION
@@ -124,9 +126,11 @@ def _v1_value(value: Any, value_type: str, scale: int | None) -> tuple[bool, Any
     if isinstance(value, bool):
         return value_type == "BOOLEAN", value
     if isinstance(value, decimal.Decimal):
-        if value_type != "DECIMAL" or scale is None:
+        # a bound wider than the wrapper's decimal(30, 15) comes back rounded to 30 digits
+        # (Hudi Java cannot write one): it bounds nothing
+        if value_type != "DECIMAL" or scale is None or len(value.as_tuple().digits) >= V1_DECIMAL_PRECISION:
             return False, None
-        return True, int(value.scaleb(scale).to_integral_value())
+        return True, unscaled_decimal(value, scale)
     if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
         return value_type == "DATE", (value - _dt.date(1970, 1, 1)).days
     if isinstance(value, int):
