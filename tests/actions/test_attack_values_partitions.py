@@ -20,7 +20,7 @@ import pytest
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.table.read import filters_to_expression, read_table
 
-OPS = ("==", "<", ">=", "!=")
+OPS = ("==", ">=", "!=")
 
 
 def _write(base: str, typ: pa.DataType, values: list[Any], **extra: str) -> None:
