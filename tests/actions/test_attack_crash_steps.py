@@ -155,6 +155,41 @@ def test_an_upsert_killed_at_any_storage_step_is_invisible_and_its_retry_lands_o
         shutil.rmtree(work)
 
 
+# ---------------------------------------------------- table services: sampled steps, then the retry
+@pytest.mark.parametrize("service,version,table_type", [("compaction", 9, "MERGE_ON_READ"),
+                                                        ("clustering", 6, "MERGE_ON_READ")])
+def test_a_service_killed_at_any_storage_step_is_finished_by_its_retry(
+        tmp_path: Path, service: str, version: int, table_type: str) -> None:
+    """The plan's instant is reused by the retry: whatever the killed try wrote (data files,
+    metadata-table blocks of that instant) must be gone or taken over, never listed twice."""
+    cfg = _cluster_config(version, table_type)
+    template = str(tmp_path / "template")
+    model = _three_writes(template, cfg)
+    conf = HoodieConfig({**cfg, "hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)})
+    if service == "compaction":
+        assert c.schedule_compaction(HoodieTable.load(template), conf, force=True).instant is not None
+
+    def run(base: str, retry: bool = False) -> object:
+        if service == "compaction":
+            return c.execute_pending_compactions(HoodieTable.load(base), LocalExecutor(), conf)
+        pending = cu.pending_clustering_instants(HoodieTable.load(base))
+        return cu.run_clustering(HoodieTable.load(base), conf, LocalExecutor(),
+                                 mode="execute" if retry and pending else "scheduleAndExecute")
+
+    steps = count_steps(template, str(tmp_path / "count"), run)
+    chosen = sampled(len(steps), 5)
+    for n in chosen:
+        work = str(tmp_path / f"k{n}")
+        shutil.copytree(template, work)
+        assert run_killed(lambda: run(work), n)
+        expire_heartbeats(work)
+        assert rows_of(read_table(work)) == model, f"a reader after the kill at {steps[n]}"
+        run(work, retry=True)
+        assert not [i for i in HoodieTable.load(work).reload_timeline().instants if not i.is_completed]
+        assert_readers_agree(work, model, f"the retry of a {service} killed at {steps[n]}", hudi_rs=n == chosen[-1])
+        shutil.rmtree(work)
+
+
 # ------------------------------------------------------------------ found by the sweep
 def _cluster_config(version: int, table_type: str) -> dict[str, str]:
     cfg = lake_config(version, table_type, "EVENT_TIME_ORDERING", "RECORD_INDEX" if version >= 8 else "BLOOM")
