@@ -21,7 +21,7 @@ from airflow_hoodie.errors import (
     HoodieNotSupportedError,
     HoodieSchemaError,
 )
-from airflow_hoodie.table.log import avro_batch_decoder
+from airflow_hoodie.table.log import avro_batch_decoder, avro_batch_encoder
 from airflow_hoodie.table.log.log_block import (
     INT32,
     LOG_BLOCK_CONTENT_VERSION,
@@ -77,10 +77,31 @@ def avro_data_block(
 ) -> LogBlock:
     """An AVRO_DATA block holding ``records`` (converted to ``avro_schema``)."""
     schema_json = writer_schema_json(avro_schema)
-    rows = arrow_to_avro_records(records, schema_json)
-    content = encode_avro_records(rows, schema_json)
+    content = _bulk_avro_content(records, schema_json)
+    if content is None:
+        content = encode_avro_records(arrow_to_avro_records(records, schema_json), schema_json)
     return LogBlock(BlockType.AVRO_DATA, base_headers(instant_time, schema_json, extra_headers),
                     {}, content)
+
+
+def _bulk_avro_content(records: pa.Table, schema_json: str) -> bytes | None:
+    """The block content of ``records`` encoded column by column (:mod:`avro_batch_encoder`)
+    when the schema's fields are all primitives; None otherwise, or when the records do not
+    conform (the per-record path then encodes them, or says why it cannot)."""
+    try:
+        table = conform_table(records, _arrow_schema_of(schema_json))
+    except HoodieSchemaError:
+        return None
+    fields = avro_batch_encoder.plan(_stripped_schema(schema_json), table)
+    if fields is None:
+        return None
+    return avro_batch_encoder.encode(table, fields, INT32.pack(LOG_BLOCK_CONTENT_VERSION) + INT32.pack(table.num_rows))
+
+
+@functools.lru_cache(maxsize=256)
+def _stripped_schema(schema: str) -> Any:
+    """Cached, as :func:`_arrow_schema_of`; callers only read it."""
+    return strip_logical_types(schema)
 
 
 def _require_schema(block: LogBlock) -> str:
