@@ -25,7 +25,10 @@ from airflow_hoodie.table.bloom.bloom_footer import (
     BLOOM_FILTER_TYPE_KEY,
     MAX_KEY,
     MIN_KEY,
+    java_order,
+    orders_differ,
 )
+from airflow_hoodie.table.bloom.bloom_hash import as_string_array
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_slice_reader import SliceReadOptions, read_file_slice
 from airflow_hoodie.table.file_group.slice_keys import slice_record_keys
@@ -216,8 +219,17 @@ def metadata_footers(table: Any, refs: list[FileRef], prune_by_ranges: bool = Tr
 
 
 def in_key_range(keys: pa.Array, min_key: str, max_key: str) -> pa.Array:
-    """Boolean mask: is each key within a file's [min, max] record-key range?"""
-    return pc.and_(pc.greater_equal(keys, min_key), pc.less_equal(keys, max_key))
+    """Boolean mask: is each key within a file's [min, max] record-key range? Hudi's Avro
+    writer bounds a file in Java's String order, its Spark row writer (and parquet
+    statistics) in UTF-8 byte order; where the two differ, a key in range under either may
+    be in the file."""
+    mask = pc.and_(pc.greater_equal(keys, min_key), pc.less_equal(keys, max_key))
+    if not orders_differ(pa.concat_arrays([as_string_array(keys).cast(pa.large_string()),
+                                           pa.array([min_key, max_key], pa.large_string())])):
+        return mask
+    lo, hi = java_order(min_key), java_order(max_key)
+    java = [k is not None and lo <= java_order(k) <= hi for k in keys.to_pylist()]
+    return pc.or_(pc.fill_null(mask, False), pa.array(java, pa.bool_()))
 
 
 def keys_by_partition(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Array]:

@@ -168,15 +168,28 @@ def min_max_record_keys(keys: KeysLike) -> tuple[str | None, str | None]:
     mix supplementary characters with U+E000..U+FFFF, in which case we sort by UTF-16.
     """
     arr = as_string_array(keys)
-    if len(arr) == 0:
-        return None, None
     if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_string())
-    data, offsets = utf8_buffers(arr)
-    used = data[offsets[0] : offsets[-1]]
-    if used.size and (used >= 0xEE).any() and (used >= 0xF0).any():
+    if arr.null_count:
+        arr = arr.drop_null()
+    if len(arr) == 0:
+        return None, None
+    if orders_differ(arr):
         values = arr.to_pylist()
-        java_order = lambda v: v.encode("utf-16-be")  # noqa: E731
         return min(values, key=java_order), max(values, key=java_order)
     mm = pc.min_max(arr)
     return mm["min"].as_py(), mm["max"].as_py()
+
+
+def java_order(key: str) -> bytes:
+    """A sort key for Java's ``String.compareTo``: UTF-16 code units."""
+    return key.encode("utf-16-be")
+
+
+def orders_differ(keys: pa.Array) -> bool:
+    """May Java's String order and UTF-8 byte order rank these keys differently? Only when
+    they hold supplementary characters (4-byte UTF-8, surrogate pairs in UTF-16) beside
+    U+E000..U+FFFF; a cheap byte scan tells when that cannot be."""
+    data, offsets = utf8_buffers(keys)
+    used = data[offsets[0] : offsets[-1]]
+    return bool(used.size and (used >= 0xEE).any() and (used >= 0xF0).any())

@@ -314,9 +314,10 @@ def write_base_file(
     # so it is built beside the parquet encoding instead of before it.
     bloom = _bloom_executor().submit(_bloom_footer, keys, config, bloom_filter) if keyed else None
     min_key = max_key = None
-    if keyed:
-        mm = pc.min_max(keys)
-        min_key, max_key = mm["min"].as_py(), mm["max"].as_py()
+    if keyed:  # in Java's String order, as Hudi's Avro writer bounds them (its BLOOM index compares so)
+        from airflow_hoodie.table.bloom.bloom_footer import min_max_record_keys
+
+        min_key, max_key = min_max_record_keys(keys)
     table = table.replace_schema_metadata(None)
     codec = compression or config.get("hoodie.parquet.compression.codec")
     rel = f"{partition_path}/{file_name}" if partition_path else file_name
