@@ -45,7 +45,7 @@ def restore_to(table: HoodieTable, instant_time: str, config: HoodieConfig | Non
     """Decided and done under the table lock; refused while a task still runs on an
     instant it would undo (a live heartbeat): that task would go on writing into a table
     that no longer has its instant."""
-    table.prepare_for_change(config)
+    table.prepare_for_change(config, restoring=True)
     tm = transaction_manager_for(table, config)
     with tm.transaction(f"restore to {instant_time}"):
         _refuse_beside_running_tasks(table, tm, instant_time)

@@ -19,6 +19,7 @@ from airflow_hoodie.errors import (
     HoodieNotSupportedError,
     HoodieTableExistsError,
     HoodieTableNotFoundError,
+    HoodieTimelineError,
 )
 from airflow_hoodie.table import properties as P
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
@@ -304,6 +305,17 @@ class HoodieTable:
                 "table true, or drops it first with hoodie.metadata.enable=false, as a Hudi writer does.")
         return self.timeline_writer().complete(instant, body, self.completion_time(instant))
 
+    def check_no_pending_restore(self) -> None:
+        """A restore killed half way leaves a table that is neither before nor after it
+        (some instants undone, some not); a change built on it would keep that state, and
+        the restore could never finish (Hudi refuses every commit then, too)."""
+        pending = [i for i in self.reload_timeline().instants if i.action == "restore" and not i.is_completed]
+        if pending:
+            raise HoodieTimelineError(
+                f"The restore {pending[0].timestamp} of {self.base_uri} did not finish: the table is half restored. "
+                "Run the restore again (spark_jobs/savepoint.py --restore, or restore_to, with the same instant); it "
+                "resumes its plan. Nothing was changed.")
+
     def check_latest_commit(self) -> None:
         """The latest completed write must carry readable commit metadata: an empty,
         truncated or garbage file (a writer that died while completing, a bad copy) would
@@ -326,13 +338,16 @@ class HoodieTable:
                 "file: the instant becomes pending again and, once its heartbeat window has passed (2 minutes by "
                 "default), the next write (or clean, with LAZY failed-write cleaning) rolls it back.") from exc
 
-    def prepare_for_change(self, config: HoodieConfig | None = None) -> None:
+    def prepare_for_change(self, config: HoodieConfig | None = None, restoring: bool = False) -> None:
         """Before a write or table service changes anything: the version must be one we
-        write, and the metadata table must be one the change keeps true (with
+        write, no restore may be half done (``restoring``: the change is the restore that
+        finishes it), and the metadata table must be one the change keeps true (with
         ``hoodie.metadata.enable=false`` it goes, so no reader is left with a stale listing;
         see :mod:`metadata_table.maintenance`)."""
 
         self.check_writable()
+        if not restoring:
+            self.check_no_pending_restore()
         self.check_latest_commit()
         self.write_config = config or HoodieConfig({})
         self.metadata_enabled = self.write_config.get_bool(METADATA_ENABLE)

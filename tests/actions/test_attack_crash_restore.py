@@ -27,8 +27,6 @@ def _values(base: str) -> dict[str, str]:
     return {r["id"]: r["v"] for r in read_table(base).to_pylist()}
 
 
-@pytest.mark.xfail(strict=True, reason="C4: a write runs beside a pending restore (Hudi refuses), copies a row "
-                   "of an undone write, and the restore's retry then fails for good")
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
 def test_a_restore_killed_between_two_rollbacks_holds_writes_back_until_it_is_finished(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, table_type: str) -> None:
