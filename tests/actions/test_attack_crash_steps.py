@@ -7,9 +7,10 @@ metadata table and through a storage listing), hudi-rs and a dict model agree, a
 table describes storage.
 
 The sweep here samples the steps (the CI budget); HOODIE_ATTACK_CRASH_ALL=1 kills at every step.
-An out-of-tree run of every step of upsert, delete, compaction, clustering, clean, archival,
-rollback and restore on v6/v8/v9 COW/MOR found the bugs the tests below (fixed) and in
-test_attack_crash_restore.py / test_attack_crash_incremental.py."""
+Out-of-tree runs of every step of upsert, delete, insert_overwrite, compaction, clustering, clean,
+archival, savepoint, rollback, restore and the metadata table's bootstrap on v6/v8/v9 COW/MOR, and
+of the lake sequences with each action killed at a random step and retried, found the tests at
+the bottom of this file and those in the other test_attack_crash_*.py files."""
 
 from __future__ import annotations
 
