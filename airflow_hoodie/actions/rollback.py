@@ -42,7 +42,7 @@ from airflow_hoodie.table.log.log_reader import read_log_blocks
 from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
-from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_through
+from airflow_hoodie.table.metadata_table.metadata_compaction import merged_by_compaction
 from airflow_hoodie.table.metadata_table.files_change import files_change
 from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_of, update_files_partition
 from airflow_hoodie.table.metadata_table.record_index import has_record_index, record_index_change
@@ -243,8 +243,7 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
         return False
     mdt = metadata_table_of(table)
     timeline = mdt.reload_timeline()
-    compacted = compacted_through(timeline)
-    undoable = timeline.get(target) is not None and (compacted is None or target > compacted)
+    undoable = timeline.get(target) is not None and not merged_by_compaction(timeline, target)
     if undoable and mdt.format.timeline_layout >= 2:
         # Hudi 1.x rolls the metadata table's delta commit of the target back at the data
         # rollback's own time: its log files go, and with them every record of the target
@@ -274,8 +273,7 @@ def undo_metadata_commit(table: HoodieTable, instant_time: str) -> None:
     timeline = mdt.reload_timeline()
     if timeline.get(instant_time) is None:
         return
-    compacted = compacted_through(timeline)
-    if compacted is not None and instant_time <= compacted:
+    if merged_by_compaction(timeline, instant_time):
         raise HoodieError(
             f"The metadata table of {table.base_uri} compacted the delta commit {instant_time} of a table service "
             "attempt that never completed, so it cannot be undone. Rebuild the metadata table (run a write with "

@@ -21,8 +21,6 @@ def _completing_the_data_write(name: str, path: str) -> bool:
     return name == "create_if_absent" and "/.hoodie/metadata/" not in path and path.endswith(".deltacommit")
 
 
-@pytest.mark.xfail(strict=True, reason="C12: the rollback of the dead write keeps its record_index entries when the "
-                   "metadata table compacted (at a later instant time) before the dead write's delta commit")
 def test_a_write_killed_after_its_metadata_commit_leaves_no_index_entry_once_rolled_back(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = {**lake_config(9, "MERGE_ON_READ", "EVENT_TIME_ORDERING", "RECORD_INDEX"),
@@ -48,8 +46,6 @@ def _completing_the_metadata_delta_commit(name: str, path: str) -> bool:
     return name == "create_if_absent" and "/.hoodie/metadata/" in path and path.endswith(".deltacommit")
 
 
-@pytest.mark.xfail(strict=True, reason="C12b: the retry takes the dead attempt's metadata delta commit for compacted "
-                   "(the compaction's instant time is later) and refuses: 'Rebuild the metadata table'")
 def test_a_clustering_killed_after_its_metadata_compaction_is_finished_by_its_retry(tmp_path: Path) -> None:
     from airflow_hoodie.actions import clustering as cu
     from airflow_hoodie.actions.executor import LocalExecutor

@@ -108,6 +108,21 @@ def compacted_through(metadata_timeline: Timeline) -> str | None:
     return _delta_commit_of(metadata_timeline, latest) if latest else None
 
 
+def merged_by_compaction(metadata_timeline: Timeline, delta_commit: str) -> bool:
+    """Whether a compaction merged ``delta_commit``'s records into a base file, where no
+    rollback reaches them. Hudi 1.x slices by completion time: a delta commit that completed
+    after the compaction was planned (or never did) sits in the new slice's logs, whatever
+    its instant time. Version 6 slices by instant time; a pending delta commit's blocks
+    were never merged (a compaction reads committed blocks only)."""
+    latest = _latest_compaction(metadata_timeline)
+    inst = metadata_timeline.get(delta_commit, Action.DELTA_COMMIT)
+    if latest is None or inst is None or not inst.is_completed:
+        return False
+    if _fresh_service_times(metadata_timeline):
+        return inst.completion_time is not None and inst.completion_time < latest
+    return delta_commit <= _delta_commit_of(metadata_timeline, latest)
+
+
 def _delta_commit_of(timeline: Timeline, service_instant: str) -> str:
     """The delta commit a metadata-table compaction or clean follows. Table version 6 names
     the service after it (``<delta commit>001``); Hudi 1.x (versions 8, 9) gives the service
