@@ -137,8 +137,6 @@ def _timestamp_batch(unit: str, v: str) -> pa.Table:
     return pa.table({"id": ["a"], "k": pa.array([at], pa.timestamp(unit, tz="UTC")), "p": ["p0"], "ts": [1], "v": [v]})
 
 
-@pytest.mark.xfail(strict=True, reason="A6-4: keys and partition paths of a timestamp[ms] column are built from the "
-                                       "millisecond count while the file stores micros (Hudi's key): stored twice")
 @pytest.mark.parametrize("field", ["recordkey", "partitionpath"])
 def test_a_millisecond_timestamp_key_is_the_key_of_the_stored_micros(tmp_path: Path, field: str) -> None:
     """The same record written as timestamp[ms] and then as timestamp[us] (what Spark and Hudi
@@ -158,8 +156,6 @@ def test_a_millisecond_timestamp_key_is_the_key_of_the_stored_micros(tmp_path: P
     assert [(r[column], r["v"]) for r in read_table(base).to_pylist()] == [(micros, "second")]
 
 
-@pytest.mark.xfail(strict=True, reason="A6-4: TimestampBasedKeyGenerator reads a timestamp[ms] column's millisecond "
-                                       "count as micros (EPOCHMICROSECONDS): 2024-01-01 lands in 1970-01-20")
 def test_a_timestamp_based_partition_of_a_millisecond_column_is_its_date(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",

@@ -5,6 +5,7 @@ path escaping), vectorized over Arrow columns, so our keys equal the keys Hudi w
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Decimal
 from typing import Any, Callable
@@ -14,11 +15,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.errors import (
+    HoodieError,
     HoodieKeyError,
     HoodieNotSupportedError,
 )
 from airflow_hoodie.table.keygen import timestamp_format as tf
 from airflow_hoodie.table.keygen.keygen_config import DEFAULT_PARTITION_PATH
+from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro, avro_to_arrow_schema
 
 
 def _java_float_text(value: float, digits_repr: str) -> str:
@@ -149,8 +152,38 @@ def java_string(arr: pa.Array | pa.ChunkedArray, field: str = "?", consistent_lo
     )
 
 
+@functools.lru_cache(maxsize=None)
+def _stored_type(t: pa.DataType) -> pa.DataType | None:
+    """The Arrow type of the value a file stores for a column of type ``t`` (the Avro type
+    the table's schema gives it, read back), or None when that schema cannot hold ``t``
+    (the write refuses such a column with its own message). A timestamp without a zone
+    keeps none: the unit rule is the same for local timestamps."""
+    if pa.types.is_timestamp(t) and t.tz is None:
+        zoned = _stored_type(pa.timestamp(t.unit, "UTC"))
+        return None if zoned is None else pa.timestamp(zoned.unit)
+    try:
+        return avro_to_arrow_schema(arrow_schema_to_avro(pa.schema([pa.field("v", t)]), "k")).field("v").type
+    except HoodieError:
+        return None
+
+
+def as_stored(col: pa.Array) -> pa.Array:
+    """``col`` cast as the write casts it for its files (``align_to_schema``): Hudi derives keys
+    and partition paths from the stored Avro value, so a ``timestamp[ms]`` (or s, ns) column
+    keys by its timestamp-micros long, as the same record written by Spark does. Values the
+    file could not hold are left as they are: the write refuses them when it casts."""
+    stored = _stored_type(col.type)
+    if stored is None or stored == col.type:
+        return col
+    try:
+        return col.cast(stored)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return col
+
+
 def column_of(batch: pa.Table | pa.RecordBatch, path: str) -> pa.Array:
-    """Value of a (possibly nested ``a.b.c``) field; raises naming the field when it is absent."""
+    """Value of a (possibly nested ``a.b.c``) field as its file stores it (:func:`as_stored`);
+    raises naming the field when it is absent."""
     parts = path.split(".")
     names = batch.schema.names
     if parts[0] not in names:
@@ -167,7 +200,7 @@ def column_of(batch: pa.Table | pa.RecordBatch, path: str) -> pa.Array:
         child = pc.struct_field(col, name)
         # a null parent struct makes the nested value null
         col = pc.if_else(col.is_valid(), child, pa.nulls(len(child), child.type)) if col.null_count else child
-    return col
+    return as_stored(col)
 
 
 def field_text(batch: pa.Table | pa.RecordBatch, path: str, consistent_ts: bool) -> pa.Array:

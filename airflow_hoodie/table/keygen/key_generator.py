@@ -8,8 +8,8 @@ follows Hudi 0.14's Avro key generators value for value:
 * a field value becomes text the way Java's ``toString`` prints the Avro value: ints and
   longs in decimal, booleans ``true``/``false``, doubles/floats as ``Double.toString`` /
   ``Float.toString`` (``1.0``, ``1.0E10``), decimals as ``BigDecimal.toString``, dates as
-  ``yyyy-MM-dd``, timestamps as their raw epoch micros/millis (unless
-  ``hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled``);
+  ``yyyy-MM-dd``, timestamps as the epoch micros the file stores, whatever the batch's
+  unit (unless ``hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled``);
 * simple keys must be non-null and non-empty; complex keys are ``f1:v1,f2:v2`` with
   ``__null__``/``__empty__`` placeholders and fail only when every part is null/empty;
 * partition paths join fields with ``/``; null or empty values become
