@@ -26,8 +26,6 @@ def _values(base: str) -> list[tuple[str, str]]:
     return sorted((r["id"], r["v"]) for r in read_table(base).to_pylist())
 
 
-@pytest.mark.xfail(strict=True, reason="C20: after the restore the savepointed commit is the only active commit and "
-                   "the archived commits' files are taken for uncommitted: a1 vanishes, and upserting a duplicates it")
 def test_a_restore_to_the_only_commit_left_after_archival_keeps_the_archived_rows(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = {**_simple_config(6), "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",

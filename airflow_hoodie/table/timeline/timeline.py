@@ -348,7 +348,14 @@ class Timeline:
         instant belongs to an archived, hence completed, commit. Savepointed commits that
         archival beyond savepoints left before a hole do not count as the start."""
         savepoints = set(self.savepoints().timestamps)
-        return next((ts for ts in self.completed_and_compaction().timestamps if ts not in savepoints), None)
+        commits = self.completed_and_compaction().timestamps
+        first = next((ts for ts in commits if ts not in savepoints), None)
+        if first is None and commits:
+            # every active commit is savepointed (a restore to the latest savepoint after
+            # archival): archival keeps the latest commit, so every archived one is older than
+            # it; Hudi's own answer (none) would take their files for uncommitted
+            return commits[-1]
+        return first
 
     def savepoints(self) -> "Timeline":
         return self.filter(actions=Action.SAVEPOINT)
