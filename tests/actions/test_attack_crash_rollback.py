@@ -66,3 +66,23 @@ def test_the_retry_of_a_rollback_killed_after_it_completed_rolls_back_nothing_mo
     assert _values(base) == {"a": "a2", "b": "b1"}
     rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg))  # the Airflow retry (the task never reported)
     assert _values(base) == {"a": "a2", "b": "b1"}  # read a1, b1
+
+
+@pytest.mark.xfail(strict=True, reason="C6: the resumed v6 rollback appends its rollback blocks again, as new log "
+                   "versions the metadata table never lists (its delta commit at the rollback's time completed)")
+def test_a_resumed_version_6_rollback_leaves_no_unlisted_log_file(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    cfg = _simple_config(6, "MERGE_ON_READ")
+    write_arrow(base, lake_rows([{"id": "a", "p": "p0", "ts": 1, "v": "a1", "d": None},
+                                 {"id": "b", "p": "p1", "ts": 1, "v": "b1", "d": None}]), "upsert", cfg)
+    two_logs = lake_rows([{"id": "a", "p": "p0", "ts": 2, "v": "a2", "d": None},
+                          {"id": "b", "p": "p1", "ts": 2, "v": "b2", "d": None}])
+    write_arrow(base, two_logs, "upsert", cfg)
+    # killed once the metadata table mirrored the rollback, while the data timeline still lists the target
+    assert run_killed(lambda: rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg)),
+                      lambda name, path: name == "delete" and "/.hoodie/metadata/" not in path
+                      and path.endswith(".deltacommit.inflight"))
+    expire_heartbeats(base)
+    rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg))  # the retry resumes the plan
+    assert _values(base) == {"a": "a1", "b": "b1"}
+    assert_metadata_describes_storage(base, "a resumed rollback")  # storage: .log.3 files the MDT never listed
