@@ -19,7 +19,7 @@ from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.timeline.clean_horizon import clean_horizon
+from airflow_hoodie.table.timeline.clean_horizon import clean_horizon, files_cleaned_from
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 
@@ -61,6 +61,11 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
                 f"Cannot savepoint {instant_time}: the last clean already removed files older than "
                 f"{earliest} (its earliestCommitToRetain). Savepoint a later commit."
             )
+    lost = files_cleaned_from(tl, table.file_system_view(), instant_time)
+    if lost:
+        raise HoodieConfigError(
+            f"Cannot savepoint {instant_time}: a clean already removed {len(lost)} file(s) a read as of it needs "
+            f"(e.g. {lost[0]}), so a restore to it would lose rows. Savepoint a later commit.")
     files = savepoint_files(table, instant_time)
     meta = {
         "savepointedBy": user, "savepointedAt": int(time.time() * 1000), "comments": comments,

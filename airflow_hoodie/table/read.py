@@ -54,7 +54,7 @@ from airflow_hoodie.table.schema.meta_fields import (
     COMMIT_TIME,
 )
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
-from airflow_hoodie.table.timeline.clean_horizon import clean_horizon
+from airflow_hoodie.table.timeline.clean_horizon import clean_horizon, files_cleaned_from
 from airflow_hoodie.table.timeline.instant import Instant, normalize_instant_time
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -439,7 +439,7 @@ def read_table(
                 f"columns {missing} are not in the table schema; columns: {', '.join(schema.names)}"
             )
     if as_of:
-        _check_time_travel(timeline, as_of)
+        _check_time_travel(table, timeline, as_of)
     if len(visible):
         latest = visible.last().timestamp
     elif as_of and query_type != "incremental" and _before_active_timeline(timeline, as_of):
@@ -496,7 +496,7 @@ def _before_active_timeline(timeline: Timeline, ts: str) -> bool:
     return start is not None and normalize_instant_time(ts) < normalize_instant_time(start)
 
 
-def _check_time_travel(timeline: Timeline, as_of: str) -> None:
+def _check_time_travel(table: HoodieTable, timeline: Timeline, as_of: str) -> None:
     """Refuse time travel to before what the last clean kept, as Hudi's readers do
     (validateTimestampAsOf): the slices a clean removed are gone, and a read would return the
     rows that happened to survive as if they were the table. A savepointed instant itself
@@ -513,6 +513,12 @@ def _check_time_travel(timeline: Timeline, as_of: str) -> None:
             f"Cannot time travel to {as_of}: clean {horizon.clean} removed files of instants before {keep}, so "
             f"the read would miss rows. Read as of {keep} or later; to travel further back, retain more commits "
             "(hoodie.cleaner.commits.retained) or savepoint the instants you will read.")
+    lost = files_cleaned_from(timeline, table.file_system_view(timeline), as_of)
+    if lost:
+        raise HoodieTimelineError(
+            f"Cannot time travel to {as_of}: a clean removed {len(lost)} file(s) a read as of then needs "
+            f"(e.g. {lost[0]}), so it would miss rows. Read a later instant; to keep such instants readable, "
+            "clean with KEEP_LATEST_COMMITS or savepoint them first.")
 
 
 def _check_query(query_type: str | None, as_of: str | None, start: str | None, end: str | None) -> str:

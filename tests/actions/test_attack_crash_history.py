@@ -28,8 +28,6 @@ def _values(base: str, **query: str) -> dict[str, str]:
     return {r["id"]: r["v"] for r in read_table(base, **query).to_pylist()}
 
 
-@pytest.mark.xfail(strict=True, reason="C19: time travel to a commit whose replaced file groups were cleaned "
-                   "(file-versions policy) reads {}; its savepoint holds 0 files and restoring to it loses every row")
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
 def test_a_commit_whose_files_were_clustered_away_and_cleaned_is_neither_read_empty_nor_savepointed(
         tmp_path: Path, version: int, table_type: str) -> None:
