@@ -55,7 +55,7 @@ from airflow_hoodie.table.schema.meta_fields import (
 )
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.timeline.clean_horizon import clean_horizon, files_cleaned_from
-from airflow_hoodie.table.timeline.instant import Instant, normalize_instant_time
+from airflow_hoodie.table.timeline.instant import Action, Instant, normalize_instant_time
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
@@ -471,7 +471,9 @@ def read_table(
         as_of=latest,
         valid_instants=frozenset(i.timestamp for i in visible),
         timeline_start=timeline.first_non_savepoint_commit(),
-        inflight_instants=frozenset(i.timestamp for i in timeline.pending()),
+        # Hudi's scanner skips blocks of pending writes (its commits timeline): a pending
+        # savepoint, clean or rollback shares a write's instant time without hiding its blocks
+        inflight_instants=frozenset(i.timestamp for i in timeline.filter(actions=Action.WRITE).pending()),
         base_only=query_type == "read_optimized" or not table.is_mor,
         schema=schema,
     )

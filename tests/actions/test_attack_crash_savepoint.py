@@ -23,8 +23,6 @@ def _values(base: str, **query: str) -> dict[str, str]:
     return {r["id"]: r["v"] for r in read_table(base, **query).to_pylist()}
 
 
-@pytest.mark.xfail(strict=True, reason="C13: on MERGE_ON_READ a pending savepoint of delta commit T hides T's log "
-                   "from snapshot and incremental reads (a1 read where a2 was written; hudi-rs reads a2)")
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_pending_savepoint_hides_no_write_from_readers(tmp_path: Path, version: int) -> None:
     base = str(tmp_path / "t")
