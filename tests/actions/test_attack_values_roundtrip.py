@@ -124,8 +124,6 @@ def test_edge_values_survive_merges_logs_compaction_and_clustering(tmp_path: Pat
     _assert_reads(base, model, "clustering")
 
 
-@pytest.mark.xfail(strict=True, reason="A6-5: a log file's column stats cast a time32[ms] scalar to int64, which "
-                                       "Arrow cannot: every MERGE_ON_READ update fails (ArrowNotImplementedError)")
 def test_a_time_of_day_in_milliseconds_takes_merge_on_read_updates(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = {"hoodie.table.name": "t", "hoodie.table.type": "MERGE_ON_READ", "hoodie.datasource.write.recordkey.field": "id",

@@ -328,8 +328,10 @@ def _arrow_primitive(value_type: str, scalar: pa.Scalar) -> Any:
         return None
     if value_type == "DECIMAL":
         return unscaled_decimal(scalar.as_py(), scalar.type.scale)
-    if value_type in ("DATE", "TIME_MILLIS", "TIME_MICROS") or value_type.endswith(("MILLIS", "MICROS", "NANOS")):
-        return scalar.cast(pa.int64() if value_type != "DATE" else pa.int32()).as_py()
+    if value_type in ("DATE", "TIME_MILLIS"):  # Avro ints: Arrow casts time32 to int32 only
+        return scalar.cast(pa.int32()).as_py()
+    if value_type.endswith(("MILLIS", "MICROS", "NANOS")):
+        return scalar.cast(pa.int64()).as_py()
     return scalar.as_py()
 
 
