@@ -59,3 +59,26 @@ def test_a_restore_killed_between_two_rollbacks_holds_writes_back_until_it_is_fi
     assert {r["v"] for r in hudi_rs_rows(base)} == {"a2", "b1"}
     write_arrow(base, _one("c", 5, "c5"), "upsert", cfg)
     assert _values(base) == {"a": "a2", "b": "b1", "c": "c5"}
+
+
+@pytest.mark.xfail(strict=True, reason="C24: the restore deletes each rollback's files completed-first after it "
+                   "completes; killed there, it leaves a pending rollback whose target is gone, for good: it holds the "
+                   "metadata table's compaction back until every write fails")
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_restore_killed_while_tidying_its_rollbacks_leaves_nothing_pending(tmp_path: Path, version: int) -> None:
+    from tests.actions.test_attack_crash_steps import expire_heartbeats, run_killed
+
+    base = str(tmp_path / "t")
+    cfg = _simple_config(version)
+    write_arrow(base, _one("a", 1, "a1"), "upsert", cfg)
+    t2 = write_arrow(base, _one("a", 2, "a2"), "upsert", cfg).instant
+    create_savepoint(HoodieTable.load(base), t2, config=HoodieConfig(cfg))
+    write_arrow(base, _one("a", 3, "a3"), "upsert", cfg)
+    assert run_killed(lambda: restore_to(HoodieTable.load(base), t2, HoodieConfig(cfg)),
+                      lambda name, path: name == "delete" and "/.hoodie/metadata/" not in path
+                      and path.endswith(".rollback.inflight"))  # the restore itself had completed
+    expire_heartbeats(base)
+    restore_to(HoodieTable.load(base), t2, HoodieConfig(cfg))  # the Airflow retry
+    assert _values(base) == {"a": "a2"}
+    assert [(i.action, i.timestamp) for i in HoodieTable.load(base).reload_timeline().instants
+            if not i.is_completed] == []  # a .rollback.inflight/.requested stayed
