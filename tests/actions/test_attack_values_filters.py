@@ -76,8 +76,6 @@ def test_filtered_reads_equal_the_full_read_filtered_on_every_type(tmp_path: Pat
     assert _differences(base, full, probes) == []
 
 
-@pytest.mark.xfail(strict=True, reason="A6-9: data skipping drops every file for ('f', 'in', [nan]) (lo <= nan <= hi "
-                                       "is never true; parquet stats leave NaN out); pyarrow's is_in matches NaN")
 def test_an_in_filter_on_nan_keeps_the_nan_rows(tmp_path: Path) -> None:
     base, full = _table(tmp_path, nan=True)
     assert math.isnan(full.filter(filters_to_expression([("id", "==", "k0")], full.schema)).column("f")[0].as_py())

@@ -10,7 +10,7 @@ metadata-table file group. Skipping is only ever conservative:
 - a partition goes only when its partition-stats range cannot satisfy a filter (Hudi widens
   that range with every commit, so it covers every latest slice);
 - filters we cannot order against the stored values (``!=``, ``not in``, a value of another
-  type, a timestamp in another unit) skip nothing.
+  type, a timestamp in another unit, NaN) skip nothing.
 The rows are filtered again anyway, so a pruned read returns exactly the rows of a full one.
 """
 
@@ -76,6 +76,10 @@ def _may_match(rng: ColumnRange, op: str, values: list[Any], value_type: str) ->
     if lo is None or hi is None:
         # no non-null value: a comparison never holds for a null, unless the stats lack a range
         return not (rng.value_count > 0 and rng.null_count == rng.value_count)
+    if any(v != v for v in values):
+        # NaN: parquet's (and Hudi's) ranges leave NaN out, so no range rules it out, and
+        # the read's ``in`` matches NaN rows (Arrow's is_in)
+        return True
     try:
         if op in ("=", "==", "in"):
             return any(lo <= v <= hi for v in values)
