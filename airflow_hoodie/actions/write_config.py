@@ -166,8 +166,8 @@ def _table_config_1x(config: HoodieConfig, version: int, table_name: str, table_
         tp.RECORDKEY_FIELDS: ",".join(config.get_list(RECORD_KEY_FIELD)),
         tp.PARTITION_FIELDS: ",".join(config.get_list(PARTITION_FIELD)),
         tp.KEY_GENERATOR_TYPE: keygen_type,
-        tp.HIVE_STYLE_PARTITIONING: config.get(tp.HIVE_STYLE_PARTITIONING) or tp.DEFAULTS[tp.HIVE_STYLE_PARTITIONING],
-        tp.URL_ENCODE_PARTITIONING: config.get(tp.URL_ENCODE_PARTITIONING) or tp.DEFAULTS[tp.URL_ENCODE_PARTITIONING],
+        tp.HIVE_STYLE_PARTITIONING: _stored_bool(config, tp.HIVE_STYLE_PARTITIONING),
+        tp.URL_ENCODE_PARTITIONING: _stored_bool(config, tp.URL_ENCODE_PARTITIONING),
         tp.DROP_PARTITION_COLUMNS: tp.DEFAULTS[tp.DROP_PARTITION_COLUMNS],
         tp.DATABASE_NAME: config.get(tp.DATABASE_NAME) or "default",
         tp.CREATE_SCHEMA: json.dumps(avro_schema, separators=(",", ":")),
@@ -208,8 +208,8 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         tp.RECORDKEY_FIELDS: ",".join(config.get_list(RECORD_KEY_FIELD)),
         tp.PARTITION_FIELDS: ",".join(config.get_list(PARTITION_FIELD)),
         tp.KEY_GENERATOR_CLASS: key_generator_class(config),
-        tp.HIVE_STYLE_PARTITIONING: config.get(tp.HIVE_STYLE_PARTITIONING) or tp.DEFAULTS[tp.HIVE_STYLE_PARTITIONING],
-        tp.URL_ENCODE_PARTITIONING: config.get(tp.URL_ENCODE_PARTITIONING) or tp.DEFAULTS[tp.URL_ENCODE_PARTITIONING],
+        tp.HIVE_STYLE_PARTITIONING: _stored_bool(config, tp.HIVE_STYLE_PARTITIONING),
+        tp.URL_ENCODE_PARTITIONING: _stored_bool(config, tp.URL_ENCODE_PARTITIONING),
         tp.DROP_PARTITION_COLUMNS: tp.DEFAULTS[tp.DROP_PARTITION_COLUMNS],
         tp.BASE_FILE_FORMAT: tp.DEFAULTS[tp.BASE_FILE_FORMAT],
         tp.POPULATE_META_FIELDS: tp.DEFAULTS[tp.POPULATE_META_FIELDS],
@@ -247,6 +247,31 @@ def checked_ordering_field(config: HoodieConfig, operation: str) -> list[str]:
     return dedupe_ordering_fields(config)
 
 
+def _stored_bool(config: HoodieConfig, key: str) -> str:
+    """A boolean table setting as the write applied it ("yes" and "True " apply as true):
+    stored verbatim, the table's next writer, and Java's parseBoolean, would read false."""
+    return "true" if config.get_bool(key, tp.DEFAULTS[key] == "true") else "false"
+
+
+def _refuse_other_key_fields(config: HoodieConfig, table: tp.TableConfig) -> None:
+    """A write naming other record key, partition or ordering fields than the table's would
+    store a record again under another key or partition, or pick another winner than the
+    table's readers do: refused, as Hudi's validateTableConfig refuses ("Config conflict")."""
+    def fields(key: str) -> list[str]:
+        return [f.split(":")[0].strip() for f in config.get_list(key) if f.strip()] if key in config else []
+
+    ordering = table.ordering_fields
+    checks = [(RECORD_KEY_FIELD, fields(RECORD_KEY_FIELD), table.record_key_fields, [table.record_key_fields]),
+              (PARTITION_FIELD, fields(PARTITION_FIELD), table.partition_fields, [table.partition_fields]),
+              (PRECOMBINE_FIELD, fields(PRECOMBINE_FIELD), ordering, [ordering, ordering[:1]])]
+    for key, asked, stored, accepted in checks:
+        if asked and stored and asked not in accepted:
+            raise HoodieConfigError(
+                f"The write sets {key}={','.join(asked)} but the table's is {','.join(stored)}; a table keeps its key, "
+                f"partition and ordering fields, and nothing was written. Drop {key} from the write (the table's "
+                "is used), or write to a new table.")
+
+
 def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> HoodieConfig:
     """The write settings with the existing table's merge semantics and version filled in, checked
     before anything is written.
@@ -269,6 +294,7 @@ def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> H
             f"{config.get(WRITE_TABLE_VERSION)}; airflow-hoodie never upgrades or downgrades a table, and nothing was "
             f"written. Drop {WRITE_TABLE_VERSION} (the table's version is used), or change the version with Hudi itself.")
     extra[WRITE_TABLE_VERSION] = str(version)
+    _refuse_other_key_fields(config, table)
     asked = write_merge_mode(config)
     stored = table.record_merge_mode
     if stored:
