@@ -204,6 +204,9 @@ def summarize(result: WriteResult, stats: Sequence[Mapping[str, Any]]) -> WriteR
     return result
 
 
+OPERATION_KEY = "hoodie.datasource.write.operation"
+
+
 def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sample: pa.Table | None = None
                 ) -> tuple[HoodieConfig, dict[str, Any], list[str]]:
     """Validation of the batch's schema and keys against the config and the table; writes
@@ -211,6 +214,13 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     by :func:`open_for_write` once the records passed too). Returns (effective config, avro schema)."""
     if operation not in OPERATIONS:
         raise HoodieConfigError(f"--operation {operation!r} is not one of {', '.join(OPERATIONS)}.")
+    # Hudi's writers take the operation from this key: a props file carried over from one
+    # would otherwise do something else here, silently
+    named = client.config.get(OPERATION_KEY) if OPERATION_KEY in client.config else None
+    if named and named.strip().lower() != operation:
+        raise HoodieConfigError(
+            f"The settings say {OPERATION_KEY}={named} but this write is a {operation}; nothing was written. Drop "
+            f"the setting, or run the {named.strip().lower()} operation.")
     client.load_table()
     cfg = with_table_settings(client.effective_config(), client.table.config if client.table is not None else None)
     validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")

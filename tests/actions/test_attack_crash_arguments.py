@@ -22,8 +22,6 @@ def _stored(base: str, key: str) -> str | None:
     return None
 
 
-@pytest.mark.xfail(strict=True, reason="C14: hive_style_partitioning='yes' writes p=p0 and stores 'yes', which the "
-                   "table (and Java's parseBoolean) reads as false: the next write puts the key in p0 too")
 @pytest.mark.parametrize("value", ["yes", "True "])
 def test_a_hive_style_setting_is_stored_as_it_was_applied_or_refused(tmp_path: Path, value: str) -> None:
     base = str(tmp_path / "t")
@@ -40,8 +38,6 @@ def test_a_hive_style_setting_is_stored_as_it_was_applied_or_refused(tmp_path: P
     assert [(r["id"], r["v"]) for r in rows] == [("a", "a2")]  # read a1 in p=p0 and a2 in p0 ('yes')
 
 
-@pytest.mark.xfail(strict=True, reason="C15: a write naming another record key or partition field than the table's "
-                   "is accepted and stores the key a second time (Hudi: 'Config conflict' from validateTableConfig)")
 @pytest.mark.parametrize("key", ["hoodie.datasource.write.recordkey.field",
                                  "hoodie.datasource.write.partitionpath.field"])
 def test_a_write_naming_other_key_fields_than_the_tables_is_refused(tmp_path: Path, key: str) -> None:
@@ -53,8 +49,6 @@ def test_a_write_naming_other_key_fields_than_the_tables_is_refused(tmp_path: Pa
     assert [(r["id"], r["v"]) for r in read_table(base).to_pylist()] == [("a", "a5")]
 
 
-@pytest.mark.xfail(strict=True, reason="C16: hoodie.datasource.write.operation=delete in the write's settings is "
-                   "ignored: the delete batch is upserted (Hudi's writers take the operation from this key)")
 def test_an_operation_setting_that_contradicts_the_operation_is_refused(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = _simple_config(6)
