@@ -26,7 +26,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.write import COMMIT_META_PREFIX
 from airflow_hoodie.errors import HoodieError, HoodieTableNotFoundError
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
+from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, parse_commit_metadata
 from airflow_hoodie.table.timeline.instant import Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -101,6 +101,20 @@ def find_write(timeline: Timeline, config: HoodieConfig, write_id: str) -> Found
     return found
 
 
+def _find_archived_write(table: HoodieTable, config: HoodieConfig, write_id: str) -> FoundWrite:
+    """The committed try among archived instants: archival (after every commit, in Hudi's
+    writers) may move it off the active timeline between the try and its retry, and
+    writing the batch again would store it twice. Newest first; the archive is read only
+    when the active timeline holds no try at all."""
+    key = write_id_key(config)
+    archived = table.archived_timeline()
+    for instant in reversed(archived.completed_commits()):
+        meta = archived.metadata(instant.timestamp, State.COMPLETED)
+        if meta and (meta.get("extraMetadata") or {}).get(key) == write_id:
+            return FoundWrite(completed=instant, metadata=CommitMetadata.from_avro(meta))
+    return FoundWrite()
+
+
 def result_of(found: FoundWrite, base_path: str) -> dict[str, Any]:
     """A job-style result for a completed instant, read back from its commit metadata."""
     if found.completed is None:
@@ -137,6 +151,8 @@ def settle_previous_try(base_uri: str, storage_options: Mapping[str, str] | None
     except HoodieTableNotFoundError:
         return None
     found = find_write(table.timeline, config, write_id)
+    if found.completed is None and not found.pending:
+        found = _find_archived_write(table, config, write_id)
     if found.completed is not None:
         return {**result_of(found, base_uri), "retry_of_completed_write": True}
     if found.pending:

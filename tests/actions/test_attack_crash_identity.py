@@ -23,8 +23,6 @@ def _row(key: str) -> pa.Table:
     return pa.table({"id": [key], "p": ["p0"], "ts": pa.array([1], pa.int64()), "v": [f"{key}1"], "d": [None]})
 
 
-@pytest.mark.xfail(strict=True, reason="C18: settle_previous_try looks for the identity on the active timeline only: "
-                   "once the committed try is archived the retry bulk-inserts the batch again (a duplicate)")
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_retry_finds_its_committed_try_after_archival(tmp_path: Path, version: int) -> None:
     base = str(tmp_path / "t")
