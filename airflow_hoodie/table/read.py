@@ -56,6 +56,7 @@ from airflow_hoodie.table.schema.meta_fields import (
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.timeline.clean_horizon import clean_horizon, files_cleaned_from
 from airflow_hoodie.table.timeline.instant import Action, Instant, normalize_instant_time
+from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
@@ -440,6 +441,13 @@ def read_table(
             )
     if as_of:
         _check_time_travel(table, timeline, as_of)
+    if query_type == "incremental" and len(visible):
+        if not timeline.tracks_completion_time:
+            _refuse_hollow_window(timeline, visible.last().timestamp)
+        if visible.last() != commits.last():
+            # a window that ends before the latest commit reads the slices as of its end: a time
+            # travel, refused where a clean removed them (Hudi: HoodieIncrementalPathNotFoundException)
+            _check_time_travel(table, timeline, visible.last().timestamp)
     if len(visible):
         latest = visible.last().timestamp
     elif as_of and query_type != "incremental" and _before_active_timeline(timeline, as_of):
@@ -532,6 +540,27 @@ def _check_query(query_type: str | None, as_of: str | None, start: str | None, e
     if query_type != "incremental" and (start is not None or end is not None):
         raise HoodieConfigError("start/end apply to incremental queries; pass query_type='incremental'")
     return query_type
+
+
+def _refuse_hollow_window(timeline: Timeline, last: str) -> None:
+    """A version-6 window ends at a commit's instant time: a write still pending at an
+    earlier time (a hole) completes later with rows before the window's end, which a
+    consumer that checkpoints the end never reads. Refused, as Hudi's default FAIL policy
+    of hoodie.read.timeline.holes.resolution.policy does ("Found hollow commit"). Pending
+    clustering plans write no new rows and do not count."""
+    for inst in timeline.filter(actions=Action.COMMITS).pending().instants:
+        if inst.timestamp >= last:
+            return
+        if inst.action == Action.REPLACE_COMMIT:
+            try:
+                if is_clustering_requested(timeline.read_details(inst.requested())):
+                    continue
+            except HoodieError:
+                pass
+        raise HoodieTimelineError(
+            f"Found hollow commit: {inst.action} {inst.timestamp} is pending before the window's end {last}; its rows "
+            "would be missed by a reader that goes on from that end. End the window before it, or read once it "
+            "completed or was rolled back.")
 
 
 def _visible_commits(timeline: Timeline, commits: Timeline, query_type: str, as_of: str | None,

@@ -35,8 +35,6 @@ def _window(base: str, start: str, end: str | None = None) -> list[tuple[str, st
     return sorted((r["id"], r["v"]) for r in got.to_pylist())
 
 
-@pytest.mark.xfail(strict=True, reason="C8: a v6 incremental read across a hollow commit returns the later commits "
-                   "(Hudi: 'Found hollow commit' under the default FAIL policy)")
 def test_an_incremental_read_across_a_hollow_commit_is_refused_on_version_6(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = {**_simple_config(6), **OCC}
@@ -53,8 +51,6 @@ def test_an_incremental_read_across_a_hollow_commit_is_refused_on_version_6(tmp_
         slow.txn.heartbeats.stop(t2)
 
 
-@pytest.mark.xfail(strict=True, reason="C10: an incremental window ending before the clean horizon reads empty "
-                   "(time travel to its end is refused; Hudi: HoodieIncrementalPathNotFoundException)")
 @pytest.mark.parametrize("version", [6, 9])
 def test_an_incremental_window_whose_files_were_cleaned_is_refused_or_whole(tmp_path: Path, version: int) -> None:
     base = str(tmp_path / "t")
