@@ -425,6 +425,13 @@ def run_clustering(table: HoodieTable, config: HoodieConfig, executor: Executor,
             lambda: pending_clustering_instants(table), Action.REPLACE_COMMIT, "clustering")
         out.pop("runs", None)
         return out
+    # a plan whose executor died (inflight, its heartbeat expired: this task's killed try, as
+    # often as not) runs first, as Hudi's --retry-last-failed-clustering-job does; left
+    # pending, it would hold its file groups from every update and from the new plan
+    heartbeats = transaction_manager_for(table, config).heartbeats
+    for dead in pending_clustering_instants(table):
+        if dead.state == State.INFLIGHT and heartbeats.is_expired(dead.timestamp):
+            execute_clustering(table, dead.timestamp, executor, config, storage_options)
     sched = schedule_clustering(table, config, instant_time)
     if sched["instant"] is None:
         return sched

@@ -17,9 +17,6 @@ from tests.actions.test_attack_crash_steps import _cluster_config, _rows, _three
 from tests.actions.test_attack_lake_sequences import assert_metadata_describes_storage, rows_of
 
 
-@pytest.mark.xfail(strict=True, reason="C17: the retry of a killed scheduleAndExecute clustering finds every file "
-                   "group in the killed try's plan, schedules nothing and leaves that plan pending: updates of "
-                   "those groups are refused until someone runs mode=execute")
 def test_the_retry_of_a_killed_clustering_task_leaves_no_plan_pending(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = _cluster_config(9, "MERGE_ON_READ")
