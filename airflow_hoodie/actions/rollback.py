@@ -339,6 +339,11 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
                 raise HoodieError(f"The table at {table.base_uri} has no write instant to roll back.")
             instant_time = writes[-1].timestamp
         target = tl.get(instant_time)
+        done = _rollback_that_removed(table, instant_time) if target is None and instant_time not in unfinished \
+            else None
+        if done is not None:  # the retry of a task whose rollback completed before it could report
+            return {"instant": done, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time,
+                    "already_rolled_back": True}
         if target is not None and not target.is_completed and not tm.heartbeats.is_expired(instant_time):
             raise HoodieError(
                 f"{target.action} {instant_time} is pending and its writer is alive (live heartbeat); it is not "

@@ -134,6 +134,19 @@ def test_rollback_latest_completed_write(tmp_path, table_type):
     assert len(read_table(base)) == 10
 
 
+def test_the_retry_of_a_rollback_that_completed_reports_it_and_rolls_back_nothing_more(tmp_path):
+    """The operator names its target; a retry after the rollback completed (the task died
+    before reporting) finds the rollback that removed it, instead of failing or choosing again."""
+    base = str(tmp_path / "t")
+    c = conf()
+    write_arrow(base, to_arrow(rows(0, 3, 1, "a")), "upsert", c, table_name="t")
+    r2 = write_arrow(base, to_arrow(rows(0, 3, 2, "b")), "upsert", c)
+    first = rollback_latest_or(HoodieTable.load(base), r2.instant)
+    again = rollback_latest_or(HoodieTable.load(base), r2.instant)
+    assert again["instant"] == first["instant"] and again["already_rolled_back"] is True
+    assert sorted(read_table(base).column("v").to_pylist()) == ["a0", "a1", "a2"]
+
+
 def test_rollback_refuses_older_completed(tmp_path):
     base = str(tmp_path / "t")
     c = conf()
