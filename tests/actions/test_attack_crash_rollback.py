@@ -86,3 +86,36 @@ def test_a_resumed_version_6_rollback_leaves_no_unlisted_log_file(tmp_path: Path
     rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg))  # the retry resumes the plan
     assert _values(base) == {"a": "a1", "b": "b1"}
     assert_metadata_describes_storage(base, "a resumed rollback")  # storage: .log.3 files the MDT never listed
+
+
+@pytest.mark.xfail(strict=True, reason="C25: a data-file delete that fails with an I/O error is recorded in "
+                   "failedDeleteFiles and the rollback completes: the rolled-back file stays, and once archival "
+                   "passes its time every storage-listing reader takes it for committed (the row comes back)")
+def test_a_rollback_whose_delete_fails_does_not_complete_leaving_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_hoodie.errors import HoodieIOError
+    from airflow_hoodie.table.storage.storage import Storage
+
+    base = str(tmp_path / "t")
+    cfg = _simple_config(6)
+    write_arrow(base, _one("a", 1, "a1"), "upsert", cfg)
+    target = write_arrow(base, _one("z", 1, "z1", p="p1"), "upsert", cfg).instant  # a new file group in p1
+    real_delete = Storage.delete
+    failed: list[str] = []
+
+    def throttled_once(self: Storage, path: str, *args: object, **kwargs: object) -> bool:
+        if "/p1/" in path and path.endswith(".parquet") and not failed:
+            failed.append(path)
+            raise HoodieIOError(f"Cannot delete {path!r}: 503 Slow Down")  # what Storage.delete raises on S3
+        return real_delete(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Storage, "delete", throttled_once)
+    try:
+        rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg))
+    except HoodieIOError:
+        monkeypatch.setattr(Storage, "delete", real_delete)
+        rollback_latest_or(HoodieTable.load(base), target, HoodieConfig(cfg))  # the retry finishes the plan
+    monkeypatch.setattr(Storage, "delete", real_delete)
+    assert failed
+    assert not Path(failed[0]).exists()  # the rollback completed with the target's base file still there
+    assert _values(base) == {"a": "a1"}
