@@ -56,6 +56,7 @@ from airflow_hoodie.table.schema.meta_fields import (
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
 from airflow_hoodie.table.timeline.clean_horizon import clean_horizon, files_cleaned_from
 from airflow_hoodie.table.timeline.instant import Action, Instant, normalize_instant_time
+from airflow_hoodie.table.keygen.keygen_config import DEFAULT_PARTITION_PATH
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -167,8 +168,10 @@ class PartitionSpec:
             mappable and bool(fields),
         )
 
-    def values(self, partition_path: str) -> dict[str, str] | None:
-        """Column values of one partition path, or None when the path does not parse."""
+    def values(self, partition_path: str) -> dict[str, str | None] | None:
+        """Column values of one partition path, or None when the path does not parse. The
+        default partition's value is None: Hudi writes null and empty values there alike
+        (and Spark reads it back as null), so the path does not tell which."""
         if not self.value_mappable:
             return None
         parts = partition_path.split("/") if partition_path else []
@@ -182,7 +185,8 @@ class PartitionSpec:
                     return None
             else:
                 value = part
-            out[name] = urllib.parse.unquote(value) if self.url_encoded else value
+            value = urllib.parse.unquote(value) if self.url_encoded else value
+            out[name] = None if value == DEFAULT_PARTITION_PATH else value
         return out
 
 
@@ -210,7 +214,7 @@ def prune_partitions(
     values: dict[str, list[Any]] = {c: [] for c in cols}
     for p in partitions:
         vals = spec.values(p)
-        if vals is None:
+        if vals is None or any(vals.get(c) is None for c in cols):  # unmappable, or the default partition
             keep.append(p)
             continue
         try:
@@ -337,7 +341,7 @@ class _PartitionValues:
             if self.schema is not None and name in self.schema.names:
                 typ = self.schema.field(name).type
             try:
-                scalar = _coerce(values[name], typ)
+                scalar = _coerce(values[name], typ) if values[name] is not None else None
             except HoodieError:
                 scalar, typ = pa.scalar(values[name]), pa.string()
             col = pa.array([scalar.as_py() if isinstance(scalar, pa.Scalar) else scalar] * table.num_rows, typ)

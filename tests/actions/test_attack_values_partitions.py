@@ -82,8 +82,6 @@ def test_partition_pruning_on_typed_and_encoded_values_keeps_every_row(tmp_path:
     assert bad == {name: [] for name in CASES}
 
 
-@pytest.mark.xfail(strict=True, reason="A6-2: an empty-string partition value lives in __HIVE_DEFAULT_PARTITION__, "
-                                       "which pruning types as that string: p == '' drops its rows (hudi-rs too)")
 @pytest.mark.parametrize("hive_style", ["false", "true"])
 def test_an_empty_string_partition_value_survives_pruning(tmp_path: Path, hive_style: str) -> None:
     """Hudi writes a null and an empty string both to ``__HIVE_DEFAULT_PARTITION__`` but keeps
@@ -107,8 +105,6 @@ def _as_if_partition_columns_were_dropped(base: str) -> None:
                                   "hoodie.datasource.write.drop.partition.columns=true"))
 
 
-@pytest.mark.xfail(strict=True, reason="A6-6: a dropped partition column is re-added from the path as its text: the "
-                                       "default partition reads as '__HIVE_DEFAULT_PARTITION__' (an int one raises)")
 @pytest.mark.parametrize("typ,value", [(pa.string(), "a"), (pa.int32(), 3)])
 def test_a_dropped_partition_columns_default_partition_reads_as_null(tmp_path: Path, typ: pa.DataType,
                                                                      value: Any) -> None:
