@@ -207,12 +207,12 @@ def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | Non
         pm = part_meta.setdefault(part, {"partitionPath": part, "successDeleteFiles": [], "failedDeleteFiles": [],
                                          "rollbackLogFiles": no_logs(), "logFilesFromFailedCommit": no_logs()})
         for f in req.get("filesToBeDeleted") or []:
-            try:
-                storage.delete(f)
-                pm["successDeleteFiles"].append(storage.uri(f))
-                deleted_total += 1
-            except HoodieError:
-                pm["failedDeleteFiles"].append(storage.uri(f))
+            # a file already gone counts as deleted; any other storage error fails the
+            # rollback, which stays pending and is resumed from its plan (Hudi's rollback
+            # helper does the same): completed, it would leave the file for a later reader
+            storage.delete(f)
+            pm["successDeleteFiles"].append(storage.uri(f))
+            deleted_total += 1
         logs = req.get("logBlocksToBeDeleted") or {}
         if logs:
             _append_rollback_block(table, req, ts, target, pm, logs)

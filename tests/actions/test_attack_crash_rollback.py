@@ -88,9 +88,6 @@ def test_a_resumed_version_6_rollback_leaves_no_unlisted_log_file(tmp_path: Path
     assert_metadata_describes_storage(base, "a resumed rollback")  # storage: .log.3 files the MDT never listed
 
 
-@pytest.mark.xfail(strict=True, reason="C25: a data-file delete that fails with an I/O error is recorded in "
-                   "failedDeleteFiles and the rollback completes: the rolled-back file stays, and once archival "
-                   "passes its time every storage-listing reader takes it for committed (the row comes back)")
 def test_a_rollback_whose_delete_fails_does_not_complete_leaving_the_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow_hoodie.errors import HoodieIOError
