@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_hoodie.actions.rollback import rollback_instant
+from airflow_hoodie.actions.rollback import rollback_instant, rollback_that_removed
 from airflow_hoodie.actions.service_common import (
     deserialize_plan,
     find_instant,
@@ -107,9 +107,11 @@ def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None)
         target_ts = info["commitTime"]
         cur = table.reload_timeline()
         still = [i for i in cur.instants if i.timestamp == target_ts and i.action in UNDOABLE]
-        if not still:
+        # a resumed restore: a target an earlier attempt rolled back keeps that rollback,
+        # recorded here and tidied away with the others
+        rb_ts = rollback_instant(table, target_ts, config) if still else rollback_that_removed(table, target_ts)
+        if rb_ts is None:
             continue
-        rb_ts = rollback_instant(table, target_ts, config)
         rb = find_instant(table.reload_timeline(), rb_ts, [Action.ROLLBACK])
         rollbacks[target_ts] = [deserialize_plan("HoodieRollbackMetadata", table.timeline.read_details(rb))]
     meta = {
@@ -122,7 +124,9 @@ def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None)
     # Hudi 0.14 keeps the rollbacks only inside the restore metadata, not on the timeline
     for metas in rollbacks.values():
         for rb_meta in metas:
-            writer.delete_instant_files(rb_meta["startRollbackTime"], Action.ROLLBACK)
+            # completed file last: a task killed here leaves a finished rollback, never a
+            # pending one whose target is gone (it would hold the metadata table's compaction)
+            writer.delete_instant_files(rb_meta["startRollbackTime"], Action.ROLLBACK, completed_first=False)
     table.reload_timeline()
     return {"instant": ts, "action": Action.RESTORE, "state": "completed", "restored_to": instant_time,
             "rolled_back": meta["instantsToRollback"]}

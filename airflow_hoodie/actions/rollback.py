@@ -339,7 +339,7 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
                 raise HoodieError(f"The table at {table.base_uri} has no write instant to roll back.")
             instant_time = writes[-1].timestamp
         target = tl.get(instant_time)
-        done = _rollback_that_removed(table, instant_time) if target is None and instant_time not in unfinished \
+        done = rollback_that_removed(table, instant_time) if target is None and instant_time not in unfinished \
             else None
         if done is not None:  # the retry of a task whose rollback completed before it could report
             return {"instant": done, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time,
@@ -365,7 +365,7 @@ def _refuse_savepointed(tl: Any, instant_time: str) -> None:
             "(HoodieSavepointOperator with delete=True), then roll it back, or restore to an earlier savepoint.")
 
 
-def _rollback_that_removed(table: HoodieTable, target: str) -> str | None:
+def rollback_that_removed(table: HoodieTable, target: str) -> str | None:
     """The completed rollback instant whose metadata names ``target``."""
 
     tl = table.reload_timeline()
@@ -390,7 +390,7 @@ def discard_after_rollback(table: HoodieTable, target: str) -> list[str]:
     storage, base = table.storage, table.base_path
     if not mk.list_markers(storage, base, target):
         return []
-    rollback_ts = _rollback_that_removed(table, target)
+    rollback_ts = rollback_that_removed(table, target)
     plan = make_rollback_plan(table, target, "commit")
     removed: list[str] = []
     for req in plan["RollbackRequests"]:

@@ -61,9 +61,6 @@ def test_a_restore_killed_between_two_rollbacks_holds_writes_back_until_it_is_fi
     assert _values(base) == {"a": "a2", "b": "b1", "c": "c5"}
 
 
-@pytest.mark.xfail(strict=True, reason="C24: the restore deletes each rollback's files completed-first after it "
-                   "completes; killed there, it leaves a pending rollback whose target is gone, for good: it holds the "
-                   "metadata table's compaction back until every write fails")
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_restore_killed_while_tidying_its_rollbacks_leaves_nothing_pending(tmp_path: Path, version: int) -> None:
     from tests.actions.test_attack_crash_steps import expire_heartbeats, run_killed
