@@ -254,22 +254,19 @@ def _stored_bool(config: HoodieConfig, key: str) -> str:
 
 
 def _refuse_other_key_fields(config: HoodieConfig, table: tp.TableConfig) -> None:
-    """A write naming other record key, partition or ordering fields than the table's would
-    store a record again under another key or partition, or pick another winner than the
-    table's readers do: refused, as Hudi's validateTableConfig refuses ("Config conflict")."""
+    """A write naming other record key or partition fields than the table's would store a
+    record again under another key or partition: refused, as Hudi's validateTableConfig
+    refuses ("Config conflict"). (A write's own ordering field stays allowed.)"""
     def fields(key: str) -> list[str]:
         return [f.split(":")[0].strip() for f in config.get_list(key) if f.strip()] if key in config else []
 
-    ordering = table.ordering_fields
-    checks = [(RECORD_KEY_FIELD, fields(RECORD_KEY_FIELD), table.record_key_fields, [table.record_key_fields]),
-              (PARTITION_FIELD, fields(PARTITION_FIELD), table.partition_fields, [table.partition_fields]),
-              (PRECOMBINE_FIELD, fields(PRECOMBINE_FIELD), ordering, [ordering, ordering[:1]])]
-    for key, asked, stored, accepted in checks:
-        if asked and stored and asked not in accepted:
+    for key, stored in ((RECORD_KEY_FIELD, table.record_key_fields), (PARTITION_FIELD, table.partition_fields)):
+        asked = fields(key)
+        if asked and stored and asked != stored:
             raise HoodieConfigError(
-                f"The write sets {key}={','.join(asked)} but the table's is {','.join(stored)}; a table keeps its key, "
-                f"partition and ordering fields, and nothing was written. Drop {key} from the write (the table's "
-                "is used), or write to a new table.")
+                f"The write sets {key}={','.join(asked)} but the table's is {','.join(stored)}; a table keeps its key "
+                f"and partition fields, and nothing was written. Drop {key} from the write (the table's is used), "
+                "or write to a new table.")
 
 
 def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> HoodieConfig:
