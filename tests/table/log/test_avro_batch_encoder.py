@@ -58,7 +58,7 @@ def _schema(null_first: bool) -> dict:
 
 
 @pytest.mark.parametrize("n", [0, 1, 300])
-@pytest.mark.parametrize("nulls,null_first", [(False, True), (True, True), (False, False)])
+@pytest.mark.parametrize("nulls,null_first", [(False, True), (True, True), (False, False), (True, False)])
 def test_bulk_content_is_the_per_record_content(n, nulls, null_first):
     table, schema = _table(n, nulls), _schema(null_first)
     assert _bulk(table, schema) == _reference(table, schema)
