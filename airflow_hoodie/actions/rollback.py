@@ -308,7 +308,12 @@ def _append_rollback_block(table: HoodieTable, req: Mapping[str, Any], ts: str, 
         slices[(path.rsplit("/", 1)[0], parsed.file_id, parsed.base_instant, parsed.ext)] = None
     data = serialize_block(lb.rollback_command_block(ts, target))
     for part_dir, file_id, base_instant, ext in slices:
-        version = latest_log_file(storage, part_dir, file_id, base_instant, ext)[0]
+        version, _, latest, size = latest_log_file(storage, part_dir, file_id, base_instant, ext)
+        if latest is not None and size == len(data) and storage.read_bytes(latest) == data:
+            # a resumed rollback: its killed attempt already wrote this block; a second copy
+            # would be a log file that no listing (the metadata table's included) names
+            pm["rollbackLogFiles"][storage.uri(latest)] = len(data)
+            continue
         while True:
             version += 1
             new_path = storage.join(part_dir, log_file_name(file_id, base_instant, version,

@@ -68,8 +68,6 @@ def test_the_retry_of_a_rollback_killed_after_it_completed_rolls_back_nothing_mo
     assert _values(base) == {"a": "a2", "b": "b1"}  # read a1, b1
 
 
-@pytest.mark.xfail(strict=True, reason="C6: the resumed v6 rollback appends its rollback blocks again, as new log "
-                   "versions the metadata table never lists (its delta commit at the rollback's time completed)")
 def test_a_resumed_version_6_rollback_leaves_no_unlisted_log_file(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     cfg = _simple_config(6, "MERGE_ON_READ")
