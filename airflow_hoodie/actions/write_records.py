@@ -20,6 +20,7 @@ from airflow_hoodie.errors import (
 from airflow_hoodie.table.file_group.base_file_writer import seqno_array
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
 from airflow_hoodie.table.keygen.partition_path_check import check_partition_paths
+from airflow_hoodie.table.ordering_values import java_comparable
 from airflow_hoodie.table.schema.meta_fields import (
     IS_DELETED,
     META_COLUMNS,
@@ -135,8 +136,16 @@ def dedupe(batch: pa.Table, ordering_field: OrderingFields, global_index: bool) 
     b = batch.append_column(row, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
     group = [RECORD_KEY] if global_index else [RECORD_KEY, PARTITION_PATH]
     sort = [(g, "ascending") for g in group]
-    for field in ordering_field_list(ordering_field):
+    ranks = []
+    for i, field in enumerate(ordering_field_list(ordering_field)):
         if field in b.column_names:
+            # ranked as Hudi's compareTo ranks them (a NaN above every number)
+            values = b.column(field)
+            rank = java_comparable(values)
+            if rank is not values:
+                ranks.append(f"__rank{i}")
+                b = b.append_column(ranks[-1], rank)
+                field = ranks[-1]
             sort.append((field, "descending"))
     sort.append((row, "descending"))
     b = b.sort_by(sort)
@@ -147,12 +156,15 @@ def dedupe(batch: pa.Table, ordering_field: OrderingFields, global_index: bool) 
         first = pc.or_(first, pc.not_equal(parts.slice(1), parts.slice(0, len(parts) - 1)))
     mask = pa.concat_arrays([pa.array([True]), pc.fill_null(first, True)])
     out = b.filter(mask)
-    return out.sort_by(row).drop_columns([row])
+    return out.sort_by(row).drop_columns([row, *ranks])
 
 
 def at_least(incoming: Sequence[pa.Array], stored: Sequence[pa.Array]) -> pa.Array:
     """Whether each incoming ordering tuple is >= the stored one, fields compared in order
-    (the first decides, the next breaks its ties); an unknown comparison counts as true."""
+    (the first decides, the next breaks its ties) as Hudi's compareTo does; an unknown
+    comparison counts as true."""
+    incoming = [java_comparable(v) for v in incoming]
+    stored = [java_comparable(v) for v in stored]
     result = pc.fill_null(pc.greater_equal(incoming[-1], stored[-1]), True)
     for inc, old in zip(reversed(incoming[:-1]), reversed(stored[:-1])):
         tie = pc.fill_null(pc.equal(inc, old), False)

@@ -47,6 +47,7 @@ from airflow_hoodie.config_keys.merge import (
     PAYLOAD_CLASS_ALT,
 )
 from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError
+from airflow_hoodie.table.ordering_values import java_comparable
 from airflow_hoodie.table.schema.meta_fields import (
     IS_DELETED,
     RECORD_KEY,
@@ -318,7 +319,13 @@ def _rank(cand: pa.Table, natural: pa.Array, use_ordering: bool) -> pa.Table:
     # nulls first: a version with no ordering value is the oldest in event time
     sort_keys: list[tuple] = [(_KEY, "ascending")]
     if use_ordering:
-        # the ordering fields compare as a tuple: each one only breaks the ties of those before it
+        # the ordering fields compare as a tuple: each one only breaks the ties of those before
+        # it, as Hudi's compareTo orders them (a NaN above every number)
+        for c in _order_columns(cand):
+            values = cand.column(c)
+            rank = java_comparable(values)
+            if rank is not values:
+                cand = cand.set_column(cand.column_names.index(c), c, rank)
         sort_keys += [(c, "ascending", "at_start") for c in _order_columns(cand)]
     sort_keys.append((_SEQ, "ascending"))
     cand = cand.take(_sort_indices(cand, sort_keys))
