@@ -250,7 +250,7 @@ def _tag_group(plan: _TagPlan, table: pa.Table) -> pa.Table:
     records = table.drop_columns([c for c in (SEQ_COL, GROUP_COL) if c in table.column_names])
     # a group holds one partition (or a global index's keys): distinct keys need no combining,
     # and counting them is a hash pass where deduplicating is two sorts
-    if plan.dedupe and pc.count_distinct(records.column(RECORD_KEY), mode="all").as_py() < records.num_rows:
+    if plan.dedupe and len(pc.unique(records.column(RECORD_KEY))) < records.num_rows:
         records = dedupe(table.sort_by(SEQ_COL).drop_columns([SEQ_COL, GROUP_COL]), plan.ordering, plan.global_index)
     if plan.index_type is None:
         none = pa.nulls(records.num_rows, pa.string())
