@@ -36,7 +36,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.actions.transaction.transaction_manager import LAZY
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.clean import COMMITS_RETAINED, FILE_VERSIONS_RETAINED, HOURS_RETAINED, POLICY
-from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.errors import HoodieConfigError, HoodieIOError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -269,7 +269,7 @@ def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[
         storage, path = Storage.for_uri(uri, dict(storage_options) or None)
         storage.delete(path)
         return partition, uri, True
-    except Exception:  # noqa: BLE001 - reported as failedDeleteFiles, as Hudi does
+    except Exception:  # noqa: BLE001 - the clean fails on it (execute_clean)
         return partition, uri, False
 
 
@@ -293,6 +293,15 @@ def execute_clean(table: HoodieTable, instant: Instant, executor: Executor,
     items = [(part, f["filePath"]) for part, fs in sorted((plan.get("filePathsToBeDeletedPerPartition") or {}).items())
              for f in fs]
     results = executor.map(partial(_delete_task, table.base_uri, dict(storage_options or {})), items)
+    failed = [uri for _, uri, ok in results if not ok]
+    if failed:
+        # completed, the clean would let archival drop the replacecommit or the commits that
+        # hide a file still there, and readers would take it for live data again (Hudi fails
+        # the clean on any error but a missing file, and its retry re-runs the plan)
+        raise HoodieIOError(
+            f"The clean {instant.timestamp} of {table.base_uri} could not delete {len(failed)} file(s), e.g. "
+            f"{failed[0]}; it stays pending. Check the storage (permissions, throttling) and run the clean task "
+            "again: it resumes this plan.")
     crash_point("clean.before_commit")
     meta = build_clean_metadata(plan, instant.timestamp, results, int((time.time() - started) * 1000))
     # under the lock: completing runs the metadata table's delta commit (and its compaction),

@@ -22,8 +22,6 @@ from airflow_hoodie.table.storage.storage import Storage
 from tests.actions.test_attack_lake_sequences import _one, _simple_config
 
 
-@pytest.mark.xfail(strict=True, reason="C26: the clean records the failed delete and completes; archival then drops "
-                   "the replacecommit and the replaced file group is live again: b read twice (hudi-rs too)")
 def test_a_clean_that_failed_to_delete_a_replaced_file_leaves_no_duplicate_after_archival(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base = str(tmp_path / "t")
