@@ -35,11 +35,13 @@ def files_cleaned_from(timeline: Timeline, view: Any, instant_time: str) -> list
     deleted: a file-version clean (or a clustering's replaced group cleaned after it) keeps
     no horizon, and a savepoint, time travel or restore to such an instant would see the
     rows that happened to survive as the table. A deleted file is needed when its group is
-    live as of ``instant_time`` and has no later slice by then."""
+    live as of ``instant_time`` and has no later slice by then (a group whose replacecommit
+    was archived was replaced before any instant on the active timeline)."""
     cleans = [i for i in timeline.instants if i.action == Action.CLEAN and i.state == State.COMPLETED]
     if not cleans:
         return []
-    replaced = {k for k, ts in view.replace_instants_by_group().items() if ts <= instant_time}
+    replaced_at = view.replace_instants_by_group()
+    replaced = {k for k, ts in replaced_at.items() if ts <= instant_time}
     groups = view.service_file_groups()
     lost = []
     for clean in cleans:
@@ -51,6 +53,12 @@ def files_cleaned_from(timeline: Timeline, view: Any, instant_time: str) -> list
                 if parsed is None or parsed.instant > instant_time or (part, parsed.file_id) in replaced:
                     continue
                 fg = groups.get((part, parsed.file_id))
-                if fg is None or not any(parsed.instant < s.base_instant <= instant_time for s in fg.slices):
+                if fg is None:
+                    # every file of the group is gone: a clustering replaced it, after the
+                    # instant if its replacecommit is still active, before it if archived
+                    gone = (part, parsed.file_id) in replaced_at
+                else:
+                    gone = not any(parsed.instant < s.base_instant <= instant_time for s in fg.slices)
+                if gone:
                     lost.append(f"{part}/{name}" if part else name)
     return lost
