@@ -454,9 +454,16 @@ def _archive_context(table: HoodieTable, tl: Any) -> ArchiveContext:
     earliest = None
     savepoints: tuple[str, ...] = ()
     if cleans:  # Hudi reads the clean's plan, not its metadata
-        plan = deserialize_plan("HoodieCleanerPlan", tl.read_plan(cleans[-1]))
-        earliest = ((plan.get("earliestInstantToRetain") or {}).get("timestamp")) or None
-        kept = ((plan.get("extraMetadata") or {}).get(CLEAN_SAVEPOINTED_TIMESTAMPS) or "")
+        try:
+            plan = deserialize_plan("HoodieCleanerPlan", tl.read_plan(cleans[-1]))
+            earliest = ((plan.get("earliestInstantToRetain") or {}).get("timestamp")) or None
+            kept = ((plan.get("extraMetadata") or {}).get(CLEAN_SAVEPOINTED_TIMESTAMPS) or "")
+        except HoodieTimelineError:
+            # an archival killed while deleting this (archived) clean's files took its plan
+            # first: its completed metadata holds the same horizon
+            meta = deserialize_plan("HoodieCleanMetadata", tl.read_details(cleans[-1]))
+            earliest = meta.get("earliestCommitToRetain") or None
+            kept = ((meta.get("extraMetadata") or {}).get(CLEAN_SAVEPOINTED_TIMESTAMPS) or "")
         savepoints = tuple(t for t in kept.split(",") if t)
     has_mdt = bool((table.config.get(METADATA_PARTITIONS) or "").strip())
     mdt_compaction = None
