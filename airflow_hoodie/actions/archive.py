@@ -544,13 +544,30 @@ def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, config: HoodieCo
     return _archive(mdt, HoodieConfig({}), settings, earliest)
 
 
+def _finish_killed_deletions(table: HoodieTable, tl: Timeline) -> Timeline:
+    """An archival killed while deleting what it archived (requested and inflight first,
+    completed last) leaves completed instants with no other state file. Those the archive
+    holds are deleted now, as that archival would have; archived again, they would be in
+    the archive twice. The archive is read only when such a leftover exists."""
+    pending_states = {i.timestamp for i in tl.all_instants if not is_completed(i)}
+    leftovers = [i for i in tl.instants if is_completed(i) and i.timestamp not in pending_states]
+    if not leftovers:
+        return tl
+    archived = {i.timestamp for i in table.archived_timeline().instants if is_completed(i)}
+    writer = table.timeline_writer()
+    done = [i for i in leftovers if i.timestamp in archived]
+    for inst in done:
+        writer.delete_instant_files(inst.timestamp, inst.action, completed_first=False)
+    return table.reload_timeline() if done else tl
+
+
 def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings | None = None,
              data_table_earliest: str | None = None) -> dict[str, Any]:
     started = time.time()
     settings = settings or ArchiveSettings.from_config(config)
     layout = table.format.timeline_layout
     merged = recover_merge(table) if layout == 1 else 0
-    tl = table.reload_timeline()
+    tl = _finish_killed_deletions(table, table.reload_timeline())
     ctx = dataclasses.replace(_archive_context(table, tl), data_table_earliest=data_table_earliest)
     chosen = instants_to_archive(tl.instants, settings, ctx, rules_for_layout(layout))
     if not chosen:

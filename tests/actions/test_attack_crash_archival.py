@@ -20,8 +20,6 @@ from tests.actions.test_attack_crash_steps import expire_heartbeats, run_killed
 from tests.actions.test_attack_lake_sequences import _one, _simple_config
 
 
-@pytest.mark.xfail(strict=True, reason="C28/C23: the retry no longer fails (it reads the horizon from the clean's "
-                   "completed metadata), but the killed try's archived clean stays on the active timeline")
 @pytest.mark.parametrize("version", [8, 9])
 def test_an_archival_killed_after_deleting_a_cleans_plan_is_finished_by_its_retry(tmp_path: Path, version: int) -> None:
     base = str(tmp_path / "t")
