@@ -443,15 +443,17 @@ def read_table(
             raise HoodieConfigError(
                 f"columns {missing} are not in the table schema; columns: {', '.join(schema.names)}"
             )
+    # one view (listed once, on first use) for the time-travel checks and the read
+    view = table.file_system_view(timeline)
     if as_of:
-        _check_time_travel(table, timeline, as_of)
+        _check_time_travel(timeline, view, as_of)
     if query_type == "incremental" and len(visible):
         if not timeline.tracks_completion_time:
             _refuse_hollow_window(timeline, visible.last().timestamp)
         if visible.last() != commits.last():
             # a window that ends before the latest commit reads the slices as of its end: a time
             # travel, refused where a clean removed them (Hudi: HoodieIncrementalPathNotFoundException)
-            _check_time_travel(table, timeline, visible.last().timestamp)
+            _check_time_travel(timeline, view, visible.last().timestamp)
     if len(visible):
         latest = visible.last().timestamp
     elif as_of and query_type != "incremental" and _before_active_timeline(timeline, as_of):
@@ -467,7 +469,9 @@ def read_table(
             return _empty(schema, columns)
         filter_expr = window.expression if filter_expr is None else (filter_expr & window.expression)
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME})
-    view = _view(table, as_of)
+    if not as_of:
+        # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
+        view.check_latest_files_present()
     partitions = set(prune_partitions(list(view.partitions()), spec, flt, schema))
     skipping = _data_skipping(table, query_type, as_of, metadata_enable, flt, schema)
     if skipping:  # partition_stats, then column_stats (stats_pruning)
@@ -510,7 +514,7 @@ def _before_active_timeline(timeline: Timeline, ts: str) -> bool:
     return start is not None and normalize_instant_time(ts) < normalize_instant_time(start)
 
 
-def _check_time_travel(table: HoodieTable, timeline: Timeline, as_of: str) -> None:
+def _check_time_travel(timeline: Timeline, view: Any, as_of: str) -> None:
     """Refuse time travel to before what the last clean kept, as Hudi's readers do
     (validateTimestampAsOf): the slices a clean removed are gone, and a read would return the
     rows that happened to survive as if they were the table. A savepointed instant itself
@@ -527,7 +531,7 @@ def _check_time_travel(table: HoodieTable, timeline: Timeline, as_of: str) -> No
             f"Cannot time travel to {as_of}: clean {horizon.clean} removed files of instants before {keep}, so "
             f"the read would miss rows. Read as of {keep} or later; to travel further back, retain more commits "
             "(hoodie.cleaner.commits.retained) or savepoint the instants you will read.")
-    lost = files_cleaned_from(timeline, table.file_system_view(timeline), as_of)
+    lost = files_cleaned_from(timeline, view, as_of)
     if lost:
         raise HoodieTimelineError(
             f"Cannot time travel to {as_of}: a clean removed {len(lost)} file(s) a read as of then needs "
@@ -633,14 +637,6 @@ def _data_skipping(table: HoodieTable, query_type: str, as_of: str | None, metad
     if not flt or as_of or query_type == "incremental" or not metadata_enable or not kept_stats_partitions(table):
         return []
     return typed_filters(flt, schema, _coerce)
-
-
-def _view(table: HoodieTable, as_of: str | None) -> Any:
-    view = table.file_system_view(table.timeline)
-    if not as_of:
-        # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
-        view.check_latest_files_present()
-    return view
 
 
 def _slices_to_read(table: HoodieTable, view: Any, query_type: str, latest: str, partitions: set[str],
