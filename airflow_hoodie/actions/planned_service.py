@@ -109,7 +109,9 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     rolled: list[str] = []
     if inst.state == State.INFLIGHT:
         rolled = rollback_pending_service(table, instant_time, service.partitions(plan))
-        undo_metadata_commit(table, instant_time)
+        # a metadata-table rollback (and the services its delta commits run): under the table lock
+        with transaction_manager_for(table, config).transaction(f"undo the metadata commit of {instant_time}"):
+            undo_metadata_commit(table, instant_time)
         writer.revert_to_requested(inst)
     crash_point(f"{service.name}.before_inflight")
     # the pending action as the timeline has it (a clustering is ``clustering`` on Hudi 1.x

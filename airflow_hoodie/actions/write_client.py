@@ -343,12 +343,15 @@ class WriteClient:
                 check_no_conflict(timeline, own, groups, self._started)
             self.txn.ensure_lock_held()  # a lock lost meanwhile must stop us before, never after
 
-        try:
-            with self.txn.transaction(f"commit {instant_time}"):
+        with self.txn.transaction(f"commit {instant_time}"):
+            try:
                 self.table.complete(own, meta, pre_commit)
-        except HoodieWriteConflictError:
-            self.abort(instant_time)
-            raise
+            except HoodieWriteConflictError:
+                # still under the lock: the rollback's metadata-table delta commit and the
+                # services it runs must not interleave with another writer's (Hudi's writers
+                # roll an aborted write back inside the same transaction)
+                self.abort(instant_time)
+                raise
         self.txn.heartbeats.stop(instant_time)
         mk.delete_marker_dir(self.storage, self.base_path, instant_time)
 
@@ -383,17 +386,22 @@ class WriteClient:
                            "The next write or clean rolls it back once its heartbeat is gone.")
 
     def abort(self, instant_time: str) -> None:
-        """Undo our own pending instant after a failure: its files go, its heartbeat stops."""
+        """Undo our own pending instant after a failure: its files go, its heartbeat stops.
+
+        Under the table lock (the commit's own when it aborts on a conflict): the rollback
+        writes the metadata table (a delta commit, the rollback of our delta commit, and the
+        services those run), which another writer may be changing at the same time."""
 
         try:
             if self.table is not None:
-                pending = self.table.reload_timeline().get(instant_time)
-                if pending is not None and not pending.is_completed:
-                    rollback_instant(self.table, instant_time, config=self.config, pending_only=True)
-                elif pending is None:
-                    # rolled back by another task while our tasks still wrote: what they
-                    # wrote after that rollback is ours to remove
-                    discard_after_rollback(self.table, instant_time)
+                with self.txn.transaction(f"roll back {instant_time}"):
+                    pending = self.table.reload_timeline().get(instant_time)
+                    if pending is not None and not pending.is_completed:
+                        rollback_instant(self.table, instant_time, config=self.config, pending_only=True)
+                    elif pending is None:
+                        # rolled back by another task while our tasks still wrote: what they
+                        # wrote after that rollback is ours to remove
+                        discard_after_rollback(self.table, instant_time)
         finally:
             self.txn.heartbeats.stop(instant_time)
 

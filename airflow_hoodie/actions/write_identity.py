@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from airflow_hoodie.actions.rollback import rollback_instant
+from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.write import COMMIT_META_PREFIX
 from airflow_hoodie.errors import HoodieError, HoodieTableNotFoundError
@@ -158,5 +159,7 @@ def settle_previous_try(base_uri: str, storage_options: Mapping[str, str] | None
     if found.pending:
         table.prepare_for_change(config)
     for instant in found.pending:
-        rollback_instant(table, instant.timestamp, config)
+        # the rollback changes the metadata table: under the table lock, as every such change
+        with transaction_manager_for(table, config).transaction(f"roll back {instant.timestamp}"):
+            rollback_instant(table, instant.timestamp, config)
     return None

@@ -42,6 +42,10 @@ def ensure_locks_held() -> None:
         provider.ensure_held()
 
 
+def _table_key(base_uri: str) -> str:
+    return base_uri.rstrip("/")
+
+
 class TransactionManager:
     """Concurrency settings, heartbeats and the lock of one table, for one client."""
 
@@ -73,7 +77,9 @@ class TransactionManager:
     def transaction(self, purpose: str) -> Iterator[None]:
         """Hold the table lock (OCC only; a single writer needs none) for ``purpose``;
         released on every exit, exceptions and SIGTERM-turned-SystemExit included."""
-        if not self.is_occ:
+        if not self.is_occ or self.holds_lock():
+            # a step inside a transaction of this table (an aborted commit's rollback): the
+            # one lock scope covers it; taking the lock again would wait for ourselves
             yield
             return
         provider = lp.lock_provider_for(self.config, self.base_uri, self.storage_options)
@@ -87,6 +93,11 @@ class TransactionManager:
                 provider.unlock()
         finally:
             provider.close()
+
+    def holds_lock(self) -> bool:
+        """Whether this task holds this table's lock now (taken by any manager of the table)."""
+        mine = _table_key(self.base_uri)
+        return any(_table_key(p.base_uri) == mine for p in _HELD.get())
 
     def ensure_lock_held(self) -> None:
         """:func:`ensure_locks_held`, for callers that have the manager at hand."""
