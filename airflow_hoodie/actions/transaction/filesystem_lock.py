@@ -3,8 +3,13 @@
 ``hoodie.write.lock.filesystem.expire`` minutes (0 = never).
 
 A lock whose holder was killed (``kill -9``) cannot be released by it. A waiter on the same
-host breaks a lock whose owner process is gone, as heartbeats judge their owners; any
+host breaks a lock whose owner process is gone, as heartbeats judge their owners (a live
+process that took over the dead holder's pid is told apart by its start time); any
 other holder is named, with the file to delete if the user knows it is dead.
+
+The file's JSON is Hudi's ``LockInfo`` (``lockCreateTime``, ``lockThreadName``; Hudi's
+writers only log it, and judge expiry by the file's modification time) plus our owner
+fields (host, pid space, pid, pid start time, token), which Hudi ignores.
 
 Correct only where creating a file is atomic create-if-absent. Our local filesystem
 does that with a hard link of a fully written file; object stores reached through
@@ -57,14 +62,18 @@ class FileSystemBasedLockProvider(LockProvider):
             return {}
         return owner if isinstance(owner, dict) else {}
 
+    def _written_at(self, path: str) -> float | None:
+        info = self.storage.info(path)
+        return None if info is None or info.mtime_ns is None else info.mtime_ns / 1e9
+
     def _expired(self) -> bool:
         """Older than the configured expiry, or held by a process of this host that is gone."""
-        if owner_is_gone(self._owner()):
+        written_at = self._written_at(self.path)
+        if written_at is None:
+            return False  # released meanwhile
+        if owner_is_gone(self._owner(), written_at):
             return True
-        if not self.expire_s:
-            return False
-        info = self.storage.info(self.path)
-        return info is not None and info.mtime_ns is not None and time.time() - info.mtime_ns / 1e9 > self.expire_s
+        return bool(self.expire_s) and time.time() - written_at > self.expire_s
 
     def try_lock(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + max(timeout_s, 0)
@@ -85,18 +94,39 @@ class FileSystemBasedLockProvider(LockProvider):
         """Delete an expired (or dead holder's) lock file. Two waiters that both saw it expired must not both
         delete: the second would delete the fresh lock the first just took, and both would
         hold the lock. So breaking takes its own ``lock.break`` file and re-checks the
-        expiry under it (a breaker that died leaves a break file that itself expires)."""
+        expiry under it."""
         brk = self.path + ".break"
-        info = self.storage.info(brk)
-        if info is not None and info.mtime_ns is not None and time.time() - info.mtime_ns / 1e9 > max(self.expire_s, 60):
-            self.storage.delete(brk)
-        if not self.storage.create_if_absent(brk, b""):
+        mine = json.dumps({**this_process(), "token": uuid.uuid4().hex}).encode()
+        if not self.storage.create_if_absent(brk, mine) and not self._take_stale_break(brk, mine):
             return
         try:
             if self._expired():
                 self.storage.delete(self.path)
         finally:
-            self.storage.delete(brk)
+            try:
+                ours = self.storage.read_bytes(brk) == mine
+            except Exception:  # noqa: BLE001 - gone: nothing of ours to delete
+                ours = False
+            if ours:
+                self.storage.delete(brk)
+
+    def _take_stale_break(self, brk: str, mine: bytes) -> bool:
+        """Take over a ``lock.break`` its breaker left behind: one whose breaker process is
+        gone (killed while breaking: it is taken over at once), or, written by a breaker we
+        cannot judge (another host, an older writer's empty file), older than the expiry or
+        60 s. Taken with a compare-and-swap on the stale file's content, so of two waiters
+        that both found it stale only one breaks."""
+        current = self.storage.read_versioned(brk)
+        if current is None:
+            return False  # the breaker finished meanwhile: the next attempt sees its result
+        try:
+            owner = json.loads(current.data) if current.data else {}
+        except ValueError:
+            owner = {}
+        written_at = self._written_at(brk)
+        stale = (isinstance(owner, dict) and owner_is_gone(owner, written_at)) or (
+            written_at is not None and time.time() - written_at > max(self.expire_s, 60))
+        return stale and self.storage.replace_if_version(brk, mine, current.etag) is not None
 
     def unlock(self) -> None:
         if self._token is None:
