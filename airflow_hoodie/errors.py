@@ -63,3 +63,13 @@ class HoodieNotSupportedError(HoodieError):
 
 class HoodieJobError(HoodieError):
     """A spark-submit job of ours failed; the message carries the job's own error."""
+
+
+class HoodieMetadataDamagedError(HoodieCorruptedDataError):
+    """A metadata-table partition holds a corrupt or truncated block: the partition cannot
+    answer for this job (a key or file it held would look absent)."""
+
+    def __init__(self, message: str, path: str = "", partition: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.partition = partition

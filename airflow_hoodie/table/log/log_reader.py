@@ -17,13 +17,20 @@ Corruption handling follows ``HoodieLogFileReader`` (0.14/0.15):
 A block whose framing is sound but whose inside is inconsistent (header running past
 the block, invalid type ordinal) raises :class:`HoodieCorruptedLogError`, as Hudi fails
 the read then too.
+
+A corrupt block that no rollback command block cancels is skipped by the merged scan, as
+Hudi's log record reader skips it, but never in silence (issue 35): the scan reports it in
+:attr:`LogScanResult.damaged`, and a data-table read logs one warning per scan naming the
+file. A metadata-table reader refuses such a scan instead (metadata_table/damage.py): a
+block it skipped would read as "key absent" or "file absent".
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, MutableMapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,6 +48,8 @@ from airflow_hoodie.table.log.log_block import (
     parse_block_body,
 )
 from airflow_hoodie.table.storage.storage import Storage
+
+log = logging.getLogger(__name__)
 
 INT64 = struct.Struct(">q")
 _SCAN_CHUNK = 1024 * 1024
@@ -147,13 +156,15 @@ def _corrupt(src: _Source, block_start: int, skipped_from: int, next_offset: int
 
 
 def read_log_blocks(
-    storage: Storage, path: str, reverse: bool = False, *, lenient_start: bool = False
+    storage: Storage, path: str, reverse: bool = False, *, lenient_start: bool = False,
+    sizes: MutableMapping[str, int] | None = None,
 ) -> Iterator[LogBlock]:
     """Iterate the blocks of the log file at ``path`` (an fs path of ``storage``).
 
     Corrupt regions are yielded as CORRUPT blocks with ``corrupt=True``. ``reverse``
     yields the same blocks last-first. ``lenient_start`` turns a missing magic at the
     start of the file into a CORRUPT block instead of an error (for inspection tools).
+    ``sizes``: receives ``path -> size on storage`` (known from the open, no extra call).
     """
     where = storage.uri(path)
     handle = storage.open_input(path)
@@ -162,6 +173,8 @@ def read_log_blocks(
             size = handle.size()
         except (OSError, pa.ArrowException) as exc:
             raise HoodieIOError(f"Cannot stat log file {where!r}: {exc}") from exc
+        if sizes is not None:
+            sizes[path] = size
         src = _Source(handle=handle, size=size)
         blocks = iter_blocks(src, where, lenient_start)
         if reverse:
@@ -204,6 +217,28 @@ class ScannedBlock:
         return self.block.schema
 
 
+@dataclass(frozen=True)
+class DamagedBlock:
+    """A corrupt region of a log file that no rollback cancelled: bytes the scan skipped.
+
+    ``recorded_size``: the size the file listing gave for the file (the metadata table's
+    record of it, when the listing came from there) when the file on storage is smaller,
+    i.e. bytes of committed blocks are gone, not just a torn tail of a failed write."""
+
+    path: str
+    offset: int
+    size: int
+    file_size: int
+    recorded_size: int | None = None
+
+    def describe(self) -> str:
+        text = f"{self.path} (a corrupt or truncated block at byte {self.offset}, {self.size} bytes"
+        if self.recorded_size is not None:
+            text += (f"; the file is {self.file_size} bytes on storage but the metadata table records "
+                     f"{self.recorded_size}: committed bytes are gone")
+        return text + ")"
+
+
 @dataclass
 class LogScanResult:
     """What a file slice's log files contribute, in log order.
@@ -221,6 +256,10 @@ class LogScanResult:
     rolled_back_blocks: int = 0
     skipped_blocks: int = 0
     log_files: list[str] = field(default_factory=list)
+    #: corrupt blocks no rollback block cancelled (Hudi skips them; we report them)
+    damaged: list[DamagedBlock] = field(default_factory=list)
+    #: path -> size on storage of every log file read
+    file_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def data_blocks(self) -> list[pa.Table]:
@@ -263,6 +302,8 @@ def scan_log_files(
     inflight_instants: Iterable[str] = (),
     decode: bool = True,
     columns: Sequence[str] | None = None,
+    recorded_sizes: Mapping[str, int] | None = None,
+    warn: bool = True,
 ) -> LogScanResult:
     """Select the blocks of a file group's log files the way Hudi's merged log record
     scanner does (``scanInternalV1``), and decode them.
@@ -276,6 +317,12 @@ def scan_log_files(
     ``decode=False`` leaves ``table``/``deletes`` unset (only the selection). ``columns``:
     the fields data blocks are decoded with (None: all; see
     :func:`airflow_hoodie.table.log.data_block.decode_avro_data_block`).
+
+    Corrupt blocks no rollback cancelled land in ``damaged``; with ``warn`` (a data-table
+    read) the scan logs them in one warning naming each file. ``recorded_sizes``: the
+    sizes the file listing gave (from the metadata table: what it recorded when the file's
+    instants committed); a file now smaller lost committed bytes, and the warning says so,
+    even when it was cut exactly at a block boundary and no block reads as corrupt.
     """
     valid = frozenset(valid_instants)
     inflight = frozenset(inflight_instants)
@@ -283,7 +330,7 @@ def scan_log_files(
     queue: list[tuple[LogBlock, str]] = []
     for path in log_paths:
         result.log_files.append(path)
-        for block in read_log_blocks(storage, path):
+        for block in read_log_blocks(storage, path, sizes=result.file_sizes):
             result.total_blocks += 1
             if block.corrupt or block.block_type == BlockType.CORRUPT:
                 result.corrupt_blocks += 1
@@ -319,9 +366,13 @@ def scan_log_files(
                     and b.instant_time != target
                 ]
                 result.rolled_back_blocks += before - len(queue)
+    shrunk = _shrunk(result.file_sizes, recorded_sizes)
     for block, path in queue:
         if block.corrupt or block.block_type == BlockType.CORRUPT:
-            continue  # "Found a corrupt block which was not rolled back"
+            # Hudi: "Found a corrupt block which was not rolled back", and skips it
+            result.damaged.append(DamagedBlock(storage.uri(path), block.offset, block.size,
+                                               result.file_sizes.get(path, 0), shrunk.pop(path, None)))
+            continue
         if str(block.headers.get(HeaderKey.IS_PARTIAL, "")).strip().lower() == "true":
             raise HoodieNotSupportedError(
                 f"{storage.uri(path)}: the {block.type_name} block at byte {block.offset} holds partial updates "
@@ -332,7 +383,26 @@ def scan_log_files(
         if decode:
             _decode_into(sb, storage.uri(path), columns)
         result.blocks.append(sb)
+    for path, recorded in shrunk.items():  # cut at a block boundary: no corrupt block, still a loss
+        result.damaged.append(DamagedBlock(storage.uri(path), result.file_sizes[path], 0,
+                                           result.file_sizes[path], recorded))
+    if warn and result.damaged:
+        log.warning(
+            "Skipped damaged log data, as Hudi's readers do; rows it held are missing from this read: %s. Put the "
+            "file back from a copy, or restore the table to a savepoint from before the damage.",
+            "; ".join(d.describe() for d in result.damaged))
     return result
+
+
+def _shrunk(actual: Mapping[str, int], recorded: Mapping[str, int] | None) -> dict[str, int]:
+    """path -> recorded size of the files now smaller on storage than the listing recorded.
+
+    Only smaller counts: on version 6 a later write may append to a log file after the
+    listing read its size, so a larger file is normal; a smaller one lost bytes of blocks
+    whose instants had committed (the metadata table records a file's size at commit)."""
+    if not recorded:
+        return {}
+    return {p: recorded[p] for p, size in actual.items() if recorded.get(p) and size < recorded[p]}
 
 
 def _decode_into(sb: ScannedBlock, where: str, columns: Sequence[str] | None = None) -> None:
@@ -417,6 +487,7 @@ def describe_log_file(
 
 
 __all__ = [
+    "DamagedBlock",
     "LogScanResult",
     "ScannedBlock",
     "block_record_count",

@@ -28,6 +28,7 @@ from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.metadata_table.damage import refuse_damage
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.metadata_record import (
     ALL_PARTITIONS_KEY,
@@ -183,7 +184,8 @@ def merge_file_slice(storage: Storage, fs: Any, valid: set[str], pending: set[st
             out.base_keys.add(key)
     logs = [lf.path for lf in fs.log_files]
     out.files_read += len(logs)
-    scan = scan_log_files(storage, logs, None, valid, inflight_instants=pending, decode=False)
+    scan = scan_log_files(storage, logs, None, valid, inflight_instants=pending, decode=False, warn=False)
+    refuse_damage(scan, FILES_PARTITION)  # a skipped block would drop files from the listing
     for block in scan.blocks:
         where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
         out.log_blocks += 1

@@ -47,6 +47,7 @@ from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from airflow_hoodie.table.metadata_table.damage import refuse_damage
 from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
@@ -255,7 +256,8 @@ def _merge_group(files: _IndexFiles, fs: FileSlice, wanted: set[str] | None,
     logs = [lf.path for lf in fs.log_files]
     if logs:
         scan = scan_log_files(storage, logs, None, files.valid - skip_instants, inflight_instants=files.pending,
-                              timeline_start=files.timeline_start, decode=False)
+                              timeline_start=files.timeline_start, decode=False, warn=False)
+        refuse_damage(scan, RECORD_INDEX_PARTITION)  # a skipped block would read as "key absent"
         for block in scan.blocks:
             if block.instant_time in skip_instants:
                 continue
@@ -380,7 +382,9 @@ def _rollback_change(table: HoodieTable, instants: set[str]) -> RecordIndexChang
         logs = [lf.path for lf in fs.log_files]
         if not logs:
             continue
-        scan = scan_log_files(files.storage, logs, None, set(instants), timeline_start=None, decode=False)
+        scan = scan_log_files(files.storage, logs, None, set(instants), timeline_start=None, decode=False,
+                              warn=False)
+        refuse_damage(scan, RECORD_INDEX_PARTITION)
         for block in scan.blocks:
             if block.instant_time not in instants:
                 continue

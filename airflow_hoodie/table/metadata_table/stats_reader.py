@@ -19,6 +19,7 @@ from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
+from airflow_hoodie.table.metadata_table.damage import refuse_damage
 from airflow_hoodie.table.metadata_table.column_stats import comparable_value, unwrap_value
 from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
@@ -109,7 +110,8 @@ def merge_group(files: IndexPartitionFiles, fs: FileSlice, wanted: set[str] | No
     if logs:
         files.reads += len(logs)
         scan = scan_log_files(storage, logs, None, files.valid, inflight_instants=files.pending,
-                              timeline_start=files.timeline_start, decode=False)
+                              timeline_start=files.timeline_start, decode=False, warn=False)
+        refuse_damage(scan, files.partition)  # a skipped block would drop statistics: wrong pruning
         for block in scan.blocks:
             where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
             if block.block_type == BlockType.DELETE:

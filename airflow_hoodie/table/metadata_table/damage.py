@@ -1,0 +1,55 @@
+"""A damaged metadata-table partition is refused by name, never read as "absent" (issue 35).
+
+Hudi's log record reader skips a corrupt block (``HoodieCorruptBlock``) that no rollback
+block cancels, on the metadata table too. There a skipped block is not a few missing rows:
+it is every key of a record-index block answering "not in the table" (so an upsert inserts
+them again: duplicates), every file of a files-partition block disappearing from listings,
+every statistics record missing. So a metadata-table reader of ours treats such a scan as
+damage: :func:`refuse_damage` raises :class:`HoodieMetadataDamagedError` naming the file.
+Where a correct answer exists without the partition, the caller falls back to it (a read
+lists storage instead of the files partition, pruning reads every file); a writer stops,
+since everything it appends builds on a partition Hudi's own readers would misread.
+
+The advice works with what this project offers: a write with ``hoodie.metadata.enable=false``
+removes the whole metadata table (:mod:`removal`), and the next write with it enabled
+builds it again from the data files, the record index with a full scan (:mod:`maintenance`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from airflow_hoodie.errors import HoodieMetadataDamagedError
+from airflow_hoodie.table.log.log_reader import DamagedBlock, LogScanResult
+
+#: what a block of each partition holds, for the message
+_HOLDS = {
+    "files": "file names (files it lists would vanish from every listing)",
+    "record_index": "record keys (an upsert would find them absent and insert them again: duplicates)",
+    "column_stats": "column statistics (reads pruning by them would skip files that hold matches)",
+    "partition_stats": "partition statistics (reads pruning by them would skip partitions that hold matches)",
+    "bloom_filters": "bloom filters",
+}
+
+REBUILD_ADVICE = (
+    "Rebuild the metadata table: run one write with hoodie.metadata.enable=false (it removes .hoodie/metadata), "
+    "then write with it enabled again; that write builds it anew from the data files, the record index with a "
+    "full scan. Reads with hoodie.metadata.enable=false list storage and need no metadata table meanwhile.")
+
+
+def damage_message(partition: str, damaged: Iterable[DamagedBlock]) -> str:
+    blocks = list(damaged)
+    what = _HOLDS.get(partition, "records")
+    return (f"The metadata table's {partition} partition is damaged: {'; '.join(d.describe() for d in blocks)}. "
+            f"Hudi's readers skip such a block, and with it the {what}; so this job does not use the partition. "
+            f"Nothing was committed. {REBUILD_ADVICE}")
+
+
+def refuse_damage(scan: LogScanResult, partition: str) -> None:
+    """Raise :class:`HoodieMetadataDamagedError` when the scan of a metadata-table file
+    group skipped a corrupt block that no rollback cancelled."""
+    if scan.damaged:
+        raise HoodieMetadataDamagedError(damage_message(partition, scan.damaged), scan.damaged[0].path, partition)
+
+
+__all__ = ["REBUILD_ADVICE", "damage_message", "refuse_damage"]
