@@ -175,12 +175,17 @@ class ArchiveRules:
     #: earliest instant to retain, replacecommits are kept from the savepoint on, so deleting
     #: the savepoint cannot bring replaced files back into view
     clean_savepoint_guard: bool = False
+    #: 1.x slices files by completion time: a delta commit that completed after the latest
+    #: compaction was requested is not in its base files and is kept until a compaction is
+    #: (oldest_instant_to_retain_for_compaction)
+    compaction_by_completion: bool = False
 
 
 #: Hudi 0.14's HoodieTimelineArchiver (table version 6, timeline layout 1)
 RULES_0_14 = ArchiveRules()
 #: Hudi 1.x's TimelineArchiverV2 (table versions 8 and 9, timeline layout 2)
-RULES_1_X = ArchiveRules(cleans_follow_commits=True, metadata_fence_by_completion=True, clean_savepoint_guard=True)
+RULES_1_X = ArchiveRules(cleans_follow_commits=True, metadata_fence_by_completion=True, clean_savepoint_guard=True,
+                         compaction_by_completion=True)
 
 
 def rules_for_layout(timeline_layout: int) -> ArchiveRules:
@@ -242,13 +247,23 @@ def oldest_commit_to_retain_for_pending(ordered: Sequence[Instant]) -> str | Non
     return before[-1] if before else pending.timestamp
 
 
-def oldest_instant_to_retain_for_compaction(ordered: Sequence[Instant], max_delta_commits: int) -> str | None:
+def oldest_instant_to_retain_for_compaction(ordered: Sequence[Instant], max_delta_commits: int,
+                                            by_completion: bool = False) -> str | None:
     """Hudi's CompactionUtils.getOldestInstantToRetainForCompaction: keep enough delta
     commits after the last compaction for the NUM_COMMITS trigger to count them.
 
     The delta commits (any state) after the latest completed commit or replacecommit, or
     all of them when there is none; with fewer than ``max_delta_commits`` the reference
-    instant itself is kept, else the last ``max_delta_commits`` delta commits are."""
+    instant itself is kept, else the last ``max_delta_commits`` delta commits are.
+
+    ``by_completion`` (timeline layout 2, where file slices follow completion times): a
+    delta commit requested before the latest compaction but completed after it -- a
+    metadata-table delta commit written right after the compaction its own write triggered,
+    or a data-table one under optimistic concurrency -- is not in that compaction's base
+    files; its log sits in the compaction's new slice. It stays on the active timeline
+    until a later compaction merged it: once archived, the view would take it for an
+    instant older than the compaction and leave its records (a clean's tombstones) behind
+    the new base file (issue 35, F3)."""
     done = [i for i in ordered if i.action in (Action.COMMIT, Action.REPLACE_COMMIT) and is_completed(i)]
     deltas = [i for i in ordered if i.action == Action.DELTA_COMMIT]
     if done:
@@ -259,9 +274,18 @@ def oldest_instant_to_retain_for_compaction(ordered: Sequence[Instant], max_delt
         since = deltas
     else:
         return None
-    if len(since) < max_delta_commits:
-        return reference
-    return since[len(since) - max_delta_commits].timestamp
+    bound = reference if len(since) < max_delta_commits else since[len(since) - max_delta_commits].timestamp
+    if by_completion and done:
+        outside = [d.timestamp for d in deltas if d.timestamp < reference and not _completed_before(d, reference)]
+        if outside:
+            bound = min(bound, outside[0])
+    return bound
+
+
+def _completed_before(instant: Instant, ts: str) -> bool:
+    """Whether ``instant`` completed before instant time ``ts`` (what a layout-2 compaction
+    at ``ts`` merges: Hudi 1.x's ``isCompletedBefore``)."""
+    return is_completed(instant) and instant.completion_time is not None and instant.completion_time < ts
 
 
 def earliest_replaced_savepoint_in_clean(ordered: Sequence[Instant], ctx: ArchiveContext,
@@ -332,7 +356,8 @@ def commits_to_archive(instants: Sequence[Instant], s: ArchiveSettings, ctx: Arc
             return []  # no compaction on the metadata table yet: nothing is archived
         bounds.append(first_commit_completed_after(commits, ctx.metadata_latest_compaction))
     if ctx.is_mor and s.compaction_trigger in ("NUM_COMMITS", "NUM_AND_TIME"):
-        bounds.append(oldest_instant_to_retain_for_compaction(ordered, s.max_delta_commits))
+        bounds.append(oldest_instant_to_retain_for_compaction(ordered, s.max_delta_commits,
+                                                              rules.compaction_by_completion))
     limit = min((b for b in bounds if b is not None), default=None)
     savepoints = [i.timestamp for i in ordered if i.action == Action.SAVEPOINT and is_completed(i)]
 

@@ -209,8 +209,9 @@ def slices_to_compact(table: HoodieTable, slices: Iterable[FileSlice], compactio
     if not layout.names_logs_by_write_instant:
         return list(slices)
     done = timeline.completion_times()
-    first = timeline.first()
-    first_ts = first.timestamp if first is not None else None
+    # a log older than the start of the active writes is an archived, completed delta
+    # commit's (an older clean left on the timeline does not move that start)
+    first_ts = timeline.first_non_savepoint_commit()
     out = []
     for s in slices:
         logs = layout.logs_to_compact(s.log_files, compaction_instant, done, first_ts)

@@ -179,11 +179,11 @@ class FileSystemView:
             if fg is not None:
                 fg.add_empty_slice(ts)
         done = self.timeline.completion_times()
-        first = self.timeline.first()
+        start = self.timeline.first_non_savepoint_commit()
         for lf in sorted(logs, key=lambda x: x.sort_key):
             fg = groups.setdefault((lf.partition_path, lf.file_id), FileGroup(lf.partition_path, lf.file_id))
             completion = done.get(lf.base_instant)
-            if completion is None and first is not None and lf.base_instant < first.timestamp:
+            if completion is None and start is not None and lf.base_instant < start:
                 completion = lf.base_instant  # archived delta commit: completed before the active timeline
             if not fg.slices:
                 target = lf.base_instant
@@ -469,15 +469,19 @@ class FileSystemView:
     def service_file_groups(self) -> dict[tuple[str, str], FileGroup]:
         """File groups as the table services plan on them, replaced groups included.
 
-        A base file counts once its instant completed (or is older than the active
-        timeline); log files count whatever their blocks (the log scanner skips
-        uncommitted blocks); a pending compaction adds its (still empty) new slice. The
-        cleaner must see replaced groups to delete them, so they are not hidden here.
+        A base file counts once its instant completed (or is older than the start of the
+        active timeline's writes, :meth:`Timeline.first_non_savepoint_commit`: archived,
+        hence completed; a clean or rollback left older than an archived commit does not
+        move that start, or the archived commit's base files would vanish from the plans
+        and a compaction would rewrite the slice from its logs alone, issue 35 F1); log
+        files count whatever their blocks (the log scanner skips uncommitted blocks); a
+        pending compaction adds its (still empty) new slice. The cleaner must see replaced
+        groups to delete them, so they are not hidden here.
         """
         self._load()
         assert self._groups is not None
         completed = {i.timestamp for i in self.timeline.instants if i.state == State.COMPLETED}
-        first = self.timeline.first()
+        start = self.timeline.first_non_savepoint_commit()
         out: dict[tuple[str, str], FileGroup] = {}
         for group in self.all_file_groups():
             key = group.file_group_id
@@ -485,7 +489,9 @@ class FileSystemView:
             for s in group.slices:
                 base = s.base_file
                 if base is not None and not (
-                        base.commit_time in completed or (first is not None and base.commit_time < first.timestamp)):
+                        base.commit_time in completed
+                        or (start is not None
+                            and normalize_instant_time(base.commit_time) < normalize_instant_time(start))):
                     base = None
                 if base is not None or s.log_files:
                     fg.slices.append(FileSlice(s.partition_path, s.file_id, s.base_instant, base, list(s.log_files)))

@@ -1,0 +1,1 @@
+"""Bounded soak of the table services (see service_loop.py)."""
