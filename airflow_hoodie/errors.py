@@ -69,7 +69,9 @@ class HoodieMetadataDamagedError(HoodieCorruptedDataError):
     """A metadata-table partition holds a corrupt or truncated block: the partition cannot
     answer for this job (a key or file it held would look absent)."""
 
-    def __init__(self, message: str, path: str = "", partition: str = "") -> None:
+    def __init__(self, message: str, path: str = "", partition: str = "", damaged: tuple = ()) -> None:
         super().__init__(message)
         self.path = path
         self.partition = partition
+        #: the damaged blocks (airflow_hoodie.table.log.log_reader.DamagedBlock), to word it anew
+        self.damaged = damaged

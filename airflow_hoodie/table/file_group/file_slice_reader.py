@@ -16,7 +16,7 @@ only moves data between them and keeps the read as narrow as the query allows:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -164,12 +164,15 @@ def scan_log_pieces(
     inflight_instants: Iterable[str] = (),
     keyed: bool = False,
     columns: Sequence[str] | None = None,
+    recorded_sizes: Mapping[str, int] | None = None,
 ) -> list[Piece]:
     """The data tables and delete sets of a slice's log files, in the order they were written.
 
     ``keyed``: the slice's records carry ``_hoodie_record_key`` (its base file does), so a
     data block without it has a corrupt SCHEMA header. ``columns``: the columns data blocks
-    are decoded with (None: all).
+    are decoded with (None: all). ``recorded_sizes``: path -> the size the file listing gave
+    (the metadata table's record, when it listed); a log now smaller lost committed blocks,
+    and the scan's warning says so (a damaged block is skipped as Hudi does, never silently).
 
     Block validity (committed instants, rollback command blocks, corrupt blocks, the as-of
     cut) is the log scanner's job (:func:`airflow_hoodie.table.log.log_reader.scan_log_files`);
@@ -186,6 +189,7 @@ def scan_log_pieces(
         timeline_start=timeline_start,
         inflight_instants=inflight_instants,
         columns=columns,
+        recorded_sizes=recorded_sizes,
     )
     pieces: list[Piece] = []
     for block in result.blocks:
@@ -319,6 +323,7 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
         opts.inflight_instants,
         keyed=base_schema is not None and RECORD_KEY in base_schema.names,
         columns=wanted,
+        recorded_sizes={lf.path: int(getattr(lf, "size", 0) or 0) for lf in logs},
     )
     for piece in log_pieces:
         if isinstance(piece, pa.Table):

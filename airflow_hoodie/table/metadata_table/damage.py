@@ -17,10 +17,10 @@ builds it again from the data files, the record index with a full scan (:mod:`ma
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 from airflow_hoodie.errors import HoodieMetadataDamagedError
-from airflow_hoodie.table.log.log_reader import DamagedBlock, LogScanResult
+from airflow_hoodie.table.log.log_reader import DamagedBlock, LogScanResult, scan_log_files
 
 #: what a block of each partition holds, for the message
 _HOLDS = {
@@ -37,19 +37,32 @@ REBUILD_ADVICE = (
     "full scan. Reads with hoodie.metadata.enable=false list storage and need no metadata table meanwhile.")
 
 
-def damage_message(partition: str, damaged: Iterable[DamagedBlock]) -> str:
+def damage_message(partition: str, damaged: Iterable[DamagedBlock], outcome: str = "Nothing was committed.") -> str:
+    """The message naming each damaged metadata log; ``outcome``: what this job does instead."""
     blocks = list(damaged)
     what = _HOLDS.get(partition, "records")
     return (f"The metadata table's {partition} partition is damaged: {'; '.join(d.describe() for d in blocks)}. "
             f"Hudi's readers skip such a block, and with it the {what}; so this job does not use the partition. "
-            f"Nothing was committed. {REBUILD_ADVICE}")
+            f"{outcome} {REBUILD_ADVICE}")
 
 
 def refuse_damage(scan: LogScanResult, partition: str) -> None:
     """Raise :class:`HoodieMetadataDamagedError` when the scan of a metadata-table file
     group skipped a corrupt block that no rollback cancelled."""
     if scan.damaged:
-        raise HoodieMetadataDamagedError(damage_message(partition, scan.damaged), scan.damaged[0].path, partition)
+        raise HoodieMetadataDamagedError(damage_message(partition, scan.damaged), scan.damaged[0].path, partition,
+                                         tuple(scan.damaged))
 
 
-__all__ = ["REBUILD_ADVICE", "damage_message", "refuse_damage"]
+def refuse_damaged_slice(storage: Any, file_slice: Any, partition: str) -> None:
+    """Refuse a metadata-table file slice whose logs hold a corrupt block no rollback
+    cancelled, before a writer appends to it. Only the blocks' framing is read (no record
+    is decoded): a writer that appended to a damaged partition would keep it in the state
+    Hudi's readers misread, and the metadata table's compaction would then merge the loss
+    into a base file, where nothing shows it any more."""
+    logs = [lf.path for lf in getattr(file_slice, "log_files", None) or []]
+    if logs:
+        refuse_damage(scan_log_files(storage, logs, None, (), decode=False, warn=False), partition)
+
+
+__all__ = ["REBUILD_ADVICE", "damage_message", "refuse_damage", "refuse_damaged_slice"]

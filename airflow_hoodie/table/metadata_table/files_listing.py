@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
 
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedError
+from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieMetadataDamagedError, HoodieNotSupportedError
+from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
 from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.metadata_table.damage import refuse_damage
+from airflow_hoodie.table.metadata_table.damage import damage_message, refuse_damage
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.metadata_record import (
     ALL_PARTITIONS_KEY,
@@ -44,6 +46,8 @@ from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import Timeline
+
+log = logging.getLogger(__name__)
 
 FILES_PARTITION = "files"
 #: the metadata table's own initial commits carry this prefix (SOLO_COMMIT_TIMESTAMP)
@@ -205,8 +209,50 @@ def merge_file_slice(storage: Storage, fs: Any, valid: set[str], pending: set[st
     return out
 
 
-def load_files_listing(storage: Storage, base_path: str, data_timeline: Timeline) -> FilesListing:
-    """The merged ``files`` partition of the table at ``base_path``."""
+def load_files_listing(storage: Storage, base_path: str, data_timeline: Timeline, *,
+                       fallback: bool = True) -> FilesListing:
+    """The merged ``files`` partition of the table at ``base_path``.
+
+    A files partition with a corrupt or truncated block (:mod:`damage`) cannot say which
+    files exist: Hudi's reader skips the block and its files vanish from the listing. With
+    ``fallback`` the listing comes from storage instead (what a reader with the metadata
+    table disabled sees; the file system view keeps only committed files either way), with
+    a warning naming the damaged log and how to rebuild; without it, the damage is raised.
+    A writer still refuses such a metadata table (metadata_writer), since it would keep a
+    partition Hudi's own readers misread."""
+    try:
+        return _load_files_listing(storage, base_path, data_timeline)
+    except HoodieMetadataDamagedError as exc:
+        if not fallback:
+            raise
+        log.warning("%s", damage_message(FILES_PARTITION, exc.damaged, "This read lists storage instead.")
+                    if exc.damaged else exc)
+        return storage_listing(storage, base_path)
+
+
+def storage_listing(storage: Storage, base_path: str) -> FilesListing:
+    """Every file under the table's partitions, from storage (``.hoodie`` left out): the
+    listing of a table without a usable files partition."""
+    prefix = base_path.rstrip("/") + "/"
+    listing = FilesListing()
+    partitions: set[str] = set()
+    for top in storage.list_dir(base_path):
+        if top.is_dir and top.name == ".hoodie":
+            continue
+        for st in [top] if not top.is_dir else storage.list_dir(top.path, recursive=True):
+            if st.is_dir:
+                continue
+            rel = st.path[len(prefix):] if st.path.startswith(prefix) else st.path
+            part, _, name = rel.rpartition("/")
+            if is_partition_metafile(name):
+                partitions.add(part)
+            else:
+                listing.files.setdefault(part, {})[name] = st.size
+    listing.partitions = sorted(partitions)  # the view adds the folders holding data files
+    return listing
+
+
+def _load_files_listing(storage: Storage, base_path: str, data_timeline: Timeline) -> FilesListing:
     # the metadata table's own view: the data table's view lists through this module
     from airflow_hoodie.table.file_group.file_system_view import FileSystemView  # noqa: PLC0415
 

@@ -21,6 +21,7 @@ from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
+from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
 from airflow_hoodie.table.metadata_table.files_change import FilesChange
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
@@ -92,6 +93,7 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
     block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
                      content=write_hfile(files_partition_records(change.files, change.partitions, version), schema))
     files_slice = _files_slice(mdt)
+    refuse_damaged_slice(mdt.storage, files_slice, FILES_PARTITION)  # never build on a damaged listing
     base_instant = files_slice.base_instant
     # a new log version per delta commit, with this writer's own token (Hudi's Spark writer
     # rolls over the same way; a store without append gets no special case); the slice's log
