@@ -28,6 +28,9 @@ class ConfigKey:
 
 _REGISTRY: dict[str, ConfigKey] = {}
 _ALIAS_OF: dict[str, str] = {}
+#: groups of keys that name one setting beyond a key's registered alternatives (the ordering
+#: field's spellings across Hudi versions): a write giving two of them different values is refused
+_SPELLINGS: list[tuple[str, ...]] = []
 _PREFIXES: set[str] = set()
 _LOADED = False
 
@@ -46,6 +49,24 @@ def register(*keys: ConfigKey) -> None:
         for alt in k.alternatives:
             _REGISTRY[alt] = ConfigKey(alt, k.default, k.doc)
             _ALIAS_OF[alt] = k.key
+
+
+def register_spellings(*keys: str) -> None:
+    """Declare ``keys`` as spellings of one setting (see :meth:`HoodieConfig.check_spellings_agree`)."""
+    _SPELLINGS.append(tuple(keys))
+
+
+def spelling_groups() -> list[tuple[str, ...]]:
+    """Every group of keys that spell one setting: each key with its registered alternatives,
+    and the groups declared with :func:`register_spellings`."""
+    load_registry()
+    groups = [(k.key, *k.alternatives) for name, k in _REGISTRY.items() if k.alternatives and name == k.key]
+    return groups + list(_SPELLINGS)
+
+
+def _same_value(a: str, b: str) -> bool:
+    """Two values of one setting agree: equal, or the same comma-separated list of names."""
+    return a == b or [p.strip() for p in a.split(",")] == [p.strip() for p in b.split(",")]
 
 
 def register_prefix(prefix: str) -> None:
@@ -133,12 +154,25 @@ class HoodieConfig:
         a misspelled ``hoodie.table.type`` would otherwise create a table of the default
         type, and a misspelled record-key field fail only after Spark started."""
         load_registry()
+        self.check_spellings_agree()
         typos = [(k, suggestion_for(k)) for k in self.unknown_keys()]
         typos = [(k, s) for k, s in typos if s]
         if typos:
             raise HoodieConfigError("; ".join(f"{k} is not a setting airflow-hoodie knows: did you mean {s}?"
                                               for k, s in typos) + ". Fix the key in hoodie_conf (or the connection's "
                                     "extra); nothing was submitted.")
+
+    def check_spellings_agree(self) -> None:
+        """Refuse two spellings of one setting given different values (``hoodie.table.ordering.fields``
+        and ``hoodie.datasource.write.precombine.field``, a key and its alias): which one wins
+        differs between readers and Hudi versions, so one of them would be ignored silently."""
+        for group in spelling_groups():
+            given = [(k, self._values[k]) for k in group if k in self._values]
+            for (k1, v1), (k2, v2) in zip(given, given[1:]):
+                if not _same_value(v1, v2):
+                    raise HoodieConfigError(
+                        f"{k1}={v1!r} and {k2}={v2!r} are two spellings of one setting with different values; "
+                        f"nothing was done. Keep one of them (or give both the same value).")
 
     def as_dict(self) -> dict[str, str]:
         return dict(self._values)
@@ -195,18 +229,32 @@ class HoodieConfig:
             if fallback is None:
                 raise HoodieConfigError(f"Setting {key!r} is required (true/false).")
             return fallback
-        low = raw.strip().lower()
-        if low in ("true", "1", "yes"):
-            return True
-        if low in ("false", "0", "no"):
-            return False
-        raise HoodieConfigError(f"Setting {key}={raw!r} must be true or false.")
+        return parse_bool(key, raw)
 
     def get_list(self, key: str) -> list[str]:
         raw = self.get(key)
         if not raw:
             return []
         return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def parse_bool(key: str, raw: str | bool) -> bool:
+    """A boolean setting as Hudi's writers read it, or refused.
+
+    Hudi parses booleans with Java's ``Boolean.parseBoolean``: ``true`` in any case is true,
+    every other value (``yes``, ``1``, ``True `` with a blank) is false. We read ``true`` and
+    ``false`` (any case) the same way; any other value is refused by name instead of being
+    applied one way here and read the other way by the next Hudi writer (or stored and read
+    back so)."""
+    text = str(raw)
+    if text.lower() == "true":
+        return True
+    if text.lower() == "false":
+        return False
+    raise HoodieConfigError(
+        f"Setting {key}={text!r} is not true or false. Hudi's writers read any value but 'true' (any case, "
+        f"without blanks) as false, so {text!r} would not mean what it seems to; nothing was done. "
+        f"Write {key}=true or {key}=false.")
 
 
 def parse_properties(text: str) -> dict[str, str]:

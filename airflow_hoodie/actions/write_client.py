@@ -135,6 +135,7 @@ class WriteClient:
 
     def __init__(self, base_uri: str, config: HoodieConfig, storage_options: Mapping[str, str] | None = None,
                  table_name: str | None = None) -> None:
+        config.check_spellings_agree()  # two spellings of the ordering field that disagree: refused (C27)
         self.base_uri = base_uri
         self.config = config
         self.storage_options = dict(storage_options or {})

@@ -248,8 +248,8 @@ def checked_ordering_field(config: HoodieConfig, operation: str) -> list[str]:
 
 
 def _stored_bool(config: HoodieConfig, key: str) -> str:
-    """A boolean table setting as the write applied it ("yes" and "True " apply as true):
-    stored verbatim, the table's next writer, and Java's parseBoolean, would read false."""
+    """A boolean table setting as the write applied it, stored as ``true``/``false`` (values
+    Java's parseBoolean would read otherwise than we do are refused by ``get_bool``)."""
     return "true" if config.get_bool(key, tp.DEFAULTS[key] == "true") else "false"
 
 

@@ -3,7 +3,7 @@ index settings) and the open-ended key families a write accepts."""
 
 from __future__ import annotations
 
-from airflow_hoodie.config import ConfigKey, register, register_prefix
+from airflow_hoodie.config import ConfigKey, register, register_prefix, register_spellings
 
 TABLE_TYPE = "hoodie.table.type"
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
@@ -96,6 +96,9 @@ register(
     ConfigKey(COMMIT_META_PREFIX, "_", "Write options whose key starts with this prefix are copied "
               "into the commit's extraMetadata (checkpoints, write identities)."),
 )
+# the ordering field, as Hudi 0.x (precombine field, and the payload's ordering field) and 1.x
+# (ordering fields) spell it: two of them with different values are refused (C27)
+register_spellings(ORDERING_FIELDS, PRECOMBINE_FIELD, "hoodie.table.precombine.field", "hoodie.payload.ordering.field")
 register_prefix("hoodie.write.commit.callback.")
 register_prefix("hoodie.datasource.write.keygenerator.")
 register_prefix("hoodie.keygen.")
