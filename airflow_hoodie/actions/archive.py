@@ -569,21 +569,55 @@ def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, config: HoodieCo
     return _archive(mdt, HoodieConfig({}), settings, earliest)
 
 
+def _newest_archived(table: HoodieTable) -> str | None:
+    """Timeline layout 2: the newest instant time the LSM history's latest snapshot holds
+    (from its manifest's file names); None on layout 1, whose archive log has no such index."""
+    if table.format.timeline_layout < 2 or not table.storage.exists(table.history_path):
+        return None
+    return LsmTimelineWriter(table.storage, table.history_path).newest_archived_instant()
+
+
 def _finish_killed_deletions(table: HoodieTable, tl: Timeline) -> Timeline:
-    """An archival killed while deleting what it archived (requested and inflight first,
-    completed last) leaves completed instants with no other state file. Those the archive
-    holds are deleted now, as that archival would have; archived again, they would be in
-    the archive twice. The archive is read only when such a leftover exists."""
+    """Delete the active files of instants a killed archival archived already; archived
+    again, they would be in the archive twice.
+
+    Two crashes leave such instants: one while deleting what was archived (requested and
+    inflight first, completed last), leaving completed instants with no other state file;
+    and, on timeline layout 2, one right after the LSM snapshot was published (``_version_``
+    written), before any active file went: every archived instant is then still complete on
+    the active timeline, and a retry -- after more writes, with a larger batch -- would
+    archive them again into a new level-0 file (issue 35, F5). Such instants are not newer
+    than the snapshot's newest instant. The archive itself is read only when a suspect
+    exists (savepointed commits left before an archived range are suspects too, and stay:
+    the archive does not hold them)."""
     pending_states = {i.timestamp for i in tl.all_instants if not is_completed(i)}
-    leftovers = [i for i in tl.instants if is_completed(i) and i.timestamp not in pending_states]
-    if not leftovers:
+    newest = _newest_archived(table)
+    suspects = [i for i in tl.instants if is_completed(i) and (
+        i.timestamp not in pending_states or (newest is not None and i.timestamp <= newest))]
+    if not suspects:
         return tl
     archived = {i.timestamp for i in table.archived_timeline().instants if is_completed(i)}
-    writer = table.timeline_writer()
-    done = [i for i in leftovers if i.timestamp in archived]
-    for inst in done:
-        writer.delete_instant_files(inst.timestamp, inst.action, completed_first=False)
+    done = [i for i in suspects if i.timestamp in archived]
+    _delete_archived_instants(table, done, tl.all_instants)
     return table.reload_timeline() if done else tl
+
+
+def _delete_archived_instants(table: HoodieTable, chosen: Sequence[Instant], all_files: Sequence[Instant]) -> list[str]:
+    """What follows an archive write: the archived writes' markers (Hudi deletes
+    ``.hoodie/.temp/<ts>``) and compaction plans kept in ``.aux``, then every state file of
+    the archived instants, requested and inflight first, completed last (a crash in between
+    leaves nothing archived looking pending). Returns the instant files deleted."""
+    timeline_dir = table.format.timeline_writer(table.storage, table.base_path).meta_path
+    for inst in chosen:
+        mk.delete_marker_dir(table.storage, table.base_path, inst.timestamp)
+        if inst.action in (Action.COMMIT, Action.DELTA_COMMIT):
+            table.storage.delete(table.storage.join(table.aux_path, f"{inst.timestamp}.compaction.requested"))
+    deleted = []
+    for f in deletion_order(state_files_of(chosen, all_files)):
+        crash_point("archive.delete")
+        if table.storage.delete(table.storage.join(timeline_dir, f.file_name)):
+            deleted.append(f.file_name)
+    return deleted
 
 
 def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings | None = None,
@@ -618,15 +652,7 @@ def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings
         archive_file = table.storage.uri(table.storage.join(table.history_path, name) if name else table.history_path)
         written = len(records)
     crash_point("archive.after_write")
-    for inst in chosen:  # markers of archived writes (Hudi deletes .hoodie/.temp/<ts>)
-        mk.delete_marker_dir(table.storage, table.base_path, inst.timestamp)
-        if inst.action in (Action.COMMIT, Action.DELTA_COMMIT):  # and compaction plans kept in .aux
-            table.storage.delete(table.storage.join(table.aux_path, f"{inst.timestamp}.compaction.requested"))
-    deleted = []
-    for f in deletion_order(files):
-        crash_point("archive.delete")
-        if table.storage.delete(table.storage.join(timeline_dir, f.file_name)):
-            deleted.append(f.file_name)
+    deleted = _delete_archived_instants(table, chosen, tl.all_instants)
     # after the active files are gone, as Hudi: merge small archive logs (0.14) or compact
     # and clean the LSM timeline's layers (1.x)
     compacted: list[str] = []

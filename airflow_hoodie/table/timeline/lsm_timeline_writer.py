@@ -210,6 +210,14 @@ class LsmTimelineWriter:
     def is_committed(self, name: str) -> bool:
         return any(e.file_name == name for e in self.manifest())
 
+    def newest_archived_instant(self) -> str | None:
+        """The newest instant time the latest snapshot holds, read from its file names
+        (``<min>_<max>_<layer>.parquet``), not from the files: what lets archival tell
+        cheaply whether an active instant may be archived already (a crash after the
+        snapshot was published, before the active files went)."""
+        names = [e.file_name for e in self.manifest() if FILE_NAME.match(e.file_name)]
+        return max((_bounds(n)[1] for n in names), default=None)
+
     def update_manifest(self, files_to_remove: Sequence[str], file_to_add: str) -> int:
         """Publish a new snapshot: the latest one minus ``files_to_remove`` plus ``file_to_add``.
 
