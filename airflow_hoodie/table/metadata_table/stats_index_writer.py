@@ -28,6 +28,7 @@ from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
+from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
 from airflow_hoodie.table.metadata_table.bloom_filter_index import BLOOM_FILTERS_PARTITION, bloom_filter_records
 from airflow_hoodie.table.metadata_table.column_stats import (
@@ -364,6 +365,7 @@ def append_stats(mdt: HoodieTable, instant_time: str, batch: StatsBatch, meta: C
         folder = mdt.storage.join(mdt.base_path, partition)
         for index, group in sorted(groups.items()):
             fs = slices[index]
+            refuse_damaged_slice(mdt.storage, fs, partition)  # never build on a damaged group (damage.py)
             block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
                              content=write_hfile(encode_records(group, version), schema))
             token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)

@@ -16,9 +16,12 @@ The rows are filtered again anyway, so a pruned read returns exactly the rows of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
+
+from airflow_hoodie.errors import HoodieMetadataDamagedError
 
 from airflow_hoodie.table.metadata_table.column_stats import (
     COLUMN_STATS_PARTITION,
@@ -29,6 +32,7 @@ from airflow_hoodie.table.metadata_table.column_stats import (
     range_from_payload,
     unscaled_decimal,
 )
+from airflow_hoodie.table.metadata_table.damage import damage_message
 from airflow_hoodie.table.metadata_table.index_keys import column_stats_key, partition_stats_key
 from airflow_hoodie.table.metadata_table.partition_stats import PARTITION_STATS_PARTITION
 from airflow_hoodie.table.metadata_table.stats_index_writer import kept_stats_partitions
@@ -37,6 +41,8 @@ from airflow_hoodie.table.metadata_table.stats_reader import index_partition_fil
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
     from airflow_hoodie.table.metadata_table.column_stats import ColumnRange
+
+log = logging.getLogger(__name__)
 
 #: a filter as the pruning takes it: (column, op, values in the stats' primitive form, their value type)
 TypedFilter = tuple[str, str, list[Any], str]
@@ -105,7 +111,9 @@ def prune_partitions_by_stats(table: HoodieTable, partitions: Iterable[str], fil
     if not filters or PARTITION_STATS_PARTITION not in kept_stats_partitions(table):
         return parts
     keys = {partition_stats_key(c, p): (p, i) for p in parts for i, (c, _o, _v, _t) in enumerate(filters)}
-    records = read_index_records(index_partition_files(table, PARTITION_STATS_PARTITION), keys)
+    records = _records_or_none(table, PARTITION_STATS_PARTITION, keys)
+    if records is None:
+        return parts
     dropped = set()
     for key, (part, i) in keys.items():
         rec = records.get(key)
@@ -118,6 +126,18 @@ def prune_partitions_by_stats(table: HoodieTable, partitions: Iterable[str], fil
         if not _may_match(rng, op, values, value_type):
             dropped.add(part)
     return parts - dropped
+
+
+def _records_or_none(table: HoodieTable, partition: str, keys: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The statistics records of ``keys``, or None when the partition is damaged: a skipped
+    block may hold the record that widened a range, so a read prunes nothing by it (always
+    correct: the rows are filtered anyway) and says so, naming the damaged log."""
+    try:
+        return read_index_records(index_partition_files(table, partition), keys)
+    except HoodieMetadataDamagedError as exc:
+        log.warning("%s", damage_message(partition, exc.damaged, "This read prunes nothing by it.")
+                    if exc.damaged else exc)
+        return None
 
 
 def _v1_value(value: Any, value_type: str, scale: int | None) -> tuple[bool, Any]:
@@ -209,7 +229,9 @@ def prune_slices_by_stats(table: HoodieTable, slices: Sequence[Any], filters: li
     columns = sorted({f[0] for f in filters})
     keys = {column_stats_key(c, s.partition_path, name): (c, s.partition_path, name)
             for s in slices for name in _slice_files(s) for c in columns}
-    records = read_index_records(index_partition_files(table, COLUMN_STATS_PARTITION), keys)
+    records = _records_or_none(table, COLUMN_STATS_PARTITION, keys)
+    if records is None:
+        return list(slices)
     kept = []
     for s in slices:
         files = _slice_files(s)

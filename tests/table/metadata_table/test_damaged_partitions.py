@@ -7,6 +7,8 @@ is correct; it must never answer "key absent"."""
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -82,3 +84,50 @@ def test_following_the_advice_rebuilds_the_index_and_the_upsert_updates(tmp_path
     assert not keys_twice(base)
     assert set(pc.unique(rows.column("ts")).to_pylist()) == {4}
     assert len(hudi_rs_rows(str(base))) == 1100
+
+
+STATS = {"hoodie.metadata.index.column.stats.enable": "true",
+         "hoodie.metadata.index.partition.stats.enable": "true"}
+
+
+def torn_since(folder: Path, since_ns: int) -> list[Path]:
+    """Cut 9 bytes off every log of ``folder`` written since ``since_ns`` (the last write's
+    blocks, in whichever file groups its keys hashed to)."""
+    logs = [p for p in folder.iterdir() if ".log." in p.name and p.stat().st_mtime_ns >= since_ns]
+    assert logs, f"no log written under {folder}"
+    for p in logs:
+        truncate(p, 9)
+    return logs
+
+
+def test_a_torn_statistics_log_prunes_nothing_in_reads_and_stops_writes(tmp_path, caplog, table_version):  # noqa: F811
+    # Hudi 0.14 (table version 6) has no partition_stats partition
+    for partition in ["column_stats"] + (["partition_stats"] if table_version >= 8 else []):
+        torn_statistics(tmp_path / partition, caplog, partition)
+
+
+def torn_statistics(base: Path, caplog: pytest.LogCaptureFixture, partition: str) -> None:
+    cfg = table_config("COPY_ON_WRITE", **STATS)
+    for start in range(0, 300, 100):  # file groups with disjoint ranges of v
+        write_arrow(str(base), batch(range(start, start + 100), 1), "upsert", cfg)
+    since = time.time_ns()
+    write_arrow(str(base), batch(range(300, 310), 2), "upsert", cfg)
+    filters = [("v", ">=", 10300)]
+    full = sorted(read_table(str(base), filters=filters, metadata_enable=False).column("id").to_pylist())
+    assert full == [f"k{i:04d}" for i in range(300, 310)]
+    torn = torn_since(base / ".hoodie" / "metadata" / partition, since)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert sorted(read_table(str(base), filters=filters).column("id").to_pylist()) == full
+    named = [r.getMessage() for r in caplog.records if any(t.name in r.getMessage() for t in torn)]
+    assert len(named) == 1, named  # once per read
+    assert f"{partition} partition is damaged" in named[0] and "prunes nothing" in named[0]
+    with pytest.raises(HoodieMetadataDamagedError) as err:
+        write_arrow(str(base), batch(range(300, 320), 3), "upsert", cfg)
+    assert any(t.name in str(err.value) for t in torn)
+    # the advice works
+    write_arrow(str(base), batch(range(300, 320), 3), "upsert", {**cfg, "hoodie.metadata.enable": "false"})
+    write_arrow(str(base), batch(range(320, 330), 4), "upsert", cfg)
+    assert (base / ".hoodie" / "metadata" / partition).exists()
+    got = sorted(read_table(str(base), filters=filters).column("id").to_pylist())
+    assert got == [f"k{i:04d}" for i in range(300, 330)]
