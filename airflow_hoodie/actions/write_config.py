@@ -212,7 +212,8 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         tp.URL_ENCODE_PARTITIONING: _stored_bool(config, tp.URL_ENCODE_PARTITIONING),
         tp.DROP_PARTITION_COLUMNS: tp.DEFAULTS[tp.DROP_PARTITION_COLUMNS],
         tp.BASE_FILE_FORMAT: tp.DEFAULTS[tp.BASE_FILE_FORMAT],
-        tp.POPULATE_META_FIELDS: tp.DEFAULTS[tp.POPULATE_META_FIELDS],
+        # honoured as on 1.x (it was stored as the default whatever the write asked)
+        tp.POPULATE_META_FIELDS: _stored_bool(config, tp.POPULATE_META_FIELDS),
         tp.DATABASE_NAME: config.get(tp.DATABASE_NAME) or "default",
         tp.CREATE_SCHEMA: json.dumps(avro_schema, separators=(",", ":")),
     }
