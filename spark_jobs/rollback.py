@@ -26,9 +26,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def job() -> dict:
         from airflow_hoodie.actions.rollback import rollback_latest_or
+        from airflow_hoodie.actions.write_identity import with_write_id
         from airflow_hoodie.table.hoodie_table import HoodieTable
 
-        config = load_config(args)
+        # the caller's identity: a retry of "roll back the latest write" finds its own rollback
+        config = with_write_id(load_config(args), args.write_id)
         table = HoodieTable.load(args.base_path, storage_options(args) or None)
         return rollback_latest_or(table, args.instant_time, config)
 

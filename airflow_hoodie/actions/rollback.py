@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping, Sequence
 
+from airflow_hoodie.actions.rollback_identity import RollbackRecord, record_rollback, recorded_rollback
 from airflow_hoodie.actions.transaction.failed_writes import live_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
@@ -326,12 +327,22 @@ def _append_rollback_block(table: HoodieTable, req: Mapping[str, Any], ts: str, 
 def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Entry for the rollback job: the given instant, or the latest write instant. Decided
     and done under the table lock; a pending write whose heartbeat is live is refused (it
-    belongs to a running task)."""
+    belongs to a running task).
+
+    "The latest write" with the caller's write identity in ``config`` (the job's ``--write-id``):
+    a retry whose earlier try completed its rollback returns that rollback instead of rolling
+    back the write before it (:mod:`rollback_identity`)."""
+    from airflow_hoodie.actions.write_identity import write_id_key  # noqa: PLC0415 - it imports this module
 
     table.prepare_for_change(config)
     tm = transaction_manager_for(table, config)
+    write_id = config.get(write_id_key(config)) if config is not None and instant_time is None else None
     with tm.transaction("roll back an instant"):
         tl = table.reload_timeline()
+        earlier = _completed_by_earlier_try(table, tl, write_id) if write_id else None
+        if earlier is not None:
+            return {"instant": earlier.rollback_instant, "action": "rollback", "state": "COMPLETED",
+                    "rolled_back": earlier.target, "already_rolled_back": True}
         unfinished = [p["instantToRollback"]["commitTime"] for _, p in pending_rollbacks(tl)]
         if instant_time is None and unfinished:
             # a killed rollback (this task's earlier try, under the lock as this one is) is
@@ -356,9 +367,34 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
         if target is not None and target.is_completed:
             _refuse_savepointed(tl, instant_time)
             _refuse_beside_writers_built_on(table, tm, target)
-        ts = rollback_instant(table, instant_time, config)
+        rollback_time = None
+        if write_id:
+            # recorded before the rollback instant exists: a retry trusts the record only once
+            # the timeline holds that rollback, completed
+            resumed = next((r.timestamp for r, p in pending_rollbacks(tl)
+                            if (p.get("instantToRollback") or {}).get("commitTime") == instant_time), None)
+            rollback_time = resumed or table.new_instant_time()
+            record_rollback(table, RollbackRecord(write_id, rollback_time, instant_time))
+        ts = rollback_instant(table, instant_time, config, rollback_time=rollback_time)
     tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
+
+
+def _completed_by_earlier_try(table: HoodieTable, tl: Any, write_id: str) -> RollbackRecord | None:
+    """The rollback an earlier try of this task (same write identity) completed, as its record
+    names it and the timeline confirms: that rollback instant is completed and rolled back the
+    recorded target."""
+    record = recorded_rollback(table, write_id)
+    if record is None:
+        return None
+    done = tl.get(record.rollback_instant)
+    if done is None or not done.is_completed or done.action != Action.ROLLBACK:
+        return None  # that try never got as far (or its rollback is pending: resumed below)
+    try:
+        md = avro_codec.deserialize(tl.read_details(done), "HoodieRollbackMetadata")
+    except Exception:  # noqa: BLE001 - unreadable metadata confirms nothing
+        return None
+    return record if record.target in (md.get("commitsRollback") or []) else None
 
 
 def _refuse_savepointed(tl: Any, instant_time: str) -> None:

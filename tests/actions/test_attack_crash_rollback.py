@@ -12,6 +12,7 @@ import pytest
 
 from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.actions.write_identity import format_write_id, with_write_id
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
@@ -50,22 +51,42 @@ def test_the_retry_of_a_killed_rollback_of_the_latest_write_rolls_back_nothing_m
     assert_metadata_describes_storage(base, "the retry of a killed rollback")
 
 
-@pytest.mark.xfail(strict=True, reason="C11b: a 'latest write' rollback task killed after its rollback completed "
-                   "(removing the target's heartbeat) is retried and rolls back the write before as well")
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
 def test_the_retry_of_a_rollback_killed_after_it_completed_rolls_back_nothing_more(
         tmp_path: Path, version: int, table_type: str) -> None:
+    """C11b: the job tags its rollback with the caller's write identity (--write-id, as the
+    operators pass it); the retry finds its own completed rollback and reports it."""
     base = str(tmp_path / "t")
     cfg = _simple_config(version, table_type)
     write_arrow(base, lake_rows([{"id": "a", "p": "p0", "ts": 1, "v": "a1", "d": None},
                                  {"id": "b", "p": "p0", "ts": 1, "v": "b1", "d": None}]), "upsert", cfg)
     write_arrow(base, _one("a", 2, "a2"), "upsert", cfg)
-    write_arrow(base, _one("b", 3, "b3"), "upsert", cfg)
-    assert run_killed(lambda: rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg)),
+    b3 = write_arrow(base, _one("b", 3, "b3"), "upsert", cfg).instant
+    task = with_write_id(HoodieConfig(cfg), format_write_id("dag", "run-1", "roll_back_latest"))
+    assert run_killed(lambda: rollback_latest_or(HoodieTable.load(base), None, task),
                       lambda name, path: name == "delete" and "/.heartbeat/" in path)  # after the .rollback completed
     assert _values(base) == {"a": "a2", "b": "b1"}
-    rollback_latest_or(HoodieTable.load(base), None, HoodieConfig(cfg))  # the Airflow retry (the task never reported)
+    retry = rollback_latest_or(HoodieTable.load(base), None, task)  # the Airflow retry (the task never reported)
     assert _values(base) == {"a": "a2", "b": "b1"}  # read a1, b1
+    assert retry["already_rolled_back"] and retry["rolled_back"] == b3
+    assert HoodieTable.load(base).timeline.get(retry["instant"]).is_completed
+
+
+def test_another_task_rolling_back_the_latest_write_is_a_new_request(tmp_path: Path) -> None:
+    """The record is the task's own: another task (another identity) rolls back the write before."""
+    base = str(tmp_path / "t")
+    cfg = _simple_config(6)
+    write_arrow(base, _one("a", 1, "a1"), "upsert", cfg)
+    write_arrow(base, _one("a", 2, "a2"), "upsert", cfg)
+    write_arrow(base, _one("a", 3, "a3"), "upsert", cfg)
+    first = with_write_id(HoodieConfig(cfg), format_write_id("dag", "run-1", "roll_back_latest"))
+    second = with_write_id(HoodieConfig(cfg), format_write_id("dag", "run-2", "roll_back_latest"))
+    rollback_latest_or(HoodieTable.load(base), None, first)
+    assert _values(base) == {"a": "a2"}
+    assert rollback_latest_or(HoodieTable.load(base), None, first).get("already_rolled_back")  # its retry
+    assert _values(base) == {"a": "a2"}
+    rollback_latest_or(HoodieTable.load(base), None, second)
+    assert _values(base) == {"a": "a1"}
 
 
 def test_a_resumed_version_6_rollback_leaves_no_unlisted_log_file(tmp_path: Path) -> None:
