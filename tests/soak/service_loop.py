@@ -120,8 +120,8 @@ class ServiceLoop:
         return planned.instant.timestamp
 
     def archive(self) -> str | None:
-        run_archive(self.load(), self.conf())
-        return None
+        """The newest instant archived, or None when the rules archived nothing."""
+        return run_archive(self.load(), self.conf()).get("instant")
 
     # ------------------------------------------------------------------ checks
     def check(self, step: str) -> None:
