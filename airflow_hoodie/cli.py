@@ -483,8 +483,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--query-type", default="snapshot", choices=["snapshot", "read_optimized", "incremental"])
     p.add_argument("--as-of", help="time travel: instant time")
-    p.add_argument("--start", help="incremental: exclusive start instant")
-    p.add_argument("--end", help="incremental: inclusive end instant")
+    p.add_argument("--start", help="incremental: exclusive start; an instant time on table version 6, a "
+                   "completion time on 8/9 (the 'checkpoint' our sensors, results and Asset events give)")
+    p.add_argument("--end", help="incremental: inclusive end, in the same time as --start")
     p.add_argument("--columns", help="comma-separated columns")
     p.add_argument("--filter", action="append", metavar="EXPR", help="e.g. 'city=sf', 'fare>=10', 'id in 1|2' (repeatable, AND)")
     p.add_argument("--format", default="table", choices=["table", "jsonl"])

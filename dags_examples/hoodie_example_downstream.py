@@ -1,8 +1,11 @@
 """Downstream: runs whenever the trips table's Asset gets an event, reads only what is new.
 
 The upsert (and compaction/clustering) tasks emit the table's Asset event with the
-instant they completed. This DAG reads the table incrementally over
-``(previous end, newest instant]`` with our reader (no Spark) and reports what arrived.
+instant they completed and its ``checkpoint``. This DAG reads the table incrementally over
+``(previous end, newest checkpoint]`` with our reader (no Spark) and reports what arrived.
+A checkpoint is where an incremental read goes on: the completion time on Hudi 1.x tables
+(versions 8 and 9, where commits may complete out of order), the instant time on version 6;
+checkpointing it reads each commit exactly once.
 """
 
 from __future__ import annotations
@@ -36,15 +39,15 @@ with DAG(
 
         base_path = table_uri_from_asset(TRIPS)
         instants = sorted(
-            str(event.extra["instant"])
+            str(event.extra.get("checkpoint") or event.extra["instant"])
             for events in (triggering_asset_events or {}).values()
             for event in events
             if event.extra and event.extra.get("instant")
         )
         # data writes only: compaction and clustering rewrite files but keep commit times
-        writes = [v.timestamp for v in (load_views(base_path) or [])
-                  if v.state == "COMPLETED" and v.action in ("commit", "deltacommit", "replacecommit")
-                  and v.kind not in ("compaction", "logcompaction", "clustering")]
+        writes = sorted(v.checkpoint for v in (load_views(base_path) or [])
+                        if v.state == "COMPLETED" and v.action in ("commit", "deltacommit", "replacecommit")
+                        and v.kind not in ("compaction", "logcompaction", "clustering"))
         end = instants[-1] if instants else (writes[-1] if writes else None)
         previous = ti.xcom_pull(task_ids="read_new_commits", include_prior_dates=True) if ti else None
         if isinstance(previous, dict) and previous.get("end"):

@@ -325,12 +325,13 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
         engine.report(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
                       f"for {action} {instant}")
         stats = engine.write(tasks, insert_plan, make_context(client, cfg, instant, operation, avro))
-        client.commit(instant, action, operation, stats, avro, replaced)
+        done = client.commit(instant, action, operation, stats, avro, replaced)
     engine.report(f"committed {action} {instant} in {time.monotonic() - started:.1f} s")
     engine.release()
     result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
                          unknown_keys=client.config.unknown_keys(),
-                         replaced_file_groups=sum(len(v) for v in (replaced or {}).values()))
+                         replaced_file_groups=sum(len(v) for v in (replaced or {}).values()),
+                         completion_time=done.completion_time)
     summarize(result, stats)
     run_commit_callback(client, cfg, result)
     return result

@@ -120,9 +120,17 @@ class WriteResult:
     rolled_back: list[str] = field(default_factory=list)
     unknown_keys: list[str] = field(default_factory=list)
     replaced_file_groups: int = 0
+    #: Hudi 1.x: when the commit completed; None on version 6, whose timeline has no completion times
+    completion_time: str | None = None
+
+    @property
+    def checkpoint(self) -> str:
+        """What a downstream incremental reader passes as ``start`` to go on after this commit
+        (:attr:`Instant.checkpoint`)."""
+        return self.completion_time or self.instant
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "checkpoint": self.checkpoint}
 
 
 def check_unknown_keys(config: HoodieConfig) -> list[str]:
@@ -316,8 +324,9 @@ class WriteClient:
             self.table.format.encode_inflight(action, workload_profile(tasks, operation, commit_extra_metadata(self.config))))
 
     def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
-               avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> None:
-        """Reconcile against markers, write partition metadata, complete the instant, drop markers."""
+               avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> Instant:
+        """Reconcile against markers, write partition metadata, complete the instant, drop markers.
+        Returns the completed instant, with its completion time on Hudi 1.x."""
         written = {st["path"] for st in stats if st.get("path")}
         for m in mk.list_markers(self.storage, self.base_path, instant_time):
             if m.io_type in (mk.IO_CREATE, mk.IO_MERGE) and m.data_path not in written:
@@ -346,7 +355,7 @@ class WriteClient:
 
         with self.txn.transaction(f"commit {instant_time}"):
             try:
-                self.table.complete(own, meta, pre_commit)
+                done = self.table.complete(own, meta, pre_commit)
             except HoodieWriteConflictError:
                 # still under the lock: the rollback's metadata-table delta commit and the
                 # services it runs must not interleave with another writer's (Hudi's writers
@@ -355,6 +364,7 @@ class WriteClient:
                 raise
         self.txn.heartbeats.stop(instant_time)
         mk.delete_marker_dir(self.storage, self.base_path, instant_time)
+        return done
 
     @contextmanager
     def aborting_on_failure(self, instant_time: str) -> Iterator[None]:

@@ -124,6 +124,8 @@ def result_of(found: FoundWrite, base_path: str) -> dict[str, Any]:
     operation = getattr(found.metadata, "operation_type", None)
     return {
         "instant": found.completed.timestamp,
+        "completion_time": found.completed.completion_time,
+        "checkpoint": found.completed.checkpoint,
         "action": found.completed.action,
         "state": "COMPLETED",
         "operation": str(operation).lower() if operation else None,

@@ -51,12 +51,12 @@ NOTHING_TO_DO_SUCCESS = "success"
 NOTHING_TO_DO_SKIP = "skip"
 
 #: result keys copied onto the Asset event (small, JSON-safe, useful downstream)
-ASSET_EXTRA_KEYS = ("instant", "action", "state", "operation", "table_type", "base_path",
-                    "inserts", "updates", "deletes", "files_written", "bytes_written", "num_writes")
+ASSET_EXTRA_KEYS = ("instant", "completion_time", "checkpoint", "action", "state", "operation", "table_type",
+                    "base_path", "inserts", "updates", "deletes", "files_written", "bytes_written", "num_writes")
 
 
 #: result keys shown in the task log's summary table, in this order
-SUMMARY_KEYS = ("instant", "action", "operation", "state", "inserts", "updates", "deletes", "files_written",
+SUMMARY_KEYS = ("instant", "completion_time", "action", "operation", "state", "inserts", "updates", "deletes", "files_written",
                 "bytes_written", "partitions", "compacted_file_groups", "replaced_file_groups", "rolled_back",
                 "retry_of_completed_write", "found_on_timeline")
 
@@ -276,8 +276,10 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
 
     def _finish(self, context: Any, result: dict[str, Any]) -> dict[str, Any]:
         """Log, XCom, Asset event: the same for a direct run and a deferred one."""
-        self._last_result = result
         base_uri = self._hook.require_base_path()
+        if not self.is_nothing_to_do(result):
+            result = self._with_checkpoint(result)
+        self._last_result = result
         if self.is_nothing_to_do(result):
             reason = result.get("reason") or result.get("message") or "the job found nothing to do"
             self._drop_table_outlets()
@@ -296,9 +298,26 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
             setattr(self, RAN_HERE_ATTR, ui_url)
         if ti is not None:
             ti.xcom_push(key="instant", value=result.get("instant"))
+            ti.xcom_push(key="checkpoint", value=result.get("checkpoint"))
             if ui_url:
                 ti.xcom_push(key=SPARK_UI_XCOM_KEY, value=ui_url)
         return result
+
+    def _with_checkpoint(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A service's result names its instant by requested time only; downstream readers
+        resume incremental reads at its checkpoint, which on Hudi 1.x is the completion time
+        the timeline holds (a write's result carries both already)."""
+        instant = result.get("instant")
+        if not instant or "checkpoint" in result:
+            return result
+        try:
+            completed = self._hook.get_table().timeline.completed().instants
+        except HoodieTableNotFoundError:  # a job that answers for a table it did not create
+            return result
+        done = next((i for i in completed if i.timestamp == str(instant) and i.action != "savepoint"), None)
+        if done is None:  # not a completed instant of the active timeline (an archival's last one)
+            return result
+        return {**result, "completion_time": done.completion_time, "checkpoint": done.checkpoint}
 
     def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
         """Datasets the job read: a table service reads the table it rewrites."""
@@ -380,6 +399,22 @@ class HoodieUpsertOperator(HoodieBaseOperator):
         self.source = source
         self.source_format = source_format
         self.operation = operation
+
+    def _with_checkpoint(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A service's result names its instant by requested time only; downstream readers
+        resume incremental reads at its checkpoint, which on Hudi 1.x is the completion time
+        the timeline holds (a write's result carries both already)."""
+        instant = result.get("instant")
+        if not instant or "checkpoint" in result:
+            return result
+        try:
+            completed = self._hook.get_table().timeline.completed().instants
+        except HoodieTableNotFoundError:  # a job that answers for a table it did not create
+            return result
+        done = next((i for i in completed if i.timestamp == str(instant) and i.action != "savepoint"), None)
+        if done is None:  # not a completed instant of the active timeline (an archival's last one)
+            return result
+        return {**result, "completion_time": done.completion_time, "checkpoint": done.checkpoint}
 
     def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
         return (self.source,)

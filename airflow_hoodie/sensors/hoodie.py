@@ -110,12 +110,16 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
     :param state: ``"completed"`` (default), ``"inflight"`` or ``"requested"``; an instant
         that went further (e.g. completed while waiting for inflight) also matches.
     :param instant_time: wait for this very instant.
-    :param after: match only instants newer than this timestamp; ``"last_seen"`` means
-        newer than the instant this sensor matched in its previous DAG run (any instant
-        on the first run).
+    :param after: match only instants past this one (its instant time) or past this
+        checkpoint (an XCom's ``checkpoint``); ``"last_seen"`` means past the instant this
+        sensor matched in its previous DAG run (any instant on the first run). On Hudi 1.x
+        tables (versions 8, 9) a wait for completed instants goes by *completion* time, so a
+        commit that completes after a newer one is still matched once, after it; on version 6
+        and for requested/inflight waits it goes by instant time.
 
-    XCom: ``{"instant", "action", "kind", "state", "timestamp", "matched": [...]}`` for
-    the newest matching instant.
+    XCom: ``{"instant", "action", "kind", "state", "timestamp", "completion_time",
+    "checkpoint", "matched": [...]}`` for the newest matching instant; pass ``checkpoint``
+    as ``start=`` of an incremental :func:`~airflow_hoodie.table.read.read_table`.
     """
 
     template_fields: Sequence[str] = (*_HoodieTimelineSensor.template_fields, "instant_time", "after", "actions")
@@ -135,7 +139,7 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
         self.instant_time = instant_time
         self.after = after
 
-    def _last_seen(self, context: Any) -> str | None:
+    def _last_seen(self, context: Any) -> Mapping[str, Any] | None:
         ti = context.get("ti") if context else None
         if ti is None:
             return None
@@ -146,14 +150,14 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
             return None
         if isinstance(previous, list):  # some backends return one value per run
             previous = next((p for p in reversed(previous) if p), None)
-        if isinstance(previous, Mapping):
-            return previous.get("instant")
-        return None
+        return previous if isinstance(previous, Mapping) else None
 
     def condition(self, context: Any) -> dict[str, Any]:
         after = self.after
         if after == LAST_SEEN:
-            after = self._last_seen(context)
+            previous = self._last_seen(context) or {}
+            # an XCom of an older release has no checkpoint: go on after the instant it named
+            after = previous.get("checkpoint") or previous.get("instant")
         return timeline_condition.instant_condition(
             actions=self.actions, state=self.state, instant_time=self.instant_time, after=after
         )
@@ -172,7 +176,8 @@ class HoodiePendingServiceSensor(_HoodieTimelineSensor):
 
     :param services: any of ``compaction``, ``logcompaction``, ``clustering``.
 
-    XCom: ``{"pending": [], "services": [...], "instant": <latest completed instant>}``.
+    XCom: ``{"pending": [], "services": [...], "instant": <latest completed instant>,
+    "completion_time", "checkpoint"}``.
     """
 
     def __init__(

@@ -163,7 +163,7 @@ def bulk_insert_dataframe(
             except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
                 raise translate_job_error(exc) from exc
             stats = [json.loads(r[0]) for r in rows]
-            client.commit(instant, action, "bulk_insert", stats, avro, None)
+            done = client.commit(instant, action, "bulk_insert", stats, avro, None)
     except BaseException as exc:
         if first_write:
             try:
@@ -173,7 +173,7 @@ def bulk_insert_dataframe(
                              f"{cleanup}. It holds no commit; delete {client.base_uri} before writing again.")
         raise
     result = WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
-                           unknown_keys=config.unknown_keys())
+                           unknown_keys=config.unknown_keys(), completion_time=done.completion_time)
     summarize(result, stats)
     run_commit_callback(client, cfg, result)
     return result

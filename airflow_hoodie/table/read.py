@@ -419,7 +419,13 @@ def read_table(
     ``query_type``: ``snapshot`` (default), ``read_optimized`` or ``incremental``.
     ``as_of``: time travel to this instant (snapshot and read-optimized).
     ``start``/``end``: the incremental window ``(start, end]``; ``end`` defaults to the latest
-    completed instant, ``start`` to the beginning of the timeline.
+    completed instant, ``start`` to the beginning of the timeline. On table version 6 they
+    are instant times; on versions 8 and 9 they are *completion* times, as Hudi 1.x's
+    incremental queries take them (commits can complete out of order there). Pass the
+    ``checkpoint`` that our sensors' XCom, ``WriteResult`` and Asset events carry: it is the
+    right one of the two for the table. A 1.x bound that is the requested time of a commit
+    that completed later is ambiguous (it names that commit, but as a completion time it
+    would read it again) and is refused, naming the completion time to use.
     ``columns``: projection (meta columns included only if named); None returns every column,
     ``_hoodie_*`` meta columns first. ``filters``: AND-ed ``(column, op, value)`` tuples, used
     to prune partitions and pushed into parquet reads. ``metadata_enable`` (Hudi's
@@ -434,6 +440,8 @@ def read_table(
     table = _load_table(base_path, storage_options)
     table.use_metadata_table = metadata_enable
     timeline = table.timeline
+    if query_type == "incremental":
+        _refuse_requested_time_bounds(timeline, start=start, end=end)
     commits = _completed_write_instants(timeline)
     visible = _visible_commits(timeline, commits, query_type, as_of, end)
     schema = table_schema(table, visible if len(visible) else commits)
@@ -569,6 +577,25 @@ def _refuse_hollow_window(timeline: Timeline, last: str) -> None:
             f"Found hollow commit: {inst.action} {inst.timestamp} is pending before the window's end {last}; its rows "
             "would be missed by a reader that goes on from that end. End the window before it, or read once it "
             "completed or was rolled back.")
+
+
+def _refuse_requested_time_bounds(timeline: Timeline, **bounds: str | None) -> None:
+    """On Hudi 1.x an incremental bound is a completion time. A consumer that checkpointed
+    a commit's requested time (``_hoodie_commit_time``, or an instant as older releases of
+    this provider handed it on) would read that commit a second time, or skip one that
+    completed out of order; such a bound is refused rather than guessed."""
+    if not timeline.tracks_completion_time:
+        return
+    done = timeline.completion_times()
+    completions = set(done.values())
+    for name, value in bounds.items():
+        completed_at = done.get(value) if value else None
+        if completed_at is None or completed_at == value or value in completions:
+            continue
+        raise HoodieConfigError(
+            f"{name}={value!r} is the requested time of a commit that completed at {completed_at}; on this "
+            f"Hudi 1.x table incremental reads take completion times. Pass {name}={completed_at!r} (the "
+            "'checkpoint' of our sensors' XCom, WriteResult and Asset events) to go on after that commit.")
 
 
 def _visible_commits(timeline: Timeline, commits: Timeline, query_type: str, as_of: str | None,

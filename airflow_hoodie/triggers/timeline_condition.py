@@ -41,9 +41,17 @@ class InstantView:
     action: str
     kind: str
     state: str
+    #: Hudi 1.x: when the instant completed; None while pending and on version 6
+    completion_time: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+    @property
+    def checkpoint(self) -> str:
+        """Where a downstream incremental read goes on after this instant
+        (:attr:`Instant.checkpoint`): the completion time on Hudi 1.x, else the instant time."""
+        return self.completion_time or self.timestamp
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {**asdict(self), "checkpoint": self.checkpoint}
 
     def is_a(self, action: str) -> bool:
         return action in (self.action, self.kind)
@@ -72,7 +80,8 @@ def instant_views(timeline: Timeline) -> list[InstantView]:
             kind = Action.CLUSTERING if timeline.is_clustering(ts) else Action.REPLACE_COMMIT
         if inst.is_completed and kind in _COMPLETES_AS:
             action = _COMPLETES_AS[kind]
-        views.append(InstantView(ts, action, kind, normalize_state(inst.state)))
+        completion = inst.completion_time if inst.is_completed and inst.action != Action.SAVEPOINT else None
+        views.append(InstantView(ts, action, kind, normalize_state(inst.state), completion))
     return views
 
 
@@ -92,7 +101,9 @@ def instant_condition(
     instant_time: str | None = None,
     after: str | None = None,
 ) -> dict[str, Any]:
-    """A JSON-serializable "wait for an instant" condition (triggers store their kwargs)."""
+    """A JSON-serializable "wait for an instant" condition (triggers store their kwargs).
+
+    ``after`` is an instant time or a checkpoint (see :func:`_after_position`)."""
     return {
         "kind": "instant",
         "actions": sorted({str(a) for a in actions}) if actions else None,
@@ -100,6 +111,22 @@ def instant_condition(
         "instant_time": instant_time or None,
         "after": after or None,
     }
+
+
+def _position(view: InstantView, target_state: str) -> str:
+    """What ``after`` is compared with: a completed wait on Hudi 1.x goes by completion time,
+    so that a commit which completes after a newer one is still seen once, after it."""
+    return view.checkpoint if target_state == COMPLETED else view.timestamp
+
+
+def _after_position(after: str | None, target_state: str, views: list[InstantView]) -> str | None:
+    """``after`` names an instant on the timeline (its instant time: the wait goes on past
+    that instant's position) or is a checkpoint. Requested and completion times of one table
+    come from one clock, so the two never collide."""
+    if not after:
+        return None
+    named = next((v for v in views if v.timestamp == after), None)
+    return _position(named, target_state) if named is not None else after
 
 
 def no_pending_condition(services: Iterable[str] = ("compaction", "clustering")) -> dict[str, Any]:
@@ -118,14 +145,14 @@ def evaluate(condition: Mapping[str, Any], views: list[InstantView] | None) -> d
         target_state = condition["state"]
         actions = condition.get("actions")
         instant_time = condition.get("instant_time")
-        after = condition.get("after")
-        matches = [
+        after = _after_position(condition.get("after"), target_state, views)
+        matches = sorted((
             v for v in views
             if v.reached(target_state)
             and (not actions or any(v.is_a(a) for a in actions))
             and (instant_time is None or v.timestamp == instant_time)
-            and (after is None or v.timestamp > after)
-        ]
+            and (after is None or _position(v, target_state) > after)
+        ), key=lambda v: _position(v, target_state))
         if not matches:
             return None
         newest = matches[-1]
@@ -136,9 +163,12 @@ def evaluate(condition: Mapping[str, Any], views: list[InstantView] | None) -> d
         pending = [v for v in views if v.state != COMPLETED and v.kind in services]
         if pending:
             return None
-        completed = [v for v in views if v.state == COMPLETED]
+        completed = sorted((v for v in views if v.state == COMPLETED), key=lambda v: v.checkpoint)
+        last = completed[-1] if completed else None
         return {"pending": [], "services": sorted(services),
-                "instant": completed[-1].timestamp if completed else None}
+                "instant": last.timestamp if last else None,
+                "completion_time": last.completion_time if last else None,
+                "checkpoint": last.checkpoint if last else None}
     raise ValueError(f"Unknown timeline condition {condition!r}")
 
 

@@ -139,7 +139,8 @@ def test_pending_service_sensor_poke(tmp_path):
     assert only_compaction.poke(ctx()).xcom_value["pending"] == []
     assert both.poke(ctx()) is False  # clustering still pending
     (base / ".hoodie" / f"{T3}.replacecommit").write_bytes(b"{}")
-    assert both.poke(ctx()).xcom_value == {"pending": [], "services": ["clustering", "compaction"], "instant": T3}
+    assert both.poke(ctx()).xcom_value == {"pending": [], "services": ["clustering", "compaction"], "instant": T3,
+                                              "completion_time": None, "checkpoint": T3}
 
 
 def test_pending_service_sensor_rejects_unknown_service():
@@ -205,7 +206,8 @@ def test_deferrable_pending_service_sensor(tmp_path):
         sensor.execute(ctx())
     (base / ".hoodie" / f"{T2}.commit").write_bytes(b"{}")
     event = asyncio.run(asyncio.wait_for(info.value.trigger.run().__anext__(), 5))
-    assert event.payload == {"status": "success", "pending": [], "services": ["clustering", "compaction"], "instant": T2}
+    assert event.payload == {"status": "success", "pending": [], "services": ["clustering", "compaction"], "instant": T2,
+                             "completion_time": None, "checkpoint": T2}
 
 
 def test_trigger_never_blocks_the_event_loop(monkeypatch, tmp_path):

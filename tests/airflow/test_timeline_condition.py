@@ -39,7 +39,8 @@ def test_no_pending_waits_while_a_service_is_pending():
     assert evaluate(cond, VIEWS) is None
     assert [v.timestamp for v in pending_services(VIEWS, ["clustering", "compaction"])] == ["003"]
     done = evaluate(no_pending_condition(["compaction"]), VIEWS)
-    assert done == {"pending": [], "services": ["compaction"], "instant": "002"}
+    assert done == {"pending": [], "services": ["compaction"], "instant": "002", "completion_time": None,
+                    "checkpoint": "002"}
 
 
 def test_no_table_means_wait_and_bad_input_fails_early():

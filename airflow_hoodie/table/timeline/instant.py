@@ -113,6 +113,14 @@ class Instant:
         if self.state == State.REQUESTED and self.action == Action.SAVEPOINT:
             raise HoodieTimelineError("A savepoint has no requested state in Hudi; start at inflight.")
 
+    @property
+    def checkpoint(self) -> str:
+        """Where a reader that consumed this (completed) instant resumes an incremental read:
+        its completion time on Hudi 1.x tables, whose incremental windows are completion-time
+        ranges (a commit that completes later than a newer one must still come after it),
+        its instant time on version 6."""
+        return self.completion_time or self.timestamp
+
     # ------------------------------------------------------------------ states
     @property
     def is_completed(self) -> bool:
