@@ -71,3 +71,54 @@ def test_a_truncated_files_partition_log_is_named_and_reads_list_storage(tmp_pat
     assert (base / ".hoodie" / "metadata" / "files").exists()
     assert by_ts(base) == {1: 85, 2: 5, 3: 10, 4: 5, 5: 5}
     assert len(hudi_rs_rows(str(base))) == 110
+
+
+def test_a_metadata_table_without_hoodie_properties_is_named_and_the_next_write_rebuilds_it(tmp_path, caplog):
+    base = tmp_path / "t"
+    cfg = table_config("MERGE_ON_READ", **{"hoodie.metadata.record.index.enable": "true",
+                                           "hoodie.index.type": "RECORD_INDEX"})
+    write_arrow(str(base), batch(range(0, 100), 1), "upsert", cfg)
+    write_arrow(str(base), batch(range(0, 20, 2), 2), "upsert", cfg)
+    props = base / ".hoodie" / "metadata" / ".hoodie" / "hoodie.properties"
+    props.unlink()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert by_ts(base) == {1: 90, 2: 10}  # reads list storage, as Hudi's readers do
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "metadata/.hoodie/hoodie.properties is missing" in said
+    assert "create one by running an upsert" not in said  # the advice that did not work
+    assert "next write with hoodie.metadata.enable=true" in said
+    # the advice works: the next write (metadata table enabled) removes it and builds it anew
+    result = write_arrow(str(base), batch(range(0, 10), 3), "upsert", cfg)
+    assert (result.inserts, result.updates) == (0, 10)
+    assert props.exists()
+    assert (base / ".hoodie" / "metadata" / "record_index").exists()
+    result = write_arrow(str(base), batch(range(95, 105), 4), "upsert", cfg)  # tagged by the rebuilt index
+    assert (result.inserts, result.updates) == (5, 5)
+    assert by_ts(base) == {1: 80, 2: 5, 3: 10, 4: 10}
+    assert len(hudi_rs_rows(str(base))) == 105
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("metadata", ["true", "false"])
+def test_garbage_in_an_older_commit_file_is_named(tmp_path, table_type, metadata):
+    base = tmp_path / "t"
+    cfg = {**table_config(table_type), "hoodie.metadata.enable": metadata}
+    for n, ids in enumerate([range(0, 100), range(0, 20, 2), range(0, 20, 3)], start=1):
+        write_arrow(str(base), batch(ids, n), "upsert", cfg)
+    timeline = base / ".hoodie" / "timeline" if (base / ".hoodie" / "timeline").exists() else base / ".hoodie"
+    first = sorted(p for p in timeline.iterdir() if p.name.endswith(("commit", "deltacommit")))[0]
+    good = first.read_bytes()
+    first.write_bytes(b"\x00garbage{not json" * 10)
+    calls = {"read": lambda: read_table(str(base)),
+             "incremental read": lambda: read_table(str(base), query_type="incremental", start="000"),
+             "write": lambda: write_arrow(str(base), batch(range(0, 5), 4), "upsert", cfg)}
+    for what, call in calls.items():
+        with pytest.raises(HoodieError) as err:
+            call()
+        assert str(first) in str(err.value), what
+        assert "Restore this file from a backup" in str(err.value) and "Do not delete it" in str(err.value)
+    # the advice works: the file put back, the table reads and writes again
+    first.write_bytes(good)
+    write_arrow(str(base), batch(range(0, 5), 4), "upsert", cfg)
+    assert by_ts(base)[4] == 5

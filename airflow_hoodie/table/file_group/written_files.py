@@ -25,9 +25,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from airflow_hoodie.table.metadata.commit_metadata import parse_commit_metadata
 from airflow_hoodie.table.timeline.instant import Instant
-from airflow_hoodie.table.timeline.timeline import Timeline, action_family
+from airflow_hoodie.table.timeline.timeline import Timeline
 
 #: file names held at most (a commit of 10,000 files holds 10,000): bounds the memory a
 #: long-lived process spends here to a few tens of MB
@@ -79,7 +78,7 @@ def commit_files(timeline: Timeline, instant: Instant) -> CommitFiles:
     if hit is not None:
         return hit
     key = _key(timeline, instant)
-    meta = parse_commit_metadata(timeline.read_details(instant), action_family(str(instant.action)))
+    meta = timeline.commit_metadata(instant)  # names the file when it does not parse
     written = tuple((stat.partition_path or part or "", stat.file_id, stat.path)
                     for part, stat in meta.iter_write_stats() if stat.file_id and stat.path)
     replaced = tuple((part, tuple(ids or ()))

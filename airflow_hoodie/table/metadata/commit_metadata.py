@@ -526,8 +526,7 @@ def _load_json(data: bytes | str) -> dict[str, Any]:
         obj = json.loads(text)
     except ValueError as exc:
         raise HoodieCorruptedDataError(
-            f"commit metadata is not valid JSON ({exc}); the instant file is damaged - "
-            "roll the instant back if it is pending, or restore the file from a backup."
+            f"commit metadata is not valid JSON ({exc})."
         ) from exc
     if not isinstance(obj, dict):
         raise HoodieCorruptedDataError(

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from airflow_hoodie.errors import HoodieMetadataDamagedError
+from airflow_hoodie.errors import HoodieMetadataDamagedError, HoodieTableNotFoundError
 from airflow_hoodie.table.log.log_reader import DamagedBlock, LogScanResult, scan_log_files
+from airflow_hoodie.table.properties import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE, TableConfig
+from airflow_hoodie.table.storage.storage import Storage
 
 #: what a block of each partition holds, for the message
 _HOLDS = {
@@ -65,4 +67,29 @@ def refuse_damaged_slice(storage: Any, file_slice: Any, partition: str) -> None:
         refuse_damage(scan_log_files(storage, logs, None, (), decode=False, warn=False), partition)
 
 
-__all__ = ["REBUILD_ADVICE", "damage_message", "refuse_damage", "refuse_damaged_slice"]
+def metadata_properties_missing(storage: Storage, mdt_base: str) -> bool:
+    """The metadata table's folder is there but neither its ``hoodie.properties`` nor Hudi's
+    backup of it: no reader can open it (Hudi's reader then lists storage) and no writer can
+    add to it, so a writer removes and rebuilds it (maintenance.prepare_metadata_table)."""
+    meta = Storage.join(mdt_base, ".hoodie")
+    return storage.exists(meta) and not any(
+        storage.exists(Storage.join(meta, name)) for name in (PROPERTIES_FILE, PROPERTIES_BACKUP_FILE))
+
+
+def load_metadata_config(storage: Storage, mdt_base: str) -> TableConfig:
+    """The metadata table's ``hoodie.properties``; its absence is named as the metadata
+    table's damage, with advice that works, not as a missing data table ("create one by
+    running an upsert" made the user run the upsert that failed the same way)."""
+    try:
+        return TableConfig.load(storage, mdt_base)
+    except HoodieTableNotFoundError as exc:
+        where = storage.uri(Storage.join(mdt_base, ".hoodie", PROPERTIES_FILE))
+        raise HoodieMetadataDamagedError(
+            f"The metadata table's {where} is missing (and no {PROPERTIES_BACKUP_FILE} beside it): the metadata "
+            "table cannot be read. Reads list storage instead, as Hudi's readers do when the metadata table is not "
+            "found. The next write with hoodie.metadata.enable=true (the default) removes it and builds it anew from "
+            "the data files; a write with hoodie.metadata.enable=false removes it for good.", where) from exc
+
+
+__all__ = ["REBUILD_ADVICE", "damage_message", "load_metadata_config", "metadata_properties_missing", "refuse_damage",
+           "refuse_damaged_slice"]

@@ -30,7 +30,7 @@ from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.metadata_table.damage import damage_message, refuse_damage
+from airflow_hoodie.table.metadata_table.damage import damage_message, load_metadata_config, refuse_damage
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.metadata_record import (
     ALL_PARTITIONS_KEY,
@@ -42,7 +42,6 @@ from airflow_hoodie.table.metadata_table.removal import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
 )
-from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import Timeline
@@ -258,7 +257,7 @@ def _load_files_listing(storage: Storage, base_path: str, data_timeline: Timelin
 
     mdt_base = metadata_table_path(base_path)
     mdt_timeline = Timeline.load(storage, mdt_base)
-    view = FileSystemView(storage, mdt_base, mdt_timeline, TableConfig.load(storage, mdt_base))
+    view = FileSystemView(storage, mdt_base, mdt_timeline, load_metadata_config(storage, mdt_base))
     valid, pending = block_instants(data_timeline, mdt_timeline)
     merger = _Merger()
     listing = FilesListing()

@@ -16,9 +16,11 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.metadata_table.damage import metadata_properties_missing
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.record_index import RECORD_INDEX_PARTITION
 from airflow_hoodie.table.metadata_table.removal import (
@@ -31,6 +33,8 @@ from airflow_hoodie.table.storage.storage import Storage
 
 if TYPE_CHECKING:  # the table imports this module
     from airflow_hoodie.table.hoodie_table import HoodieTable
+
+log = logging.getLogger(__name__)
 
 #: statistics partitions: kept true, or dropped when disabled or not keepable
 DROPPABLE = ("column_stats", "partition_stats", "bloom_filters")
@@ -101,6 +105,13 @@ def prepare_metadata_table(table: HoodieTable, enabled: bool) -> None:
     if not has_metadata_table(table):
         return
     if not enabled:
+        remove_metadata_table(table)
+        return
+    if metadata_properties_missing(table.storage, metadata_table_path(table.base_path)):
+        # no reader can open it and no writer add to it (Hudi's writer fails on it too): it
+        # goes, and this write builds it anew from the data files (ensure_files_partition)
+        log.warning("The metadata table of %s has no .hoodie/hoodie.properties; removing it so that it is "
+                    "rebuilt from the data files.", table.base_uri)
         remove_metadata_table(table)
         return
     blocked = unmaintained_partitions(table)

@@ -21,7 +21,7 @@ from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
-from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
+from airflow_hoodie.table.metadata_table.damage import load_metadata_config, refuse_damaged_slice
 from airflow_hoodie.table.metadata_table.files_change import FilesChange
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
@@ -29,7 +29,6 @@ from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_se
 from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
 from airflow_hoodie.table.metadata_table.record_index import RecordIndexChange, append_record_index
 from airflow_hoodie.table.metadata_table.stats_index_writer import append_stats, stats_for_change
-from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
 
@@ -43,7 +42,7 @@ FILES_FILE_GROUP = "files-0000-0"
 def metadata_table_of(table: HoodieTable) -> HoodieTable:
     """The metadata table as a table of its own (MERGE_ON_READ, HFile base files)."""
     path = metadata_table_path(table.base_path)
-    mdt = type(table)(table.storage, path, TableConfig.load(table.storage, path))
+    mdt = type(table)(table.storage, path, load_metadata_config(table.storage, path))
     # its instants are taken under the data table's lock, with the data write's settings
     # (the expected clock skew of Hudi 1.x tables among them)
     mdt.write_config = table.write_config

@@ -47,7 +47,7 @@ from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from airflow_hoodie.table.metadata_table.damage import refuse_damage
+from airflow_hoodie.table.metadata_table.damage import load_metadata_config, refuse_damage
 from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
@@ -58,7 +58,6 @@ from airflow_hoodie.table.metadata_table.metadata_record import (
     metadata_record_schema_json,
 )
 from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
-from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State, parse_instant_time
 from airflow_hoodie.table.metadata_table.files_bootstrap import initialization_instant, write_empty_log
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
@@ -216,7 +215,7 @@ def _index_files(table: HoodieTable, data_timeline: Timeline | None = None) -> _
 
     storage, mdt_base = table.storage, metadata_table_path(table.base_path)
     mdt_timeline = Timeline.load(storage, mdt_base)
-    view = FileSystemView(storage, mdt_base, mdt_timeline, TableConfig.load(storage, mdt_base))
+    view = FileSystemView(storage, mdt_base, mdt_timeline, load_metadata_config(storage, mdt_base))
     slices = sorted(view.latest_merged_file_slices(RECORD_INDEX_PARTITION), key=lambda s: s.file_id)
     expected = [file_group_id(i) for i in range(len(slices))]
     if not slices or [s.file_id for s in slices] != expected:
@@ -544,7 +543,7 @@ def _remove_failed_build(table: HoodieTable, mdt: HoodieTable, writer: TimelineW
         if inst.action != Action.DELTA_COMMIT or inst.timestamp in data_times:
             continue
         if inst.is_completed:
-            written = CommitMetadata.from_json(timeline.read_details(inst)).partition_to_write_stats
+            written = timeline.commit_metadata(inst).partition_to_write_stats
             if set(written) != {RECORD_INDEX_PARTITION}:
                 continue
         writer.delete_instant_files(inst.timestamp, Action.DELTA_COMMIT)
@@ -558,7 +557,7 @@ def initialize_record_index(table: HoodieTable, minimum: int, maximum: int, max_
     then list it in ``hoodie.table.metadata.partitions``; returns the init instant. Runs
     under the table lock, before the write's own instant exists."""
     storage, mdt_base = table.storage, metadata_table_path(table.base_path)
-    mdt = type(table)(storage, mdt_base, TableConfig.load(storage, mdt_base))
+    mdt = type(table)(storage, mdt_base, load_metadata_config(storage, mdt_base))
     mdt.write_config = table.write_config
     timeline = table.reload_timeline()
     valid = {i.timestamp for i in timeline.completed().instants}

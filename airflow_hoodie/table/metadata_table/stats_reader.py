@@ -19,13 +19,12 @@ from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
-from airflow_hoodie.table.metadata_table.damage import refuse_damage
+from airflow_hoodie.table.metadata_table.damage import load_metadata_config, refuse_damage
 from airflow_hoodie.table.metadata_table.column_stats import comparable_value, unwrap_value
 from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
-from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ def index_partition_files(table: HoodieTable, partition: str) -> IndexPartitionF
 
     storage, mdt_base = table.storage, metadata_table_path(table.base_path)
     mdt_timeline = Timeline.load(storage, mdt_base)
-    view = FileSystemView(storage, mdt_base, mdt_timeline, TableConfig.load(storage, mdt_base))
+    view = FileSystemView(storage, mdt_base, mdt_timeline, load_metadata_config(storage, mdt_base))
     slices = sorted(view.latest_merged_file_slices(partition), key=lambda s: s.file_id)
     ids = [s.file_id for s in slices]
     if not slices or any(not fid.endswith(f"{i:04d}-0") for i, fid in enumerate(ids)):

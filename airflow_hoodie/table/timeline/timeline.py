@@ -21,7 +21,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import fastavro
 
-from airflow_hoodie.errors import HoodieIOError, HoodieTimelineError
+from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieIOError, HoodieTimelineError
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, parse_commit_metadata
 from airflow_hoodie.table.storage.storage import FileStatus, Storage
 from airflow_hoodie.table.timeline import commit_serde_v2
@@ -428,7 +428,24 @@ class Timeline:
         """The parsed commit metadata of a completed write (the one model every reader uses;
         a replacecommit gives :class:`ReplaceCommitMetadata`)."""
         inst = self._resolve(instant, None)
-        return parse_commit_metadata(self.read_details(inst), action_family(str(inst.action)))
+        data = self.read_details(inst)
+        try:
+            return parse_commit_metadata(data, action_family(str(inst.action)))
+        except HoodieCorruptedDataError as exc:
+            raise self._damaged(inst, exc) from exc
+
+    def _damaged(self, inst: Instant, exc: Exception) -> HoodieCorruptedDataError:
+        """The parse error of an instant file, naming the file (an older commit's garbage was
+        reported without it), with advice for its state: a completed instant's file must
+        come back from a copy; deleting it would make the instant pending, and its rollback
+        would delete the data it committed."""
+        where = self.storage.uri(self.instant_path(inst)) if self.storage is not None else inst.file_name
+        if inst.is_completed:
+            advice = (f"Restore this file from a backup or a copy of the table. Do not delete it: instant "
+                      f"{inst.timestamp} would become pending, and its rollback would delete the data it committed.")
+        else:
+            advice = f"Roll back the pending instant {inst.timestamp}, or restore the file from a backup."
+        return HoodieCorruptedDataError(f"The instant file {where} is damaged: {exc} {advice}")
 
     def read_plan(self, instant: Instant | str) -> bytes:
         """The ``.requested`` file of an instant (plans live there)."""
