@@ -19,6 +19,7 @@ strings (hudi-rs style); they are converted to the column's type.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import urllib.parse
@@ -61,6 +62,8 @@ from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
+
+_LOG = logging.getLogger(__name__)
 
 Filter = tuple[str, str, Any]
 
@@ -424,8 +427,8 @@ def read_table(
     incremental queries take them (commits can complete out of order there). Pass the
     ``checkpoint`` that our sensors' XCom, ``WriteResult`` and Asset events carry: it is the
     right one of the two for the table. A 1.x bound that is the requested time of a commit
-    that completed later is ambiguous (it names that commit, but as a completion time it
-    would read it again) and is refused, naming the completion time to use.
+    that completed later is taken as a completion time, as Hudi and hudi-rs take it, and a
+    warning names the commit's completion time (the commit itself is then in the window).
     ``columns``: projection (meta columns included only if named); None returns every column,
     ``_hoodie_*`` meta columns first. ``filters``: AND-ed ``(column, op, value)`` tuples, used
     to prune partitions and pushed into parquet reads. ``metadata_enable`` (Hudi's
@@ -441,7 +444,7 @@ def read_table(
     table.use_metadata_table = metadata_enable
     timeline = table.timeline
     if query_type == "incremental":
-        _refuse_requested_time_bounds(timeline, start=start, end=end)
+        _warn_requested_time_bounds(timeline, start=start, end=end)
     commits = _completed_write_instants(timeline)
     visible = _visible_commits(timeline, commits, query_type, as_of, end)
     schema = table_schema(table, visible if len(visible) else commits)
@@ -579,11 +582,12 @@ def _refuse_hollow_window(timeline: Timeline, last: str) -> None:
             "completed or was rolled back.")
 
 
-def _refuse_requested_time_bounds(timeline: Timeline, **bounds: str | None) -> None:
+def _warn_requested_time_bounds(timeline: Timeline, **bounds: str | None) -> None:
     """On Hudi 1.x an incremental bound is a completion time. A consumer that checkpointed
     a commit's requested time (``_hoodie_commit_time``, or an instant as older releases of
-    this provider handed it on) would read that commit a second time, or skip one that
-    completed out of order; such a bound is refused rather than guessed."""
+    this provider handed it on) reads that commit a second time, or skips one that completed
+    out of order. Hudi and hudi-rs take any time as a completion time, and so do we (reads
+    must agree with theirs); the warning names the checkpoint the consumer meant."""
     if not timeline.tracks_completion_time:
         return
     done = timeline.completion_times()
@@ -592,10 +596,11 @@ def _refuse_requested_time_bounds(timeline: Timeline, **bounds: str | None) -> N
         completed_at = done.get(value) if value else None
         if completed_at is None or completed_at == value or value in completions:
             continue
-        raise HoodieConfigError(
-            f"{name}={value!r} is the requested time of a commit that completed at {completed_at}; on this "
-            f"Hudi 1.x table incremental reads take completion times. Pass {name}={completed_at!r} (the "
-            "'checkpoint' of our sensors' XCom, WriteResult and Asset events) to go on after that commit.")
+        _LOG.warning(
+            "%s=%r is the requested time of a commit that completed at %s; on this Hudi 1.x table incremental "
+            "reads take completion times, so that commit is inside the window. To go on after it, pass %s=%r "
+            "(the 'checkpoint' of our sensors' XCom, WriteResult and Asset events).",
+            name, value, completed_at, name, completed_at)
 
 
 def _visible_commits(timeline: Timeline, commits: Timeline, query_type: str, as_of: str | None,

@@ -20,7 +20,6 @@ import pytest
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_client import WriteResult
-from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.operators.hoodie import ASSET_EXTRA_KEYS
 from airflow_hoodie.sensors.hoodie import HoodieInstantSensor
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -148,14 +147,15 @@ def test_example_downstream_dag_consumes_asset_events_once_each(tmp_path: Path, 
     assert read == keys
 
 
-def test_incremental_read_refuses_a_requested_time_on_hudi_1x(tmp_path: Path) -> None:
+def test_incremental_read_warns_of_a_requested_time_on_hudi_1x(tmp_path: Path, caplog) -> None:
+    """A requested time as the start is a completion time, as Hudi and hudi-rs take it (the
+    commit is then inside the window); the warning names the checkpoint to use instead."""
     base = str(tmp_path / "t")
     results, _ = _out_of_order_commits(base, 9)
     late = results[1]  # A: requested first, completed after B
-    with pytest.raises(HoodieConfigError, match=late.completion_time):
-        read_table(base, query_type="incremental", start=late.instant)
-    with pytest.raises(HoodieConfigError, match="end="):
-        read_table(base, query_type="incremental", end=late.instant)
+    with caplog.at_level("WARNING", logger="airflow_hoodie.table.read"):
+        assert _window(base, late.instant, results[2].checkpoint) == ["a", "b", "c"]
+    assert late.completion_time in caplog.text and "checkpoint" in caplog.text
     assert _window(base, late.checkpoint, results[2].checkpoint) == ["c"]
 
 
