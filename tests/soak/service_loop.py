@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.actions import compaction as c
@@ -27,6 +28,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready, load_files_listing
 from airflow_hoodie.table.read import read_table
+from airflow_hoodie.table.timeline.lsm_timeline import snapshot_files
 from tests.table.normalize import hudi_rs_rows, normalize_table
 from tests.table.table_files import storage_listing
 
@@ -133,6 +135,7 @@ class ServiceLoop:
         if self.hudi_rs and normalize_table(ours) != hudi_rs_rows(self.base):
             raise ReadersDisagree(f"hudi-rs reads {self.base} differently from ours after {step}")
         table = self.load()
+        self._check_history(table, step)
         if files_partition_ready(table.config):
             listed = load_files_listing(table.storage, table.base_path, table.timeline).files
             on_storage = storage_listing(self.base)
@@ -143,6 +146,26 @@ class ServiceLoop:
                 lost = sorted(f"{p}/{n}" for p, names in want.items() for n in names if n not in got.get(p, []))
                 raise ReadersDisagree(f"the metadata table's files partition after {step} lists {ghosts} that "
                                       f"storage does not hold and misses {lost}")
+
+    def _check_history(self, table: HoodieTable, step: str) -> None:
+        """Version 8+: no instant twice in the LSM history of the table or of its metadata
+        table, and none both archived and active (read with pyarrow from the manifests)."""
+        if self.version < 8:
+            return
+        for folder in (os.path.join(self.base, ".hoodie"), os.path.join(self.base, ".hoodie", "metadata", ".hoodie")):
+            history = os.path.join(folder, "timeline", "history")
+            if not os.path.isdir(history):
+                continue
+            archived: list[str] = []
+            for name in snapshot_files(table.storage, history):
+                archived += pq.read_table(os.path.join(history, name), columns=["instantTime"]).column(0).to_pylist()
+            twice = sorted({t for t in archived if archived.count(t) > 1})
+            active = {n.split(".")[0].split("_")[0] for n in os.listdir(os.path.join(folder, "timeline"))
+                      if n[0].isdigit()}
+            both = sorted(active & set(archived))
+            if twice or both:
+                raise ReadersDisagree(f"the LSM history {history} after {step} holds {twice} twice and {both} "
+                                      "that are still on the active timeline")
 
     def _agree(self, t: pa.Table, expected: dict[str, int], reader: str, step: str) -> None:
         got = dict(zip(t.column("id").to_pylist(), t.column("v").to_pylist())) if t.num_rows else {}
