@@ -236,8 +236,10 @@ def plan_clean(table: HoodieTable, config: HoodieConfig, instant_time: str | Non
     earliest = earliest_commit_to_retain(instants, policy, config.get_int(COMMITS_RETAINED),
                                          config.get_int(HOURS_RETAINED), latest)
     if policy != KEEP_LATEST_FILE_VERSIONS and earliest is None:
-        return None, None, (f"{policy}: not enough commits to clean yet "
-                            f"({len(completed_commits(instants))} completed commits)")
+        keep = (f"{HOURS_RETAINED}={config.get_int(HOURS_RETAINED)}" if policy == "KEEP_LATEST_BY_HOURS"
+                else f"{COMMITS_RETAINED}={config.get_int(COMMITS_RETAINED)}")
+        return None, None, (f"{policy}: not enough commits to clean yet: {len(completed_commits(instants))} "
+                            f"completed commits, all within the retention ({keep})")
     view = table.file_system_view(tl)
     groups = view.service_file_groups()
     inputs = CleanInputs(
@@ -251,7 +253,11 @@ def plan_clean(table: HoodieTable, config: HoodieConfig, instant_time: str | Non
     pending_cluster = view.pending_clustering_file_groups()
     files = files_to_clean([fg for k, fg in sorted(groups.items()) if k not in pending_cluster], inputs)
     if not files:
-        return None, None, f"{policy}: no file slice is out of retention"
+        kept = (f"no file group has more than {FILE_VERSIONS_RETAINED}={config.get_int(FILE_VERSIONS_RETAINED)} "
+                "file versions" if policy == KEEP_LATEST_FILE_VERSIONS else
+                f"no file group has a file slice replaced before the earliest commit to retain, {earliest.timestamp}")
+        held = f"; {len(pending_cluster)} file groups wait for a pending clustering" if pending_cluster else ""
+        return None, None, f"{policy}: no file slice is out of retention: {len(groups)} file groups, {kept}{held}"
     plan = build_cleaner_plan(files, earliest, _latest_completed_commit(instants), policy,
                               uri_of=lambda p: table.storage.uri(p))
     ts = instant_time or table.new_instant_time()

@@ -211,6 +211,27 @@ def build_clustering_plan(
     }
 
 
+def _nothing_to_cluster(by_part: dict[str, list[Any]], config: HoodieConfig, excluded: set[tuple[str, str]]) -> str:
+    """The numbers behind an empty plan: what exists against what the strategy takes."""
+    slices = [s for part in by_part.values() for s in part]
+    small = config.get_int(SMALL_FILE_LIMIT)
+    held = sum(1 for s in slices if (s.partition_path, s.file_id) in excluded)
+    under = sum(1 for s in slices if (s.partition_path, s.file_id) not in excluded
+                and (s.base_file.size if s.base_file is not None else 0) < small)
+    skipped = len(by_part) - len(select_partitions(list(by_part), config))
+    single = config.get_bool(SINGLE_GROUP) or bool(config.get(SORT_COLUMNS))
+    parts = [f"{len(slices)} file slices in {len(by_part)} partitions",
+             f"{under} with a base file under {SMALL_FILE_LIMIT}={small} bytes"]
+    if held:
+        parts.append(f"{held} in a pending service or held by a live write")
+    if skipped:
+        parts.append(f"{skipped} newest partitions skipped ({SKIP_PARTITIONS_FROM_LATEST})")
+    if not single:
+        parts.append("a group needs at least 2 small slices of one partition "
+                     f"(or {SINGLE_GROUP}=true, or sort columns)")
+    return "no file slice qualifies for clustering: " + "; ".join(parts)
+
+
 def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
     """Hudi's ``HoodieRequestedReplaceMetadata`` wrapping a clustering plan."""
     return {"operationType": CLUSTER_OPERATION, "clusteringPlan": plan, "extraMetadata": {}, "version": 1}
@@ -258,7 +279,7 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
         by_part.setdefault(s.partition_path, []).append(s)
     plan = build_clustering_plan(by_part, config, excluded, uri_of=table.storage.uri)
     if plan is None:
-        return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": "no file slice qualifies for clustering"}
+        return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": _nothing_to_cluster(by_part, config, excluded)}
     ts = instant_time or table.new_instant_time()
     table.timeline_writer().create_requested(
         Instant(ts, table.format.clustering_action, State.REQUESTED),

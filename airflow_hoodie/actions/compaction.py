@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
+from airflow_hoodie.actions.compaction_reasons import nothing_to_compact_reason
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
@@ -138,8 +139,9 @@ def compaction_due(instants: Sequence[Instant], config: HoodieConfig, now_ts: st
     if due:
         reason = f"{strategy}: {count} delta commits, {elapsed:.0f}s since {ref}"
     else:
-        reason = (f"{strategy} not met: {count} delta commits (need {max_commits}), "
-                  f"{elapsed:.0f}s since {ref} (need {max_seconds})")
+        reason = (f"{TRIGGER_STRATEGY}={strategy} not met: {count} delta commits since the last compaction "
+                  f"(need {MAX_DELTA_COMMITS}={max_commits}), {elapsed:.0f}s since {ref} "
+                  f"(need {MAX_DELTA_SECONDS}={max_seconds})")
     return TriggerDecision(due, count, elapsed, reason)
 
 
@@ -311,7 +313,8 @@ def _schedule_compaction(
     slices = slices_to_compact(table, view.service_latest_slices(), ts, timeline)
     ops = select_operations(slices, excluded, config)
     if not ops:
-        why = "no file slice with log files qualifies for compaction"
+        deltas, _ = delta_commits_since_last_compaction(instants)
+        why = nothing_to_compact_reason(slices, excluded, config, timeline, deltas)
         if left_to_writers:
             why += f" ({len(left_to_writers)} file group(s) left to live writers, for a later plan)"
         return CompactionSchedule(None, None, why)
