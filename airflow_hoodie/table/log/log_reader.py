@@ -230,6 +230,8 @@ class DamagedBlock:
     size: int
     file_size: int
     recorded_size: int | None = None
+    #: the file's path on its storage (``path`` is its URI, for messages)
+    fs_path: str = ""
 
     def describe(self) -> str:
         text = f"{self.path} (a corrupt or truncated block at byte {self.offset}, {self.size} bytes"
@@ -371,7 +373,7 @@ def scan_log_files(
         if block.corrupt or block.block_type == BlockType.CORRUPT:
             # Hudi: "Found a corrupt block which was not rolled back", and skips it
             result.damaged.append(DamagedBlock(storage.uri(path), block.offset, block.size,
-                                               result.file_sizes.get(path, 0), shrunk.pop(path, None)))
+                                               result.file_sizes.get(path, 0), shrunk.pop(path, None), path))
             continue
         if str(block.headers.get(HeaderKey.IS_PARTIAL, "")).strip().lower() == "true":
             raise HoodieNotSupportedError(
@@ -385,7 +387,7 @@ def scan_log_files(
         result.blocks.append(sb)
     for path, recorded in shrunk.items():  # cut at a block boundary: no corrupt block, still a loss
         result.damaged.append(DamagedBlock(storage.uri(path), result.file_sizes[path], 0,
-                                           result.file_sizes[path], recorded))
+                                           result.file_sizes[path], recorded, path))
     if warn and result.damaged:
         log.warning(
             "Skipped damaged log data, as Hudi's readers do; rows it held are missing from this read: %s. Put the "

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from airflow_hoodie.errors import HoodieMetadataDamagedError, HoodieTableNotFoundError
+from airflow_hoodie.errors import HoodieError, HoodieMetadataDamagedError, HoodieTableNotFoundError
+from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
 from airflow_hoodie.table.log.log_reader import DamagedBlock, LogScanResult, scan_log_files
 from airflow_hoodie.table.properties import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE, TableConfig
 from airflow_hoodie.table.storage.storage import Storage
@@ -48,12 +49,75 @@ def damage_message(partition: str, damaged: Iterable[DamagedBlock], outcome: str
             f"{outcome} {REBUILD_ADVICE}")
 
 
-def refuse_damage(scan: LogScanResult, partition: str) -> None:
+def refuse_damage(scan: LogScanResult, partition: str, storage: Storage | None = None) -> None:
     """Raise :class:`HoodieMetadataDamagedError` when the scan of a metadata-table file
-    group skipped a corrupt block that no rollback cancelled."""
-    if scan.damaged:
-        raise HoodieMetadataDamagedError(damage_message(partition, scan.damaged), scan.damaged[0].path, partition,
-                                         tuple(scan.damaged))
+    group skipped a corrupt block that no rollback cancelled and that held committed
+    records (:func:`committed_damage`; without ``storage`` every such block counts)."""
+    damaged = scan.damaged if storage is None or not scan.damaged else committed_damage(storage, scan.damaged)
+    if damaged:
+        raise HoodieMetadataDamagedError(damage_message(partition, damaged), damaged[0].path, partition,
+                                         tuple(damaged))
+
+
+def committed_damage(storage: Storage, damaged: Iterable[DamagedBlock]) -> list[DamagedBlock]:
+    """The damaged blocks that held records of a completed metadata-table delta commit.
+
+    A writer killed while appending leaves a torn block past the bytes its instant would
+    have committed; Hudi skips it, and so may we: it never held a committed record. Every
+    completed delta commit records, per log file it wrote, where its bytes end
+    (``fileSizeInBytes``, ``logOffset + totalWriteBytes``). A block starting before the
+    largest such end held committed records: damage. A file no completed instant of the
+    active timeline names is, on table version 8+ (log files named by their writing
+    instant), a leftover when that instant is pending or unknown and not older than the
+    active timeline; on version 6 (names carry the slice, not the writer) it cannot be told
+    from a log of an archived delta commit, so it counts as damage. Read only when a scan
+    found damage: the intact path costs nothing."""
+    blocks = list(damaged)
+    by_base: dict[str, list[DamagedBlock]] = {}
+    for d in blocks:
+        folder = (d.fs_path or d.path).rsplit("/", 1)[0]
+        by_base.setdefault(folder.rsplit("/", 1)[0], []).append(d)
+    out: list[DamagedBlock] = []
+    for mdt_base, group in by_base.items():
+        ends, first, by_writer = _committed_ends(storage, mdt_base)
+        for d in group:
+            name = (d.fs_path or d.path).rsplit("/", 1)[-1]
+            if name in ends:
+                if d.offset < ends[name]:
+                    out.append(d)
+                continue
+            parsed = parse_log_file_name(name)
+            if not by_writer or parsed is None or (first is not None and parsed.base_instant < first):
+                out.append(d)
+    return out
+
+
+def _committed_ends(storage: Storage, mdt_base: str) -> tuple[dict[str, int], str | None, bool]:
+    """(log file name -> end of its committed bytes, the active timeline's first instant,
+    whether log files are named by their writing instant) of the metadata table."""
+    from airflow_hoodie.table.file_group.log_file_layout import log_file_layout  # noqa: PLC0415
+    from airflow_hoodie.table.timeline.timeline import Timeline  # noqa: PLC0415 - the timeline imports the table layer
+
+    try:
+        config = load_metadata_config(storage, mdt_base)
+        timeline = Timeline.load(storage, mdt_base)
+    except HoodieError:
+        return {}, None, False
+    ends: dict[str, int] = {}
+    for inst in timeline.instants:
+        if not inst.is_completed or inst.action not in ("deltacommit", "commit"):
+            continue
+        try:
+            meta = timeline.commit_metadata(inst)
+        except HoodieError:
+            continue
+        for _part, stat in meta.iter_write_stats():
+            name = (stat.path or "").rsplit("/", 1)[-1]
+            end = max(int(stat.file_size_in_bytes or 0), int(stat.log_offset or 0) + int(stat.total_write_bytes or 0))
+            if name and end > ends.get(name, 0):
+                ends[name] = end
+    first = timeline.instants[0].timestamp if timeline.instants else None
+    return ends, first, log_file_layout(config.table_version).names_logs_by_write_instant
 
 
 def refuse_damaged_slice(storage: Any, file_slice: Any, partition: str) -> None:
@@ -64,7 +128,7 @@ def refuse_damaged_slice(storage: Any, file_slice: Any, partition: str) -> None:
     into a base file, where nothing shows it any more."""
     logs = [lf.path for lf in getattr(file_slice, "log_files", None) or []]
     if logs:
-        refuse_damage(scan_log_files(storage, logs, None, (), decode=False, warn=False), partition)
+        refuse_damage(scan_log_files(storage, logs, None, (), decode=False, warn=False), partition, storage)
 
 
 def metadata_properties_missing(storage: Storage, mdt_base: str) -> bool:

@@ -188,7 +188,7 @@ def merge_file_slice(storage: Storage, fs: Any, valid: set[str], pending: set[st
     logs = [lf.path for lf in fs.log_files]
     out.files_read += len(logs)
     scan = scan_log_files(storage, logs, None, valid, inflight_instants=pending, decode=False, warn=False)
-    refuse_damage(scan, FILES_PARTITION)  # a skipped block would drop files from the listing
+    refuse_damage(scan, FILES_PARTITION, storage)  # a skipped block would drop files from the listing
     for block in scan.blocks:
         where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
         out.log_blocks += 1

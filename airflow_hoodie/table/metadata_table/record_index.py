@@ -256,7 +256,7 @@ def _merge_group(files: _IndexFiles, fs: FileSlice, wanted: set[str] | None,
     if logs:
         scan = scan_log_files(storage, logs, None, files.valid - skip_instants, inflight_instants=files.pending,
                               timeline_start=files.timeline_start, decode=False, warn=False)
-        refuse_damage(scan, RECORD_INDEX_PARTITION)  # a skipped block would read as "key absent"
+        refuse_damage(scan, RECORD_INDEX_PARTITION, storage)  # a skipped block would read as "key absent"
         for block in scan.blocks:
             if block.instant_time in skip_instants:
                 continue
@@ -383,7 +383,7 @@ def _rollback_change(table: HoodieTable, instants: set[str]) -> RecordIndexChang
             continue
         scan = scan_log_files(files.storage, logs, None, set(instants), timeline_start=None, decode=False,
                               warn=False)
-        refuse_damage(scan, RECORD_INDEX_PARTITION)
+        refuse_damage(scan, RECORD_INDEX_PARTITION, files.storage)
         for block in scan.blocks:
             if block.instant_time not in instants:
                 continue

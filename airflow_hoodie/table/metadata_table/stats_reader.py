@@ -110,7 +110,7 @@ def merge_group(files: IndexPartitionFiles, fs: FileSlice, wanted: set[str] | No
         files.reads += len(logs)
         scan = scan_log_files(storage, logs, None, files.valid, inflight_instants=files.pending,
                               timeline_start=files.timeline_start, decode=False, warn=False)
-        refuse_damage(scan, files.partition)  # a skipped block would drop statistics: wrong pruning
+        refuse_damage(scan, files.partition, storage)  # a skipped block would drop statistics: wrong pruning
         for block in scan.blocks:
             where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
             if block.block_type == BlockType.DELETE:

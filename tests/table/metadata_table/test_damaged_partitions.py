@@ -131,3 +131,20 @@ def torn_statistics(base: Path, caplog: pytest.LogCaptureFixture, partition: str
     assert (base / ".hoodie" / "metadata" / partition).exists()
     got = sorted(read_table(str(base), filters=filters).column("id").to_pylist())
     assert got == [f"k{i:04d}" for i in range(300, 330)]
+
+
+def test_a_torn_tail_past_the_committed_bytes_is_a_crash_leftover_and_skipped(tmp_path):
+    """A writer killed while appending leaves a partial block after the bytes every completed
+    delta commit recorded: it never held a committed record, so it is skipped as Hudi skips it,
+    and the index still answers for every key (no refusal, no duplicate)."""
+    base = tmp_path / "t"
+    cfg = table_config("MERGE_ON_READ", **RI)
+    write_arrow(str(base), batch(range(0, 1000), 1), "upsert", cfg)
+    write_arrow(str(base), batch(range(1000, 1100), 2), "upsert", cfg)
+    log = newest_log(base / ".hoodie" / "metadata" / "record_index")
+    with open(log, "ab") as out:  # the magic, a size, and the first bytes of a block: nothing more
+        out.write(b"#HUDI#" + (5000).to_bytes(8, "big") + b"\x00\x00\x00\x01" + b"\x00" * 20)
+    result = write_arrow(str(base), batch(range(0, 1100), 3), "upsert", cfg)
+    assert (result.inserts, result.updates) == (0, 1100)
+    assert read_table(str(base)).num_rows == 1100
+    assert not keys_twice(base)
