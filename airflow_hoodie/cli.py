@@ -95,9 +95,27 @@ def print_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], out: 
 
 
 # ---------------------------------------------------------------------------- helpers
-def _storage_options(pairs: Sequence[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs or []:
+def _connection_storage_options(conn_id: str) -> dict[str, str]:
+    """The storage options of ``hoodie`` connection ``conn_id`` (its ``aws_conn_id`` included),
+    read as the operators read it, from wherever ``airflow connections get`` finds it (the
+    metadata database, ``AIRFLOW_CONN_*`` variables, a secrets backend). Airflow is imported
+    only here: the CLI without ``--conn-id`` needs none."""
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from airflow_hoodie.hooks.hoodie import HoodieHook
+
+    try:
+        return dict(HoodieHook(conn_id).get_conn().storage_options)
+    except AirflowNotFoundException as exc:
+        raise HoodieError(f"--conn-id {conn_id!r}: no such Airflow connection; create it (airflow connections "
+                          "add) or check the name with `airflow connections list`.") from exc
+
+
+def _storage_options(args: argparse.Namespace) -> dict[str, str]:
+    """``--conn-id``'s storage options, then each ``--storage-option`` over them."""
+    conn_id = getattr(args, "conn_id", None)
+    out: dict[str, str] = _connection_storage_options(conn_id) if conn_id else {}
+    for pair in getattr(args, "storage_option", None) or []:
         key, sep, value = pair.partition("=")
         if not sep:
             raise HoodieError(f"--storage-option {pair!r} is not KEY=VALUE")
@@ -107,7 +125,7 @@ def _storage_options(pairs: Sequence[str] | None) -> dict[str, str]:
 
 def _load_table(path: str, args: argparse.Namespace) -> Any:
 
-    table = HoodieTable.load(path, storage_options=_storage_options(getattr(args, "storage_option", None)) or None)
+    table = HoodieTable.load(path, storage_options=_storage_options(args) or None)
     table.use_metadata_table = True  # the CLI only reads: list as Hudi's readers do
     return table
 
@@ -194,7 +212,7 @@ def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
 # --------------------------------------------------------------------------------- log
 def cmd_log(args: argparse.Namespace, out: TextIO) -> int:
 
-    storage, path = Storage.for_uri(args.file, _storage_options(args.storage_option) or None)
+    storage, path = Storage.for_uri(args.file, _storage_options(args) or None)
     if not storage.exists(path):
         raise HoodieError(f"log file {args.file} does not exist")
     blocks = describe_log_file(storage, path, with_records=args.records)
@@ -334,7 +352,7 @@ def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
         end=args.end,
         columns=columns,
         filters=filters or None,
-        storage_options=_storage_options(args.storage_option) or None,
+        storage_options=_storage_options(args) or None,
     )
     total = table.num_rows
     if args.limit is not None:
@@ -451,8 +469,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--storage-option",
             action="append",
             metavar="KEY=VALUE",
-            help="pyarrow filesystem option for remote storage (repeatable)",
+            help="pyarrow filesystem option for remote storage (repeatable; over --conn-id's)",
         )
+        p.add_argument("--conn-id", help="an Airflow 'hoodie' connection whose storage options (its "
+                       "aws_conn_id's credentials, region and endpoint included) reach the table")
 
     p = sub.add_parser("timeline", help="list active and archived instants with their states")
     p.add_argument("path", help="table base path or URI")

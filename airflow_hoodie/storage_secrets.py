@@ -9,6 +9,8 @@ from __future__ import annotations
 
 #: storage credentials reach a job in this environment variable (JSON), never as arguments
 STORAGE_SECRETS_ENV = "HOODIE_STORAGE_SECRETS"
+#: the same for a write's source batch on another bucket or store (``source_storage_options``)
+SOURCE_STORAGE_SECRETS_ENV = "HOODIE_SOURCE_STORAGE_SECRETS"
 _SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas")
 
 

@@ -1,7 +1,7 @@
 """spark-submit job: write one batch into a Hudi table (creating it on first write).
 
     spark-submit spark_jobs/upsert.py --base-path PATH --table-name NAME \\
-        --source PATH --source-format parquet|json|csv|orc \\
+        --source PATH --source-format parquet|json|csv|orc [--source-storage-option KEY=VALUE ...] \\
         --operation insert|upsert|bulk_insert|delete|insert_overwrite|insert_overwrite_table \\
         [--hoodie-conf KEY=VALUE ...] [--props FILE] [--result-file FILE]
 
@@ -20,7 +20,13 @@ except ImportError:  # run from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from airflow_hoodie.actions.write_identity import settle_previous_try, with_write_id  # noqa: E402
-from airflow_hoodie.spark.job import base_parser, load_config, run_job, storage_options  # noqa: E402
+from airflow_hoodie.spark.job import (  # noqa: E402
+    base_parser,
+    load_config,
+    run_job,
+    source_storage_options,
+    storage_options,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table-name", help="Table name (required when the table does not exist yet)")
     parser.add_argument("--source", required=True, help="Input path (file or directory)")
     parser.add_argument("--source-format", default="parquet", help="parquet, json, csv or orc")
+    parser.add_argument("--source-storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="Storage option of a source on another bucket or store (default: the table's "
+                             "--storage-option values); repeatable")
     parser.add_argument("--operation", default="upsert",
                         help="insert, upsert, bulk_insert, delete, insert_overwrite, insert_overwrite_table")
     args = parser.parse_args(argv)
@@ -36,11 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         from airflow_hoodie.actions.write_config import OPERATIONS
         from airflow_hoodie.errors import HoodieConfigError
         from airflow_hoodie.spark.session import get_or_create_session
-        from airflow_hoodie.spark.upsert import read_source, upsert_dataframe
-
-        from airflow_hoodie.errors import HoodieIOError
-        from airflow_hoodie.spark.upsert import SOURCE_FORMATS
-        from airflow_hoodie.table.storage.storage import Storage
+        from airflow_hoodie.spark.source import (
+            SOURCE_FORMATS,
+            load_source,
+            require_source,
+        )
+        from airflow_hoodie.spark.upsert import upsert_dataframe
 
         config = with_write_id(load_config(args), args.write_id)
         # cheap checks first: a bad call fails in a second, before a JVM starts
@@ -51,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         table_type = config.get("hoodie.table.type")
         if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
             raise HoodieConfigError(f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
-        src_storage, src_path = Storage.for_uri(args.source, None)
-        if not src_storage.exists(src_path):
-            raise HoodieIOError(f"Source path {args.source!r} does not exist; check --source.")
+        source_options = source_storage_options(args)
+        require_source(args.source, source_options)
         unknown = config.unknown_keys()
         if unknown:
             print("WARNING: unknown hoodie.* settings (ignored): " + ", ".join(unknown), file=sys.stderr, flush=True)
@@ -65,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
                 return previous
         table_name = args.table_name or config.get("hoodie.table.name")
         spark = get_or_create_session(f"hoodie-upsert-{table_name or 'table'}", master=args.spark_master)
-        df = read_source(spark, args.source, args.source_format)
-        result = upsert_dataframe(spark, df, args.base_path, args.operation, config, table_name, storage_options(args))
+        source = load_source(spark, args.source, args.source_format, storage_options=source_options)
+        result = upsert_dataframe(spark, source.df, args.base_path, args.operation, config, table_name,
+                                  storage_options(args), source.size_bytes)
         return result.as_dict()
 
     return run_job(job, args.result_file)

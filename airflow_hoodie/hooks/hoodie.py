@@ -17,6 +17,9 @@ Connection ``hoodie`` (all optional; a fresh install needs no connection at all)
   (``HOODIE_STORAGE_SECRETS``, JSON), are masked in task logs, and are not sent to a
   cluster-mode driver (give it the cluster's own credentials or that variable there);
 - extra ``storage_options``: JSON object of pyarrow filesystem options;
+- extra ``aws_conn_id``: an Amazon provider connection whose credentials, region,
+  ``endpoint_url``, profile or role give the S3 storage options (resolved by the provider's
+  ``AwsBaseHook``; ``storage_options`` and login/password above override what it gives);
 - extra ``spark_conn_id``: Spark connection used for spark-submit (default ``spark_default``;
   when that connection does not exist the job runs on ``local[*]``);
 - extra ``hoodie_conf``: JSON object (or ``key=value`` lines) of default ``hoodie.*`` settings;
@@ -47,6 +50,7 @@ from airflow_hoodie.errors import (
     HoodieJobError,
     HoodieTableNotFoundError,
 )
+from airflow_hoodie.hooks.aws_connection import aws_storage_options
 from airflow_hoodie.hooks.spark_submit import (
     DEFAULT_SPARK_LOG_LEVEL,
     LOCAL_FALLBACK_MASTER,
@@ -61,7 +65,11 @@ from airflow_hoodie.provider_info import (
     DEFAULT_SPARK_CONN_ID,
     UI_FIELD_BEHAVIOUR,
 )
-from airflow_hoodie.storage_secrets import STORAGE_SECRETS_ENV, is_secret_option
+from airflow_hoodie.storage_secrets import (
+    SOURCE_STORAGE_SECRETS_ENV,
+    STORAGE_SECRETS_ENV,
+    is_secret_option,
+)
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.triggers.driver_tracking import NO_WAIT_CONF, submitted_driver
 
@@ -108,6 +116,8 @@ class HoodieConnectionConfig:
 
     base_path: str | None = None
     storage_options: dict[str, str] = field(default_factory=dict)
+    #: options of the write's source batch when it lives elsewhere (None: ``storage_options``)
+    source_storage_options: dict[str, str] | None = None
     spark_conn_id: str = DEFAULT_SPARK_CONN_ID
     hoodie_conf: dict[str, str] = field(default_factory=dict)
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -131,6 +141,8 @@ class HoodieHook(BaseHook):
     :param base_path: table path or URI; overrides the connection's ``base_path``.
     :param spark_conn_id: Spark connection; overrides the connection's ``spark_conn_id``.
     :param storage_options: pyarrow filesystem options, merged over the connection's.
+    :param source_storage_options: options of a write's source batch on another bucket or
+        store (default: the table's storage options).
     :param hoodie_conf: ``hoodie.*`` settings, merged over the connection's defaults.
     :param spark_conf: ``spark.*`` settings, merged over the connection's.
     :param ship_package: ``"auto"`` ships a zip of ``airflow_hoodie`` via ``--py-files``
@@ -178,6 +190,7 @@ class HoodieHook(BaseHook):
         base_path: str | None = None,
         spark_conn_id: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        source_storage_options: Mapping[str, Any] | None = None,
         hoodie_conf: Mapping[str, Any] | None = None,
         spark_conf: Mapping[str, Any] | None = None,
         ship_package: bool | str = "auto",
@@ -192,6 +205,8 @@ class HoodieHook(BaseHook):
         self._base_path = base_path
         self._spark_conn_id = spark_conn_id
         self._storage_options = dict(storage_options or {})
+        self._source_storage_options = None if source_storage_options is None else \
+            {str(k): _to_str(v) for k, v in source_storage_options.items()}
         self._hoodie_conf = {str(k): _to_str(v) for k, v in (hoodie_conf or {}).items()}
         self._spark_conf = {str(k): _to_str(v) for k, v in (spark_conf or {}).items()}
         self._ship_package = ship_package
@@ -226,13 +241,14 @@ class HoodieHook(BaseHook):
             raw = conn.extra_dejson or {}
             for key, value in raw.items():
                 extra[key.removeprefix(f"extra__{self.conn_type}__")] = value
-        storage = _parse_mapping(extra.get("storage_options"), "storage_options")
+        storage = aws_storage_options(str(extra["aws_conn_id"])) if extra.get("aws_conn_id") else {}
+        storage.update(_parse_mapping(extra.get("storage_options"), "storage_options"))
         if conn is not None and conn.login:
             storage.setdefault("access_key", conn.login)
         if conn is not None and conn.password:
             storage.setdefault("secret_key", conn.password)
         storage.update({str(k): _to_str(v) for k, v in self._storage_options.items()})
-        for key, value in storage.items():
+        for key, value in {**storage, **(self._source_storage_options or {})}.items():
             if is_secret_option(key):
                 mask_secret(value)
         hoodie_conf = _parse_mapping(extra.get("hoodie_conf"), "hoodie_conf")
@@ -242,6 +258,7 @@ class HoodieHook(BaseHook):
         return HoodieConnectionConfig(
             base_path=self._base_path or extra.get("base_path") or None,
             storage_options=storage,
+            source_storage_options=self._source_storage_options,
             spark_conn_id=self._spark_conn_id or extra.get("spark_conn_id") or DEFAULT_SPARK_CONN_ID,
             hoodie_conf=hoodie_conf,
             spark_conf=spark_conf,
@@ -295,7 +312,7 @@ class HoodieHook(BaseHook):
                 values.update(parse_properties(f.read()))
         values.update(cfg.hoodie_conf)
         return check_write(self.require_base_path(), cfg.storage_options, HoodieConfig(values), source,
-                           source_format, operation, table_name)
+                           source_format, operation, table_name, cfg.source_storage_options or None)
 
     def job_arguments(
         self,
@@ -316,6 +333,9 @@ class HoodieHook(BaseHook):
         for key, value in cfg.storage_options.items():
             if not is_secret_option(key):  # secrets travel in the job's environment, never here
                 args += ["--storage-option", f"{key}={value}"]
+        for key, value in (cfg.source_storage_options or {}).items():
+            if not is_secret_option(key):
+                args += ["--source-storage-option", f"{key}={value}"]
         if props_file:
             args += ["--props", props_file]
         if result_file:
@@ -348,10 +368,15 @@ class HoodieHook(BaseHook):
         conf = dict(cfg.spark_conf)
         conf.update({str(k): _to_str(v) for k, v in (extra_spark_conf or {}).items()})
         conf.update({str(k): _to_str(v) for k, v in (kwargs.pop("conf", None) or {}).items()})
-        secrets = {k: v for k, v in cfg.storage_options.items() if is_secret_option(k)}
+        secret_env = {}
+        for env, options in ((STORAGE_SECRETS_ENV, cfg.storage_options),
+                             (SOURCE_STORAGE_SECRETS_ENV, cfg.source_storage_options or {})):
+            secrets = {k: v for k, v in options.items() if is_secret_option(k)}
+            if secrets:
+                secret_env[env] = json.dumps(secrets)
         return make_submit_hook(
             conn_id=spark_conn_id,
-            secret_env={STORAGE_SECRETS_ENV: json.dumps(secrets)} if secrets else None,
+            secret_env=secret_env or None,
             spark_log_level=self._spark_log_level,
             local_fallback_master=fallback,
             conf=conf,

@@ -16,30 +16,11 @@ from typing import Mapping
 import pyarrow as pa
 
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.table.schema.spark_types import as_spark_reads as _as_spark_reads
 from airflow_hoodie.table.storage.storage import Storage
 
 #: the formats whose schema sits in their files' footers
 FOOTER_FORMATS = ("parquet", "orc")
-
-
-def _as_spark_reads(t: pa.DataType) -> pa.DataType:
-    """The Arrow type a column reaches the write flow with after Spark read it: one string,
-    binary and list representation, microsecond timestamps (zone kept or not), no dictionaries."""
-    if pa.types.is_dictionary(t):
-        return _as_spark_reads(t.value_type)
-    if pa.types.is_large_string(t):
-        return pa.string()
-    if pa.types.is_large_binary(t):
-        return pa.binary()
-    if pa.types.is_timestamp(t):
-        return pa.timestamp("us", t.tz)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return pa.list_(_as_spark_reads(t.value_type))
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _as_spark_reads(f.type), f.nullable) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(_as_spark_reads(t.key_type), _as_spark_reads(t.item_type))
-    return t
 
 
 def source_schema(source: str, source_format: str, storage_options: Mapping[str, str] | None) -> pa.Schema | None:
@@ -59,14 +40,16 @@ def source_schema(source: str, source_format: str, storage_options: Mapping[str,
 
 
 def check_write(base_uri: str, storage_options: Mapping[str, str] | None, config: HoodieConfig, source: str,
-                source_format: str, operation: str, table_name: str | None) -> bool:
+                source_format: str, operation: str, table_name: str | None,
+                source_storage_options: Mapping[str, str] | None = None) -> bool:
     """Raise the write flow's own HoodieError for a batch it would refuse; True when the
-    batch's schema was known and checked, False when only the job can check it."""
+    batch's schema was known and checked, False when only the job can check it. The source
+    is read with ``source_storage_options``, by default the table's, as the job reads it."""
     from airflow_hoodie.actions.write import begin_write
     from airflow_hoodie.actions.write_client import WriteClient
 
     config.check_spelling()
-    schema = source_schema(source, source_format, storage_options)
+    schema = source_schema(source, source_format, source_storage_options or storage_options)
     if schema is None:
         return False
     begin_write(WriteClient(base_uri, config, storage_options, table_name), schema, operation)

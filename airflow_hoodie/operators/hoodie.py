@@ -180,7 +180,12 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
             spark_conf=self.spark_conf,
             spark_submit_kwargs=self.spark_submit_kwargs,
             spark_log_level=self.spark_log_level,
+            **self.hook_kwargs(),
         )
+
+    def hook_kwargs(self) -> dict[str, Any]:
+        """What a subclass adds to its :class:`HoodieHook` (a write: its source's storage options)."""
+        return {}
 
     def _watchable(self, write_id: str, pending_plans: Any) -> bool:
         """Whether an execute job with ``write_id`` can be found on the timeline afterwards.
@@ -384,21 +389,29 @@ class HoodieUpsertOperator(HoodieBaseOperator):
     :param source: path or URI of the batch.
     :param source_format: parquet, json, csv or orc.
     :param operation: Hudi write operation (default ``upsert``).
+    :param source_storage_options: pyarrow filesystem options of a source on another bucket or
+        store (default: the table's ``storage_options`` and connection, as a landing zone on the
+        lake's own store needs); secrets reach the job in its environment only.
     """
 
     job = "upsert"
     writes_data = True
     records_write_id = True
     template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "table_name", "source",
-                                      "source_format", "operation")
+                                      "source_format", "operation", "source_storage_options")
 
     def __init__(self, *, table_name: str, source: str, source_format: str = "parquet",
-                 operation: str = "upsert", **kwargs: Any) -> None:
+                 operation: str = "upsert", source_storage_options: Mapping[str, Any] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.table_name = table_name
         self.source = source
         self.source_format = source_format
         self.operation = operation
+        self.source_storage_options = dict(source_storage_options) if source_storage_options else None
+
+    def hook_kwargs(self) -> dict[str, Any]:
+        return {"source_storage_options": self.source_storage_options}
 
     def _with_checkpoint(self, result: dict[str, Any]) -> dict[str, Any]:
         """A service's result names its instant by requested time only; downstream readers

@@ -20,7 +20,10 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.config import HoodieConfig, parse_key_values, parse_properties
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.spark.session import active_session_summary
-from airflow_hoodie.storage_secrets import STORAGE_SECRETS_ENV
+from airflow_hoodie.storage_secrets import (
+    SOURCE_STORAGE_SECRETS_ENV,
+    STORAGE_SECRETS_ENV,
+)
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import State
 
@@ -63,16 +66,29 @@ def load_config(args: argparse.Namespace) -> HoodieConfig:
     return config
 
 
-def storage_options(args: argparse.Namespace) -> dict[str, str]:
-    """``--storage-option`` values plus the credentials from ``$HOODIE_STORAGE_SECRETS``."""
-    options = parse_key_values(args.storage_option) if args.storage_option else {}
-    secrets = os.environ.get(STORAGE_SECRETS_ENV)
+def _options_with_secrets(values: list[str] | None, env: str) -> dict[str, str]:
+    """``KEY=VALUE`` arguments plus the credentials the hook put in ``$env`` (JSON)."""
+    options = parse_key_values(values) if values else {}
+    secrets = os.environ.get(env)
     if secrets:
         try:
             options.update({str(k): str(v) for k, v in json.loads(secrets).items()})
         except (json.JSONDecodeError, AttributeError) as exc:
-            raise HoodieError(f"${STORAGE_SECRETS_ENV} must be a JSON object of storage options: {exc}") from exc
+            raise HoodieError(f"${env} must be a JSON object of storage options: {exc}") from exc
     return options
+
+
+def storage_options(args: argparse.Namespace) -> dict[str, str]:
+    """``--storage-option`` values plus the credentials from ``$HOODIE_STORAGE_SECRETS``."""
+    return _options_with_secrets(args.storage_option, STORAGE_SECRETS_ENV)
+
+
+def source_storage_options(args: argparse.Namespace) -> dict[str, str]:
+    """The source batch's options: ``--source-storage-option`` values plus the credentials from
+    ``$HOODIE_SOURCE_STORAGE_SECRETS`` when the source lives on another bucket or store, else
+    the table's (a landing zone is usually on the table's store, with its credentials)."""
+    own = _options_with_secrets(getattr(args, "source_storage_option", None), SOURCE_STORAGE_SECRETS_ENV)
+    return own or storage_options(args)
 
 
 def hudi_state(result: Mapping[str, Any]) -> dict[str, Any]:

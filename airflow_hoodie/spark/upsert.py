@@ -76,13 +76,13 @@ from airflow_hoodie.actions.write_records import (
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieError,
-    HoodieIOError,
     HoodieKeyError,
     HoodieSchemaError,
 )
 from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.executor import SparkExecutor
 from airflow_hoodie.spark.progress import progress
+from airflow_hoodie.spark.source import SOURCE_FORMATS, read_source  # noqa: F401 - this module's API before spark/source.py
 from airflow_hoodie.spark.worker_heap import freeze_worker_heap
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -92,26 +92,8 @@ from airflow_hoodie.table.schema.meta_fields import (
     PARTITION_PATH,
     RECORD_KEY,
 )
-from airflow_hoodie.table.storage.storage import Storage
 
-SOURCE_FORMATS = ("parquet", "json", "csv", "orc")
 _HOODIE_ERRORS = {"HoodieKeyError": HoodieKeyError, "HoodieSchemaError": HoodieSchemaError}
-
-
-def read_source(spark: Any, path: str, fmt: str, options: Mapping[str, str] | None = None) -> Any:
-    """The input batch as a DataFrame; csv gets a header and inferred types."""
-    fmt = (fmt or "parquet").lower()
-    if fmt not in SOURCE_FORMATS:
-        raise HoodieError(f"--source-format {fmt!r} is not supported; use one of {', '.join(SOURCE_FORMATS)}.")
-    storage, fs_path = Storage.for_uri(path, None)
-    if not storage.exists(fs_path):
-        raise HoodieIOError(f"Source path {path!r} does not exist; check --source.")
-    reader = spark.read.format(fmt)
-    if fmt == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
-    for k, v in (options or {}).items():
-        reader = reader.option(k, v)
-    return reader.load(path)
 
 
 def _arrow_schema(df: Any) -> pa.Schema:
@@ -564,16 +546,19 @@ class DriverBatchEngine(ArrowWriteEngine):
         progress(message)
 
 
-def driver_batch(df: Any, config: HoodieConfig) -> pa.Table | None:
+def driver_batch(df: Any, config: HoodieConfig, size_bytes: int | None = None) -> pa.Table | None:
     """The batch as Arrow when Spark's own size estimate (the one it uses to choose a
-    broadcast join) is at most ``hoodie.airflow.write.driver.batch.max.bytes``; else None."""
+    broadcast join), or ``size_bytes`` where Spark cannot estimate it, is at most
+    ``hoodie.airflow.write.driver.batch.max.bytes``; else None."""
     limit = config.get_int(DRIVER_BATCH_MAX_BYTES)
     if limit <= 0:
         return None
-    try:
-        estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:  # noqa: BLE001 - no estimate (e.g. Spark Connect): keep the DataFrame path
-        return None
+    estimate = size_bytes
+    if estimate is None:
+        try:
+            estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+        except Exception:  # noqa: BLE001 - no estimate (e.g. Spark Connect): keep the DataFrame path
+            return None
     return df.toArrow() if estimate <= limit else None
 
 
@@ -585,8 +570,10 @@ def upsert_dataframe(
     config: HoodieConfig,
     table_name: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    size_bytes: int | None = None,
 ) -> WriteResult:
-    """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals."""
+    """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals.
+    ``size_bytes``: the batch's size where Spark cannot estimate it (:class:`SourceBatch`)."""
     client = WriteClient(base_uri, config, storage_options, table_name)
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
     in_schema = _arrow_schema(df)
@@ -598,7 +585,7 @@ def upsert_dataframe(
         first_write = client.table is None
         rolled = open_for_write(client, avro)
         return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config, first_write)
-    small = driver_batch(df, config)
+    small = driver_batch(df, config, size_bytes)
     if small is not None:
         engine = DriverBatchEngine(spark, small, config.get_int(DRIVER_FILES_MAX_BYTES))
         return run_write(client, engine, small.schema, operation)
