@@ -23,6 +23,13 @@ Hudi's log record reader skips it, but never in silence (issue 35): the scan rep
 :attr:`LogScanResult.damaged`, and a data-table read logs one warning per scan naming the
 file. A metadata-table reader refuses such a scan instead (metadata_table/damage.py): a
 block it skipped would read as "key absent" or "file absent".
+
+Why a warning, not an error, for a data read (also when the metadata table recorded a
+larger size, i.e. committed bytes are gone): Hudi's reader skips the block and reads on,
+logging "Found a corrupt block which was not rolled back" without naming the file. A Hudi
+user expects the table to stay readable; an error would fail every read of the table for
+one damaged file whose rows no read can bring back. The warning names the file and says
+whether committed bytes are gone, so the operator knows which file to put back.
 """
 
 from __future__ import annotations
