@@ -75,3 +75,9 @@ class HoodieMetadataDamagedError(HoodieCorruptedDataError):
         self.partition = partition
         #: the damaged blocks (airflow_hoodie.table.log.log_reader.DamagedBlock), to word it anew
         self.damaged = damaged
+
+
+class HoodieWaitFutileError(HoodieError):
+    """A sensor's wait cannot end: no table at its path, or the instant it waits for will not
+    be produced (the latest planning run declined it). Raised instead of waiting out the
+    sensor's timeout."""

@@ -38,6 +38,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.clean import COMMITS_RETAINED, FILE_VERSIONS_RETAINED, HOURS_RETAINED, POLICY
 from airflow_hoodie.errors import HoodieConfigError, HoodieIOError
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
@@ -346,5 +347,6 @@ def run_clean(table: HoodieTable, config: HoodieConfig, executor: Executor,
     with tm.transaction("schedule a clean"):
         instant, _plan, reason = plan_clean(table, config)
     if instant is None:
+        record_nothing_planned(table.storage, table.base_path, "clean", reason, table.timeline)
         return {"instant": None, "action": Action.CLEAN, "reason": reason, "rolled_back_failed_writes": rolled}
     return {**execute_clean(table, instant, executor, storage_options), "rolled_back_failed_writes": rolled}

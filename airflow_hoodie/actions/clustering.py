@@ -73,6 +73,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
 from airflow_hoodie.table.record_merger import merge_config_from_table
@@ -248,7 +249,10 @@ def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: 
     table.prepare_for_change(config)
     table.check_records_writable("Scheduling a clustering")
     with transaction_manager_for(table, config).transaction("schedule a clustering"):
-        return _schedule_clustering(table, config, instant_time)
+        result = _schedule_clustering(table, config, instant_time)
+    if result["instant"] is None:
+        record_nothing_planned(table.storage, table.base_path, "clustering", result["reason"], table.timeline)
+    return result
 
 
 def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:

@@ -68,6 +68,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     read_file_slice_counted,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
 from airflow_hoodie.table.record_merger import merge_config_from_table
@@ -264,7 +265,10 @@ def schedule_compaction(
     table.prepare_for_change(config)
     with transaction_manager_for(table, config).transaction("schedule a compaction"):
         table.reload_timeline()
-        return _schedule_compaction(table, config, instant_time, force)
+        schedule = _schedule_compaction(table, config, instant_time, force)
+    if schedule.instant is None:
+        record_nothing_planned(table.storage, table.base_path, "compaction", schedule.reason, table.timeline)
+    return schedule
 
 
 def _schedule_compaction(

@@ -23,6 +23,7 @@ table's Asset to the alias at run time).
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -36,7 +37,9 @@ from airflow_hoodie.actions.compaction import pending_compaction_instants
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
 from airflow_hoodie.errors import HoodieJobError, HoodieTableNotFoundError
+from airflow_hoodie.config import HoodieConfig, parse_properties
 from airflow_hoodie.hooks.hoodie import HoodieHook
+from airflow_hoodie.hooks.service_check import check_service
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
 from airflow_hoodie.lineage import operator_lineage
 from airflow_hoodie.links import RAN_HERE_ATTR, SPARK_UI_XCOM_KEY, SparkUILink
@@ -167,7 +170,15 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
         return result.get("instant") is None
 
     def check_before_submit(self, context: Any) -> None:
-        """What can be refused before spark-submit starts a JVM (writing operators check their batch)."""
+        """What can be refused before spark-submit starts a JVM: a table service needs a Hudi
+        table at a version we write (writing operators check their batch instead)."""
+        conn = self._hook.get_conn()
+        values: dict[str, str] = {}
+        if self.props_file and os.path.isfile(self.props_file):  # as the job reads them: the file, then the conf
+            with open(self.props_file, encoding="utf-8") as f:
+                values.update(parse_properties(f.read()))
+        values.update(conn.hoodie_conf)
+        check_service(self.job, self._hook.require_base_path(), conn.storage_options, HoodieConfig(values))
 
     # ------------------------------------------------------------------ execution
     def get_hook(self) -> HoodieHook:

@@ -8,6 +8,7 @@ the wait to :class:`HoodieTimelineTrigger`. The matched instant is the task's XC
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -34,6 +35,7 @@ class _HoodieTimelineSensor(BaseSensorOperator):
         hoodie_conn_id: str = HoodieHook.default_conn_name,
         storage_options: Mapping[str, Any] | None = None,
         deferrable: bool = False,
+        hoodie_table_missing_timeout: float = 600.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -41,6 +43,10 @@ class _HoodieTimelineSensor(BaseSensorOperator):
         self.hoodie_conn_id = hoodie_conn_id
         self.storage_options = storage_options
         self.deferrable = deferrable
+        #: seconds a missing table is waited for before the sensor fails (a typo in the path
+        #: would otherwise wait out ``timeout``); the sensor's own timeout still bounds the wait
+        self.hoodie_table_missing_timeout = float(hoodie_table_missing_timeout)
+        self._missing_since: float | None = None
 
     # subclasses build the condition (possibly from context, e.g. the last seen instant)
     def condition(self, context: Any) -> dict[str, Any]:
@@ -52,14 +58,37 @@ class _HoodieTimelineSensor(BaseSensorOperator):
         cfg = hook.get_conn()
         return hook.require_base_path(), dict(cfg.storage_options)
 
+    def _missing_deadline(self, context: Any) -> float:
+        """Epoch seconds at which a still-missing table fails the wait: from the first poke
+        (the first try's start in reschedule mode, where each poke is a new task run)."""
+        ti = context.get("ti") if context else None
+        first = None
+        if ti is not None and self.reschedule:
+            try:
+                first = ti.get_first_reschedule_date(context)
+            except Exception:  # noqa: BLE001 - no reschedule history: this poke is the first
+                first = None
+        if first is not None:
+            return first.timestamp() + self.hoodie_table_missing_timeout
+        if self._missing_since is None:
+            self._missing_since = time.time()
+        return self._missing_since + self.hoodie_table_missing_timeout
+
     def _probe(self, context: Any) -> tuple[dict[str, Any] | None, str, dict[str, str], dict[str, Any]]:
         base_uri, storage_options = self._location()
         condition = self.condition(context)
         views = timeline_condition.load_views(base_uri, storage_options)
         if views is None:
-            self.log.info("No Hudi table at %s yet; waiting.", base_uri)
+            deadline = self._missing_deadline(context)
+            timeline_condition.check_table_appeared(base_uri, deadline)
+            self.log.info("No Hudi table at %s yet; waiting (failing at %s if none appears: "
+                          "hoodie_table_missing_timeout=%ss).", base_uri,
+                          time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(deadline)),
+                          int(self.hoodie_table_missing_timeout))
+            return None, base_uri, storage_options, condition
         outcome = timeline_condition.evaluate(condition, views)
-        if outcome is None and views is not None:
+        if outcome is None:
+            timeline_condition.check_not_futile(base_uri, storage_options, condition, views)
             self.log.info("Waiting on %s for %s", base_uri, self.describe(condition, views))
         return outcome, base_uri, storage_options, condition
 
@@ -87,6 +116,7 @@ class _HoodieTimelineSensor(BaseSensorOperator):
                 storage_options={k: v for k, v in storage_options.items() if not is_secret_option(k)},
                 hoodie_conn_id=self.hoodie_conn_id,
                 poll_interval=self.poke_interval,
+                missing_deadline=self._missing_deadline(context),
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout) if self.timeout else None,
@@ -117,6 +147,13 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
         commit that completes after a newer one is still matched once, after it; on version 6
         and for requested/inflight waits it goes by instant time.
 
+    :param fail_if_nothing_planned: when waiting only for compactions, clusterings or cleans
+        (no ``instant_time``), fail at once with the planning run's reason if its latest run
+        scheduled none and none is pending, instead of waiting for a later planning run.
+
+    Every sensor also takes ``hoodie_table_missing_timeout`` (seconds, default 600): a path
+    with no table fails then, not at the sensor's own ``timeout``.
+
     XCom: ``{"instant", "action", "kind", "state", "timestamp", "completion_time",
     "checkpoint", "matched": [...]}`` for the newest matching instant; pass ``checkpoint``
     as ``start=`` of an incremental :func:`~airflow_hoodie.table.read.read_table`.
@@ -131,6 +168,7 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
         state: str = timeline_condition.COMPLETED,
         instant_time: str | None = None,
         after: str | None = None,
+        fail_if_nothing_planned: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -138,6 +176,7 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
         self.state = timeline_condition.normalize_state(state)
         self.instant_time = instant_time
         self.after = after
+        self.fail_if_nothing_planned = fail_if_nothing_planned
 
     def _last_seen(self, context: Any) -> Mapping[str, Any] | None:
         ti = context.get("ti") if context else None
@@ -159,7 +198,8 @@ class HoodieInstantSensor(_HoodieTimelineSensor):
             # an XCom of an older release has no checkpoint: go on after the instant it named
             after = previous.get("checkpoint") or previous.get("instant")
         return timeline_condition.instant_condition(
-            actions=self.actions, state=self.state, instant_time=self.instant_time, after=after
+            actions=self.actions, state=self.state, instant_time=self.instant_time, after=after,
+            fail_if_nothing_planned=self.fail_if_nothing_planned,
         )
 
     def describe(self, condition: Mapping[str, Any], views: list[timeline_condition.InstantView]) -> str:

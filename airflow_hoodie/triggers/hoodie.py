@@ -13,6 +13,7 @@ from typing import Any, AsyncIterator, Mapping
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_hoodie.errors import HoodieWaitFutileError
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.triggers import timeline_condition
 
@@ -26,6 +27,8 @@ class HoodieTimelineTrigger(BaseTrigger):
     :param storage_options: pyarrow filesystem options without credentials.
     :param hoodie_conn_id: connection whose storage credentials are resolved in the triggerer.
     :param poll_interval: seconds between two listings.
+    :param missing_deadline: epoch seconds after which a path with no table ends the wait
+        with an ``error`` event (the sensor's ``hoodie_table_missing_timeout``).
     :param max_consecutive_errors: polls in a row that may fail (a flaky object store)
         before the trigger gives up with an ``error`` event.
 
@@ -41,6 +44,7 @@ class HoodieTimelineTrigger(BaseTrigger):
         poll_interval: float = 30.0,
         max_consecutive_errors: int = 3,
         hoodie_conn_id: str | None = None,
+        missing_deadline: float | None = None,
     ) -> None:
         super().__init__()
         self.hoodie_conn_id = hoodie_conn_id
@@ -49,6 +53,7 @@ class HoodieTimelineTrigger(BaseTrigger):
         self.storage_options = dict(storage_options or {})
         self.poll_interval = float(poll_interval)
         self.max_consecutive_errors = int(max_consecutive_errors)
+        self.missing_deadline = missing_deadline
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -60,6 +65,7 @@ class HoodieTimelineTrigger(BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "max_consecutive_errors": self.max_consecutive_errors,
                 "hoodie_conn_id": self.hoodie_conn_id,
+                "missing_deadline": self.missing_deadline,
             },
         )
 
@@ -72,7 +78,7 @@ class HoodieTimelineTrigger(BaseTrigger):
         return dict(hook.get_conn().storage_options)
 
     def _check(self) -> dict[str, Any] | None:
-        return timeline_condition.check(self.base_uri, self._storage_options(), self.condition)
+        return timeline_condition.check(self.base_uri, self._storage_options(), self.condition, self.missing_deadline)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         errors = 0
@@ -80,6 +86,9 @@ class HoodieTimelineTrigger(BaseTrigger):
             try:
                 outcome = await asyncio.to_thread(self._check)
                 errors = 0
+            except HoodieWaitFutileError as exc:  # not a flaky store: the wait cannot end
+                yield TriggerEvent({"status": "error", "message": str(exc)})
+                return
             except Exception as exc:  # noqa: BLE001 - reported through the event
                 errors += 1
                 self.log.warning("Reading the timeline of %s failed (%d/%d): %s",

@@ -9,9 +9,12 @@ only to tell a clustering replacecommit from an insert_overwrite one
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
+from airflow_hoodie.errors import HoodieWaitFutileError
+from airflow_hoodie.table.service_outcomes import PLANNED_KINDS, nothing_planned
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import Timeline, action_family, meta_path
@@ -100,16 +103,19 @@ def instant_condition(
     state: Any = COMPLETED,
     instant_time: str | None = None,
     after: str | None = None,
+    fail_if_nothing_planned: bool = True,
 ) -> dict[str, Any]:
     """A JSON-serializable "wait for an instant" condition (triggers store their kwargs).
 
-    ``after`` is an instant time or a checkpoint (see :func:`_after_position`)."""
+    ``after`` is an instant time or a checkpoint (see :func:`_after_position`);
+    ``fail_if_nothing_planned``: see :func:`check_not_futile`."""
     return {
         "kind": "instant",
         "actions": sorted({str(a) for a in actions}) if actions else None,
         "state": normalize_state(state),
         "instant_time": instant_time or None,
         "after": after or None,
+        "fail_if_nothing_planned": bool(fail_if_nothing_planned),
     }
 
 
@@ -177,6 +183,56 @@ def pending_services(views: list[InstantView] | None, services: Iterable[str]) -
     return [v for v in (views or []) if v.state != COMPLETED and v.kind in wanted]
 
 
-def check(base_uri: str, storage_options: Mapping[str, Any] | None, condition: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Blocking: list the timeline once and evaluate ``condition`` (run in a thread from triggers)."""
-    return evaluate(condition, load_views(base_uri, storage_options))
+def check(base_uri: str, storage_options: Mapping[str, Any] | None, condition: Mapping[str, Any],
+          missing_deadline: float | None = None) -> dict[str, Any] | None:
+    """Blocking: list the timeline once and evaluate ``condition`` (run in a thread from triggers).
+    Raises :class:`HoodieWaitFutileError` when there is still no table at ``missing_deadline``
+    (epoch seconds), or when the latest planning run said the awaited service instant will
+    not come."""
+    views = load_views(base_uri, storage_options)
+    if views is None:
+        check_table_appeared(base_uri, missing_deadline)
+        return None
+    outcome = evaluate(condition, views)
+    if outcome is None:
+        check_not_futile(base_uri, storage_options, condition, views)
+    return outcome
+
+
+def check_table_appeared(base_uri: str, missing_deadline: float | None) -> None:
+    """A table that an ingest task creates appears within minutes; one that is still missing
+    after ``hoodie_table_missing_timeout`` is most likely a typo in the path, which would
+    otherwise wait out the sensor's own timeout (often days) in silence."""
+    if missing_deadline is not None and time.time() >= missing_deadline:
+        raise HoodieWaitFutileError(
+            f"No Hudi table at {base_uri} (no .hoodie/hoodie.properties) after waiting "
+            "hoodie_table_missing_timeout. Check the sensor's base_path (or the connection's base_path extra); "
+            "raise hoodie_table_missing_timeout if the table is created later than that.")
+
+
+def check_not_futile(base_uri: str, storage_options: Mapping[str, Any] | None, condition: Mapping[str, Any],
+                     views: list[InstantView]) -> None:
+    """Fail a wait for a new compaction, clustering or clean that the latest planning run of
+    that service declined, with its reason: nothing of that kind is pending and nothing of
+    it is newer than that decision, so only another planning run could end the wait.
+
+    Applies when every awaited action is such a service and no particular instant is named."""
+    actions = condition.get("actions") or []
+    if condition.get("kind") != "instant" or condition.get("instant_time") or not actions \
+            or not condition.get("fail_if_nothing_planned", True) \
+            or any(a not in PLANNED_KINDS for a in actions):
+        return
+    storage, base = Storage.for_uri(base_uri, storage_options)
+    records = nothing_planned(storage, base, actions)
+    reasons = []
+    for kind in actions:
+        record = records.get(kind)
+        if record is None or any(v.kind == kind and (v.state != COMPLETED or v.timestamp > record.latest_instant)
+                                 for v in views):
+            return
+        reasons.append(f"{kind}: {record.reason} (decided {record.written})")
+    raise HoodieWaitFutileError(
+        f"Nothing will end this wait on {base_uri}: the latest planning run scheduled no "
+        f"{' or '.join(actions)}, and none is pending. " + "; ".join(reasons)
+        + ". Run the planning task again once the table has work for it (or pass fail_if_nothing_planned=False "
+        "to wait for a later planning run).")
