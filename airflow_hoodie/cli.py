@@ -179,7 +179,14 @@ def cmd_timeline(args: argparse.Namespace, out: TextIO) -> int:
 def slice_rows(table: HoodieTable, as_of: str | None = None, partition: str | None = None) -> list[dict[str, Any]]:
     table.check_supported()
     view = table.file_system_view()
-    slices = view.latest_merged_file_slices(partition, as_of=as_of)
+    if partition is not None and partition.strip("/") not in view.partitions():
+        known = view.partitions()
+        near = [p for p in known if p.lower() == partition.strip("/").lower()]
+        raise HoodieError(
+            f"No partition {partition!r} in {table.base_uri}"
+            + (f"; partition paths are case-sensitive: did you mean {near[0]!r}?" if near else "")
+            + f" It has {len(known)} partitions" + (f", e.g. {', '.join(repr(p) for p in known[:5])}." if known else "."))
+    slices = view.latest_merged_file_slices(partition.strip("/") if partition is not None else None, as_of=as_of)
     rows = []
     for s in slices:
         base = s.base_file
@@ -355,6 +362,8 @@ def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
         storage_options=_storage_options(args) or None,
     )
     total = table.num_rows
+    if total == 0 and filters:
+        _check_partition_filters(args.path, filters, _storage_options(args) or None)
     if args.limit is not None:
         table = table.slice(0, max(0, args.limit))
     rows = table.to_pylist()
@@ -367,6 +376,29 @@ def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
         shown = f"{len(rows)} of {total}" if len(rows) != total else str(total)
         out.write(f"({shown} rows)\n" if rows else "")
     return EXIT_OK
+
+
+def _check_partition_filters(path: str, filters: list[tuple[str, str, Any]],
+                             storage_options: dict[str, str] | None) -> None:
+    """An empty answer to ``region=EU`` where the partitions are ``eu`` looks like "no
+    data"; a filter naming a partition value that no partition has is an error instead."""
+    from airflow_hoodie.table.read import PartitionSpec
+
+    table = HoodieTable.load(path, storage_options=storage_options)
+    spec = PartitionSpec.from_config(table.config)
+    partitions = table.file_system_view().partitions()
+    for col, op, value in filters:
+        if col not in spec.fields or op not in ("=", "==", "in"):
+            continue
+        wanted = [str(v) for v in (value if isinstance(value, list) else [value])]
+        present = {str(v) for p in partitions for v in (spec.values(p) or {}).values() if v is not None}
+        if any(w in present for w in wanted):
+            continue
+        near = sorted(v for v in present if v.lower() in {w.lower() for w in wanted})
+        raise HoodieError(
+            f"No partition of {table.base_uri} has {col} {op} {value!r}"
+            + (f"; partition values are case-sensitive: did you mean {near[0]!r}?" if near else "")
+            + f" Values of {col}: {', '.join(sorted(present)[:10]) or 'none'}.")
 
 
 _FILTER_OPS = ("not in", ">=", "<=", "!=", "==", "=", ">", "<", " in ")
