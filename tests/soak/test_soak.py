@@ -16,18 +16,20 @@ import pytest
 
 from tests.soak.service_loop import soak
 
-#: archival with Hudi's defaults (keep 20-30 commits) first acts around round 15
-ROUNDS = 17
+#: rounds per version: archival with Hudi's defaults (keep 20-30 commits) first acts around
+#: round 15; before the fix of issue 35's F1 the v6 table lost rows in round 20 of this loop
+ROUNDS = {6: 22, 9: 17}
 
 
 @pytest.mark.parametrize("version", [6, 9])
 def test_services_with_default_retention_keep_every_reader_right(tmp_path: Path, version: int) -> None:
-    loop = soak(str(tmp_path), version, rounds=ROUNDS, new_keys=10, updated_keys=10)
+    rounds = ROUNDS[version]
+    loop = soak(str(tmp_path), version, rounds=rounds, new_keys=10, updated_keys=10)
     worked = {step: sum(1 for r in loop.records if r.step == step and r.instant)
               for step in ("upsert", "clean", "compact", "archive")}
     # every service acted, or the soak tested less than it claims
-    assert worked["upsert"] == 2 * ROUNDS
+    assert worked["upsert"] == 2 * rounds
     assert worked["clean"] >= 2, worked
     assert worked["compact"] >= 3, worked
     assert worked["archive"] >= 1, worked
-    assert len(loop.model) == 10 * 2 * ROUNDS
+    assert len(loop.model) == 10 * 2 * rounds
