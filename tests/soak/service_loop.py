@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,7 +27,10 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready, load_files_listing
+from airflow_hoodie.table.metadata_table.files_listing import (
+    files_partition_ready,
+    load_files_listing,
+)
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.lsm_timeline import snapshot_files
 from tests.table.normalize import hudi_rs_rows, normalize_table

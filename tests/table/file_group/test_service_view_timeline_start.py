@@ -6,7 +6,15 @@ uncommitted to the compaction planner, the cleaner and the compaction's log sele
 from __future__ import annotations
 
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from tests.table.file_group.test_file_system_view import T1, T2, T3, T4, _commit, _mor, _touch
+from tests.table.file_group.test_file_system_view import (
+    T1,
+    T2,
+    T3,
+    T4,
+    _commit,
+    _mor,
+    _touch,
+)
 
 
 def _clean(w, ts: str) -> None:
