@@ -1,0 +1,1 @@
+"""Hudi's Avro schemas (.avsc), shipped as package data; a package so setuptools builds it as one."""
