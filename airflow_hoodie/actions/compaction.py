@@ -415,7 +415,8 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
         fileId=op.file_id, path=stats.path, prevCommit=op.base_instant_time, numWrites=stats.num_records,
         numDeletes=max(base_rows - updated, 0), numUpdateWrites=updated if slice_.base_file else 0,
         numInserts=inserts, totalWriteBytes=stats.file_size, partitionPath=part,
-        totalLogFilesCompacted=len(slice_.log_files),
+        totalLogFilesCompacted=len(slice_.log_files), totalLogRecords=read.log_records,
+        totalUpdatedRecordsCompacted=read.log_keys,
         totalLogSizeCompacted=sum(lf.size for lf in slice_.log_files), fileSizeInBytes=stats.file_size,
     )
 

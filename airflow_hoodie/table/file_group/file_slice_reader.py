@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -273,6 +274,21 @@ class SliceRead:
     new_keys: pa.Array | None = None
     #: the base file's footer key-values (its bloom filter among them), None without one
     base_footer: dict[bytes, bytes] | None = None
+    #: records read from the slice's valid log blocks, deletes included (Hudi's totalLogRecords)
+    log_records: int = 0
+    #: distinct record keys among them (Hudi's numMergedRecordsInLog: totalUpdatedRecordsCompacted)
+    log_keys: int = 0
+
+
+def _log_counts(pieces: Sequence[Piece]) -> tuple[int, int]:
+    """(records, distinct keys) of a slice's log pieces, which a compaction reports."""
+    keys = [p.column(RECORD_KEY) if isinstance(p, pa.Table) else p.keys for p in pieces
+            if not isinstance(p, pa.Table) or RECORD_KEY in p.column_names]
+    records = sum(p.num_rows if isinstance(p, pa.Table) else len(p.keys) for p in pieces)
+    if not keys:
+        return records, 0
+    flat = pa.chunked_array([k.cast(pa.string()) for k in keys], pa.string())
+    return records, pc.count_distinct(flat).as_py()
 
 
 def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None,
@@ -332,11 +348,12 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
             piece = _conform(piece, base_schema)
         pieces.append(piece)
     data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
+    log_records, log_keys = _log_counts(log_pieces) if counted else (0, 0)
     if not data_pieces:
-        return SliceRead(pa.table({}), base_rows, 0, None, footer)
+        return SliceRead(pa.table({}), base_rows, 0, None, footer, log_records, log_keys)
     merged = merge_records_counted(pieces, cfg, has_base=base is not None, counted=counted)
     return SliceRead(_finish(merged.table, opts, filtered=False), base_rows, merged.base_keys_kept,
-                     merged.new_keys, footer)
+                     merged.new_keys, footer, log_records, log_keys)
 
 
 __all__ = ["META_COLUMNS", "SliceReadOptions", "read_base_file", "SliceRead", "read_file_slice", "read_file_slice_counted", "scan_log_pieces", "unify_tables"]
