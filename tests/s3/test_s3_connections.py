@@ -107,3 +107,26 @@ def test_cli_timeline_slices_and_read_with_conn_id_only(s3: S3Place, monkeypatch
     err = io.StringIO()
     assert main(["timeline", uri, "--conn-id", "no_such_conn"], out=io.StringIO(), err=err) == 2
     assert "no_such_conn" in err.getvalue()
+
+
+def test_a_sources_own_secrets_reach_the_job_in_its_environment_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``source_storage_options=``: plain options as ``--source-storage-option``, secrets in
+    ``$HOODIE_SOURCE_STORAGE_SECRETS``; the job puts them together again."""
+    from airflow_hoodie.hooks.hoodie import HoodieHook
+    from airflow_hoodie.spark.job import base_parser, source_storage_options
+    from airflow_hoodie.storage_secrets import SOURCE_STORAGE_SECRETS_ENV
+
+    hook = HoodieHook(None, base_path="/tmp/t", storage_options={"region": "us-east-1"},
+                      source_storage_options={"endpoint_override": "http://src:9000", "secret_key": "src-secret"})
+    args = hook.job_arguments(["--source", "s3://src/b1"])
+    assert "src-secret" not in " ".join(args)
+    at = args.index("--source-storage-option")
+    assert args[at:at + 2] == ["--source-storage-option", "endpoint_override=http://src:9000"]
+    env = hook.build_submit_hook("upsert", args)._env_vars
+    assert json.loads(env[SOURCE_STORAGE_SECRETS_ENV]) == {"secret_key": "src-secret"}
+    monkeypatch.setenv(SOURCE_STORAGE_SECRETS_ENV, env[SOURCE_STORAGE_SECRETS_ENV])
+    parser = base_parser("the upsert job's options")
+    parser.add_argument("--source")
+    parser.add_argument("--source-storage-option", action="append", default=[])
+    ns, _ = parser.parse_known_args(args)
+    assert source_storage_options(ns) == {"endpoint_override": "http://src:9000", "secret_key": "src-secret"}
