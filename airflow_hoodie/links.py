@@ -26,3 +26,25 @@ class SparkUILink(BaseOperatorLink):
         if known is not None:
             return known
         return XCom.get_value(ti_key=ti_key, key=SPARK_UI_XCOM_KEY) or ""
+
+
+class HoodieTableHealthLink(BaseOperatorLink):
+    """"Hudi table health" button: the plugin's page for the table the task worked on, where
+    its pending instants, due services and file sizes are (airflow_hoodie/plugins)."""
+
+    name = "Hudi table health"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        base_path = getattr(operator, "base_path", None)
+        if not base_path:
+            # the table comes from the task's connection: resolving it must not fail a link
+            try:
+                from airflow_hoodie.hooks.hoodie import HoodieHook
+
+                base_path = HoodieHook(getattr(operator, "hoodie_conn_id", None) or HoodieHook.default_conn_name
+                                       ).get_conn().base_path
+            except Exception:  # noqa: BLE001 - no connection, no table: the page lists all tables
+                base_path = None
+        from airflow_hoodie.plugins.urls import page_url
+
+        return page_url(str(base_path) if base_path else None)

@@ -70,6 +70,9 @@ UI_FIELD_BEHAVIOUR: dict[str, Any] = {
 HOOK_MODULES = ["airflow_hoodie.hooks.hoodie"]
 OPERATOR_MODULES = ["airflow_hoodie.operators.hoodie"]
 SENSOR_MODULES = ["airflow_hoodie.sensors.hoodie"]
+#: the plugin (airflow_hoodie/plugins): table health API at /hoodie and its UI page
+PLUGIN_NAME = "hoodie"
+PLUGIN_CLASS = "airflow_hoodie.plugins.hoodie_plugin.HoodiePlugin"
 TRIGGER_MODULES = ["airflow_hoodie.triggers.hoodie", "airflow_hoodie.triggers.write"]
 
 #: Asset URI schemes we register: ``hudi+<storage scheme>://...`` names a Hudi table by
@@ -124,7 +127,8 @@ def provider_info() -> dict[str, Any]:
                 },
             }
         ],
-        "extra-links": ["airflow_hoodie.links.SparkUILink"],
+        "extra-links": ["airflow_hoodie.links.SparkUILink", "airflow_hoodie.links.HoodieTableHealthLink"],
+        "plugins": [{"name": PLUGIN_NAME, "plugin-class": PLUGIN_CLASS}],
         "asset-uris": [
             {
                 "schemes": ASSET_SCHEMES,

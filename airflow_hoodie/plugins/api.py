@@ -1,0 +1,108 @@
+"""The FastAPI app the plugin mounts at ``/hoodie``: the health JSON API and the page.
+
+Routes take Airflow's own auth (``requires_access_asset``: a Hudi table is an Asset to
+Airflow), so a request without the api-server's JWT, as a bearer token or the UI's cookie,
+gets 401/403 like any other Airflow API call. Health is computed on request from the table's
+timeline and listing; nothing is cached here, so the page shows what is on storage now.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from airflow.api_fastapi.common.db.common import SessionDep
+from airflow.api_fastapi.core_api.security import requires_access_asset
+from fastapi import Depends, FastAPI, HTTPException, Query, status
+from fastapi.responses import HTMLResponse
+from sqlalchemy import select
+
+from airflow_hoodie.errors import HoodieError, HoodieTableNotFoundError
+from airflow_hoodie.plugins.known_tables import (
+    KnownTables,
+    UnknownTableError,
+    asset_table_paths,
+    configured_roots,
+)
+from airflow_hoodie.plugins.urls import PAGE_ROUTE
+
+log = logging.getLogger(__name__)
+
+
+
+def storage_options() -> dict[str, str]:
+    """The default ``hoodie`` connection's storage options (s3:// endpoint, keys, region);
+    none when there is no such connection."""
+    from airflow_hoodie.hooks.hoodie import HoodieHook
+
+    return dict(HoodieHook().get_conn().storage_options)
+
+
+def known_tables(session: Any) -> KnownTables:
+    """Asset base paths from the metadata DB (active Assets only: a DAG that dropped its
+    outlet no longer vouches for the path) and the configured roots."""
+    from airflow.configuration import conf
+    from airflow.models.asset import AssetActive, AssetModel
+
+    query = (select(AssetModel.uri)
+             .join(AssetActive, (AssetActive.name == AssetModel.name) & (AssetActive.uri == AssetModel.uri))
+             .where(AssetModel.uri.like("hudi%")))
+    uris = [str(u) for u in session.scalars(query)]
+    return KnownTables(tuple(asset_table_paths(uris)),
+                       tuple(configured_roots(conf.get("hoodie", "table_roots", fallback=""))))
+
+
+def health_of(path: str, options: Mapping[str, str]) -> dict[str, Any]:
+    from airflow_hoodie.health.table_health import table_health
+
+    return table_health(path, options or None)
+
+
+def _refuse(exc: HoodieError) -> HTTPException:
+    if isinstance(exc, UnknownTableError):
+        return HTTPException(status.HTTP_403_FORBIDDEN, detail=str(exc))
+    if isinstance(exc, HoodieTableNotFoundError):
+        return HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc))
+    return HTTPException(status.HTTP_502_BAD_GATEWAY, detail=f"{type(exc).__name__}: {exc}")
+
+
+def create_app() -> FastAPI:
+    """The sub-application; built once per api-server worker by the plugin."""
+    app = FastAPI(title="Apache Hudi table health (airflow-hoodie)",
+                  description="Health of the Hudi tables Airflow knows.")
+    read = [Depends(requires_access_asset(method="GET"))]
+
+    @app.get("/api/tables", dependencies=read)
+    def tables(session: SessionDep) -> dict[str, Any]:
+        """Every known table with its one-line summary."""
+        options = storage_options()
+        rows = known_tables(session).listing(options)
+        for row in rows:
+            if "error" in row:
+                row["summary"] = f"cannot list: {row['error']}"
+                continue
+            try:
+                row["summary"] = health_of(row["path"], options)["summary"]
+            except HoodieError as exc:
+                row["error"] = f"{type(exc).__name__}: {exc}"
+                row["summary"] = f"unreadable: {exc}"
+        return {"tables": rows, "total_entries": len(rows)}
+
+    @app.get("/api/table", dependencies=read)
+    def table(session: SessionDep, path: str = Query(..., description="table base path or URI")) -> dict[str, Any]:
+        """The full health object of one known table."""
+        try:
+            resolved = known_tables(session).resolve(path)
+            return health_of(resolved, storage_options())
+        except HoodieError as exc:
+            raise _refuse(exc) from exc
+
+    @app.get(PAGE_ROUTE, response_class=HTMLResponse)
+    def page() -> HTMLResponse:
+        """The page (a static shell: its data comes from the authenticated API above)."""
+        from airflow_hoodie.plugins.page import PAGE_HTML
+
+        return HTMLResponse(PAGE_HTML, headers={"Cache-Control": "no-cache"})
+
+    return app
