@@ -8,6 +8,7 @@ Subcommands::
     airflow-hoodie log FILE [--records]          the blocks of one log file
     airflow-hoodie show PATH INSTANT             an instant's plan or commit metadata as JSON
     airflow-hoodie read PATH [--query-type ...]  rows of the table
+    airflow-hoodie health PATH [--json]          pending/stuck instants, files, services due
 
 Output is a human-readable table by default and JSON with ``--json`` (one document per
 command, ``read`` prints JSON lines with ``--format jsonl``). Every error the library
@@ -26,6 +27,7 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from airflow_hoodie.errors import HoodieError
+from airflow_hoodie.health.table_health import table_health
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log.log_reader import describe_log_file
 from airflow_hoodie.table.metadata import avro_codec
@@ -487,6 +489,29 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # -------------------------------------------------------------------------------- main
+# ------------------------------------------------------------------------------ health
+def cmd_health(args: argparse.Namespace, out: TextIO) -> int:
+    conf = {}
+    for pair in args.hoodie_conf or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise HoodieError(f"--hoodie-conf {pair!r} is not KEY=VALUE")
+        conf[key.strip()] = value.strip()
+    health = table_health(args.path, _storage_options(args) or None, conf)
+    if args.json:
+        dump_json(health, out)
+        return EXIT_OK
+    out.write(health["summary"] + "\n")
+    rows = [{"instant": p["instant"], "action": p["action"], "state": p["state"], "age_s": p["age_seconds"],
+             "heartbeat": {True: "live", False: "DEAD", None: "waiting plan"}[p["heartbeat_live"]]}
+            for p in health["pending"]]
+    if rows:
+        print_table(rows, ["instant", "action", "state", "age_s", "heartbeat"], out, width=40)
+    print_table([{"service": d["service"], "due": "DUE" if d["due"] else "-", "reason": d["reason"]}
+                 for d in health["maintenance_due"]], ["service", "due", "reason"], out, width=120)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="airflow-hoodie",
@@ -544,6 +569,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="print at most N rows")
     common(p)
     p.set_defaults(func=cmd_read)
+
+    p = sub.add_parser("health", help="the table's health: pending and stuck instants, files, metadata "
+                       "table, lock, services due")
+    p.add_argument("path", help="table base path or URI")
+    p.add_argument("--hoodie-conf", action="append", metavar="KEY=VALUE",
+                   help="a write setting the services run with (keep.min/max, cleaner, compaction trigger)")
+    common(p)
+    p.set_defaults(func=cmd_health)
 
     p = sub.add_parser("stats", help="print a data file's column statistics from the metadata table")
     p.add_argument("path", help="table base path or URI")

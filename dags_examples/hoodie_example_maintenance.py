@@ -1,7 +1,9 @@
-"""Maintenance: compaction plan -> execute -> clustering -> clean -> archive.
+"""Maintenance: compaction plan -> execute -> clustering -> clean -> archive, when due.
 
-Waits (rescheduling, so no worker slot is held) for a write newer than the one the
-previous run saw; skips the whole run when none arrives. Each service is idempotent
+No cron: the DAG runs continuously, one run at a time, and each run first waits (deferred,
+in the triggerer, so no worker slot is held) until the table's own figures say a service is
+due: compaction's trigger under the settings it runs with, a clean or an archival, or an
+instant stuck pending for an hour. The sensor's XCom is the table's health. Each service is idempotent
 (the plan lives on the timeline), so retries simply finish the action. The pending
 service sensor makes clustering wait for compactions to finish (clustering never plans
 file groups under a pending compaction); it is deferrable, so the wait sits in the
@@ -25,7 +27,7 @@ from airflow_hoodie.operators.hoodie import (
     HoodieCompactionExecuteOperator,
     HoodieCompactionPlanOperator,
 )
-from airflow_hoodie.sensors.hoodie import HoodieInstantSensor, HoodiePendingServiceSensor
+from airflow_hoodie.sensors.hoodie import HoodieMaintenanceDueSensor, HoodiePendingServiceSensor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared settings module
 from hoodie_example_common import SERVICE_CONF, example_table_path
 
@@ -33,7 +35,7 @@ BASE_PATH = example_table_path()
 
 with DAG(
     dag_id="hoodie_example_maintenance",
-    schedule="0 3 * * *",
+    schedule="@continuous",
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -42,16 +44,15 @@ with DAG(
     tags=["hudi", "example"],
     doc_md=__doc__,
 ) as dag:
-    new_write = HoodieInstantSensor(
-        task_id="wait_for_new_write",
+    due = HoodieMaintenanceDueSensor(
+        task_id="maintenance_due",
         base_path=BASE_PATH,
-        actions=["deltacommit", "commit"],
-        state="completed",
-        after="last_seen",
-        mode="reschedule",
+        services_due=["compaction", "clean", "archival"],
+        pending_older_than=3600,  # a writer or service that died mid-way
+        hoodie_conf={**SERVICE_CONF["compaction"], **SERVICE_CONF["clean"], **SERVICE_CONF["archive"]},
+        deferrable=True,
         poke_interval=300,
-        timeout=6 * 3600,
-        soft_fail=True,  # no new data today: skip maintenance instead of failing
+        timeout=24 * 3600,
         retries=0,
     )
     plan = HoodieCompactionPlanOperator(
@@ -76,4 +77,4 @@ with DAG(
     clean = HoodieCleanOperator(task_id="clean", base_path=BASE_PATH, hoodie_conf=SERVICE_CONF["clean"])
     archive = HoodieArchiveOperator(task_id="archive", base_path=BASE_PATH, hoodie_conf=SERVICE_CONF["archive"])
 
-    new_write >> plan >> compact >> no_pending >> cluster >> clean >> archive
+    due >> plan >> compact >> no_pending >> cluster >> clean >> archive

@@ -177,8 +177,9 @@ def _archive_dir(table: HoodieTable) -> str:
     return table.archive_path
 
 
-def _archive_context(table: HoodieTable, tl: Any) -> ArchiveContext:
-
+def archive_context(table: HoodieTable, tl: Any) -> ArchiveContext:
+    """The timeline facts archival's bounds need that take file reads: the latest clean's
+    horizon and savepoints, and the metadata table's latest compaction."""
     cleans = [i for i in tl.instants if i.action == Action.CLEAN and is_completed(i)]
     latest_clean = cleans[-1].timestamp if cleans else None
     earliest = None
@@ -332,7 +333,7 @@ def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings
     layout = table.format.timeline_layout
     merged = recover_merge(table) if layout == 1 else 0
     tl = _finish_killed_deletions(table, table.reload_timeline())
-    ctx = dataclasses.replace(_archive_context(table, tl), data_table_earliest=data_table_earliest)
+    ctx = dataclasses.replace(archive_context(table, tl), data_table_earliest=data_table_earliest)
     chosen = instants_to_archive(tl.instants, settings, ctx, rules_for_layout(layout))
     if not chosen:
         merge = merge_archive_files_if_needed(table, config) if layout == 1 else 0

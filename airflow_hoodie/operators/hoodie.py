@@ -36,7 +36,9 @@ from airflow_hoodie.actions.clustering import pending_clustering_instants
 from airflow_hoodie.actions.compaction import pending_compaction_instants
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
-from airflow_hoodie.errors import HoodieJobError, HoodieTableNotFoundError
+from airflow_hoodie.errors import HoodieError, HoodieJobError, HoodieTableNotFoundError
+from airflow_hoodie.health.table_health import compact as compact_health
+from airflow_hoodie.health.table_health import table_health
 from airflow_hoodie.config import HoodieConfig, parse_properties
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.service_check import check_service
@@ -319,6 +321,17 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
                 ti.xcom_push(key=SPARK_UI_XCOM_KEY, value=ui_url)
         return result
 
+    def _compact_health(self, base_uri: str) -> dict[str, Any] | None:
+        """The table's health in the few figures an Asset event carries, for downstream DAGs
+        and people reading the event; a report that cannot be made (a table some test job
+        stands in for) leaves it out rather than failing a task whose work is done."""
+        conn = self._hook.get_conn()
+        try:
+            return compact_health(table_health(base_uri, conn.storage_options or None, conn.hoodie_conf, rows=False))
+        except HoodieError as exc:
+            self.log.warning("No health summary for the Asset event of %s: %s", base_uri, exc)
+            return None
+
     def _with_checkpoint(self, result: dict[str, Any]) -> dict[str, Any]:
         """A service's result names its instant by requested time only; downstream readers
         resume incremental reads at its checkpoint, which on Hudi 1.x is the completion time
@@ -360,6 +373,7 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
                  if k in result and isinstance(result[k], (str, int, float, bool, type(None)))}
         extra.setdefault("job", self.job)
         extra["table"] = base_uri
+        extra["health"] = self._compact_health(base_uri)
         table_uri = table_asset_uri(base_uri)
         for outlet in self.outlets or []:
             if isinstance(outlet, AssetAlias):

@@ -18,7 +18,9 @@ from airflow.sdk.exceptions import AirflowException
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.storage_secrets import is_secret_option
 from airflow_hoodie.triggers import timeline_condition
+from airflow_hoodie.health.due_condition import due_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
+from airflow_hoodie.triggers.maintenance import HoodieMaintenanceDueTrigger, check_due
 
 LAST_SEEN = "last_seen"
 
@@ -110,17 +112,19 @@ class _HoodieTimelineSensor(BaseSensorOperator):
             self.log.info("Timeline condition met: %s", outcome)
             return outcome
         self.defer(
-            trigger=HoodieTimelineTrigger(
-                base_uri=base_uri,
-                condition=condition,
-                storage_options={k: v for k, v in storage_options.items() if not is_secret_option(k)},
-                hoodie_conn_id=self.hoodie_conn_id,
-                poll_interval=self.poke_interval,
-                missing_deadline=self._missing_deadline(context),
-            ),
+            trigger=self.trigger(base_uri, condition, {k: v for k, v in storage_options.items()
+                                                       if not is_secret_option(k)}, context),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout) if self.timeout else None,
         )
+
+    def trigger(self, base_uri: str, condition: dict[str, Any], storage_options: dict[str, str],
+                context: Any) -> HoodieTimelineTrigger:
+        """The trigger that waits in the triggerer (``storage_options`` without secrets: the
+        triggerer resolves those from the connection)."""
+        return HoodieTimelineTrigger(base_uri=base_uri, condition=condition, storage_options=storage_options,
+                                     hoodie_conn_id=self.hoodie_conn_id, poll_interval=self.poke_interval,
+                                     missing_deadline=self._missing_deadline(context))
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
         if not event or event.get("status") != "success":
@@ -236,3 +240,57 @@ class HoodiePendingServiceSensor(_HoodieTimelineSensor):
     def describe(self, condition: Mapping[str, Any], views: list[timeline_condition.InstantView]) -> str:
         pending = timeline_condition.pending_services(views, condition["services"])
         return "pending " + ", ".join(f"{v.kind} {v.timestamp} ({v.state})" for v in pending)
+
+
+class HoodieMaintenanceDueSensor(_HoodieTimelineSensor):
+    """Wait until the table's services are due by the table's own figures, instead of cron.
+
+    :param compaction_due: compaction's own trigger holds (strategy and delta commits).
+    :param services_due: any of ``compaction``, ``clustering``, ``clean``, ``archival`` due.
+    :param delta_commits: at least this many delta commits since the last compaction.
+    :param log_bytes: the latest slices' log files hold at least this many bytes.
+    :param small_file_groups: at least this many base files under the small-file limit.
+    :param pending_older_than: a pending instant (a stuck writer or service) at least this
+        many seconds old.
+    :param match: ``"any"`` (default) or ``"all"`` of the thresholds given.
+    :param hoodie_conf: the write settings the services run with (keep.min/max, cleaner,
+        compaction trigger), which their due rules use.
+
+    XCom: ``{"met": [<each threshold that holds, in words>], "health": <table_health()>}``.
+    """
+
+    template_fields: Sequence[str] = (*_HoodieTimelineSensor.template_fields, "hoodie_conf")
+
+    def __init__(self, *, compaction_due: bool = False, services_due: Iterable[str] = (),
+                 delta_commits: int | None = None, log_bytes: int | None = None, small_file_groups: int | None = None,
+                 pending_older_than: float | None = None, match: str = "any",
+                 hoodie_conf: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._condition = due_condition(compaction_due=compaction_due, services_due=services_due,
+                                        delta_commits=delta_commits, log_bytes=log_bytes,
+                                        small_file_groups=small_file_groups, pending_older_than=pending_older_than,
+                                        match=match)  # a bad threshold fails at parse time
+        self.hoodie_conf = dict(hoodie_conf or {})
+
+    def condition(self, context: Any) -> dict[str, Any]:
+        return dict(self._condition)
+
+    def _settings(self) -> dict[str, str]:
+        hook = HoodieHook(self.hoodie_conn_id, base_path=self.base_path, storage_options=self.storage_options,
+                          hoodie_conf=self.hoodie_conf)
+        return {str(k): str(v) for k, v in hook.get_conn().hoodie_conf.items()}
+
+    def _probe(self, context: Any) -> tuple[dict[str, Any] | None, str, dict[str, str], dict[str, Any]]:
+        base_uri, storage_options = self._location()
+        condition = self.condition(context)
+        outcome = check_due(base_uri, storage_options, condition, self._settings(), self._missing_deadline(context))
+        if outcome is None:
+            self.log.info("Waiting on %s for maintenance to be due: %s", base_uri, condition)
+        return outcome, base_uri, storage_options, condition
+
+    def trigger(self, base_uri: str, condition: dict[str, Any], storage_options: dict[str, str],
+                context: Any) -> HoodieTimelineTrigger:
+        return HoodieMaintenanceDueTrigger(base_uri=base_uri, condition=condition, hoodie_conf=self._settings(),
+                                           storage_options=storage_options, hoodie_conn_id=self.hoodie_conn_id,
+                                           poll_interval=self.poke_interval,
+                                           missing_deadline=self._missing_deadline(context))

@@ -83,8 +83,8 @@ def test_without_the_barrier_archival_would_lose_files_from_the_listing(tmp_path
         initialize_files_partition(HoodieTable.load(str(base)), storage_listing(base))
     for n in range(1, 8):
         _write(base, n)
-    fenced = ar._archive_context
-    monkeypatch.setattr(ar, "_archive_context",
+    fenced = ar.archive_context
+    monkeypatch.setattr(ar, "archive_context",
                         lambda table, tl: dataclasses.replace(fenced(table, tl), has_metadata_table=False))
     archived = ar.run_archive(HoodieTable.load(str(base)), HoodieConfig(CONF))["archived_instants"]
     assert [ts for ts in archived if ts > _latest_compaction(base)]

@@ -26,10 +26,10 @@ def test_examples_are_wired_together(airflow_db):
     assert table_asset.uri.startswith("hudi+file://localhost/")
     # the downstream DAG is scheduled on exactly the asset the upsert emits
     assert downstream.timetable.asset_condition.objects[0].uri == table_asset.uri
-    chain = ["wait_for_new_write", "compaction_plan", "compaction_execute", "no_pending_compaction",
+    chain = ["maintenance_due", "compaction_plan", "compaction_execute", "no_pending_compaction",
              "clustering", "clean", "archive"]
     for upstream, downstream_id in zip(chain, chain[1:]):
         assert downstream_id in maintenance.get_task(upstream).downstream_task_ids
-    assert maintenance.get_task("wait_for_new_write").mode == "reschedule"
+    assert maintenance.get_task("maintenance_due").deferrable is True
     assert maintenance.get_task("no_pending_compaction").deferrable is True
     assert all(maintenance.get_task(t).retries >= 1 for t in chain[1:] if "pending" not in t)
