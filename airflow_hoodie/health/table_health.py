@@ -47,6 +47,7 @@ def table_health(base_uri: str, storage_options: Mapping[str, str] | None = None
     compact form needs none)."""
     cfg = HoodieConfig(dict(config or {}))
     table = HoodieTable.load(base_uri, storage_options=dict(storage_options or {}) or None)
+    table.use_metadata_table = True  # list as Hudi's readers do: through the metadata table when it has files
     timeline = table.timeline
     views = instant_views(timeline)
     now = time.time()
