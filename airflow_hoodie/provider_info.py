@@ -73,7 +73,7 @@ SENSOR_MODULES = ["airflow_hoodie.sensors.hoodie"]
 #: the plugin (airflow_hoodie/plugins): table health API at /hoodie and its UI page
 PLUGIN_NAME = "hoodie"
 PLUGIN_CLASS = "airflow_hoodie.plugins.hoodie_plugin.HoodiePlugin"
-TRIGGER_MODULES = ["airflow_hoodie.triggers.hoodie", "airflow_hoodie.triggers.write"]
+TRIGGER_MODULES = ["airflow_hoodie.triggers.hoodie", "airflow_hoodie.triggers.write", "airflow_hoodie.triggers.maintenance"]
 
 #: Asset URI schemes we register: ``hudi+<storage scheme>://...`` names a Hudi table by
 #: its base path (``hudi+file:///data/trips``, ``hudi+s3://bucket/trips``); plain
