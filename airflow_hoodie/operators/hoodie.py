@@ -44,7 +44,12 @@ from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.service_check import check_service
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL
 from airflow_hoodie.lineage import operator_lineage
-from airflow_hoodie.links import RAN_HERE_ATTR, SPARK_UI_XCOM_KEY, SparkUILink
+from airflow_hoodie.links import (
+    RAN_HERE_ATTR,
+    SPARK_UI_XCOM_KEY,
+    HoodieTableHealthLink,
+    SparkUILink,
+)
 from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
 from airflow_hoodie.triggers.write import (
     ACTIVE_DRIVER_STATES,
@@ -115,7 +120,7 @@ class HoodieBaseOperator(ResumableJobMixin, BaseOperator):
         "hoodie_conf": "json", "storage_options": "json", "spark_conf": "json",
     }
     ui_color = "#dbeafe"
-    operator_extra_links = (SparkUILink(),)
+    operator_extra_links = (SparkUILink(), HoodieTableHealthLink())
 
     def __init__(
         self,

@@ -113,7 +113,7 @@ _JS = r"""
     var max = Math.max.apply(null, rows.map(value).concat([1]));
     var out = ['<svg id="' + id + '" ' + SVGNS + ' width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + " " + H + '">'];
     rows.forEach(function (r, i) {
-      var y = 10 + i * barH, w = Math.max(1, (W - left - 120) * value(r) / max);
+      var y = 10 + i * barH, w = Math.max(1, (W - left - 260) * value(r) / max);
       out.push('<text x="' + (left - 8) + '" y="' + (y + 13) + '" text-anchor="end">' + esc(label(r)) + "</text>");
       out.push('<rect class="bar" x="' + left + '" y="' + (y + 2) + '" width="' + w.toFixed(1) + '" height="' + (barH - 5) + '" fill="var(--write)"/>');
       out.push('<text x="' + (left + w + 6) + '" y="' + (y + 13) + '">' + esc(fmt(r)) + "</text>");

@@ -291,3 +291,17 @@ def test_the_page_renders_in_a_real_browser(servers: Servers, lake: Lake, tmp_pa
     assert shot.stat().st_size > 10_000
     if os.environ.get("HOODIE_HEALTH_SCREENSHOT"):
         shutil.copy(shot, os.environ["HOODIE_HEALTH_SCREENSHOT"])
+
+
+def test_the_operators_link_opens_the_tables_page(servers: Servers, lake: Lake) -> None:
+    from airflow_hoodie.links import HoodieTableHealthLink
+    from airflow_hoodie.operators.hoodie import HoodieCompactionPlanOperator
+
+    link = HoodieTableHealthLink().get_link(HoodieCompactionPlanOperator(task_id="p", base_path=lake.local_table),
+                                            ti_key=None)
+    status, page = servers.admins.request(link)
+    assert status == 200
+    assert '<div id="detail"></div>' in page  # the shell: its data comes from the API
+    status, health = servers.admins.request("/hoodie/api/table?" + link.split("?", 1)[1])
+    assert status == 200, health
+    assert health["base_path"].rstrip("/").endswith(lake.local_table)
