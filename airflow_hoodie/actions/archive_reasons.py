@@ -15,6 +15,7 @@ from airflow_hoodie.actions.archive_rules import (
     ArchiveContext,
     ArchiveRules,
     ArchiveSettings,
+    first_commit_completed_after,
     min_and_max_to_keep,
     oldest_commit_to_retain_for_pending,
     oldest_instant_to_retain_for_clustering,
@@ -90,6 +91,15 @@ def _blockers(ordered: Sequence[Instant], s: ArchiveSettings, ctx: ArchiveContex
         if ctx.metadata_latest_compaction is None:
             out.append((None, f"the metadata table has not compacted yet{lag}; nothing is archived before its "
                               "first compaction"))
+        elif rules.metadata_fence_by_completion:
+            # Hudi 1.x fences by completion time: a commit requested before the metadata
+            # table's compaction but completed after it stays too, so naming the compaction's
+            # instant time alone read as if an older commit were held for no reason
+            fence = ctx.metadata_latest_compaction
+            commits = [i for i in ordered if i.action in Action.COMMITS and is_completed(i)]
+            out.append((first_commit_completed_after(commits, fence),
+                        f"the metadata table's latest compaction is {fence}; commits that completed after it "
+                        f"stay{lag}"))
         else:
             out.append((ctx.metadata_latest_compaction,
                         f"the metadata table's latest compaction is {ctx.metadata_latest_compaction}; commits "

@@ -13,6 +13,7 @@ from airflow_hoodie.actions.archive import run_archive
 from airflow_hoodie.actions.clustering import schedule_clustering
 from airflow_hoodie.actions.compaction import schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
+from airflow_hoodie.actions.savepoint import create_savepoint
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_client import WriteClient
 from airflow_hoodie.config import HoodieConfig
@@ -104,3 +105,72 @@ def test_clustering_names_what_exists_against_the_strategy(tmp_path: Path) -> No
     assert out["instant"] is None
     assert ("1 file slices in 1 partitions; 0 with a base file under "
             "hoodie.clustering.plan.strategy.small.file.limit=100 bytes") in out["reason"]
+
+
+# ---------------------------------------------------------------- archival's other blockers
+#: small retention, no metadata table: only the blocker under test holds the oldest commit
+_KEEP = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1",
+         "hoodie.metadata.enable": "false"}
+
+
+def test_archival_names_the_savepoint_that_holds_the_oldest_commit(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    cfg = _cfg("COPY_ON_WRITE", **_KEEP)
+    first = write_arrow(base, lake_rows(_rows(2, 1, start=10)), "upsert", cfg).instant
+    create_savepoint(HoodieTable.load(base), first)
+    for ts in range(2, 7):
+        write_arrow(base, lake_rows(_rows(2, ts, start=ts * 10)), "upsert", cfg)
+    out = run_archive(HoodieTable.load(base), HoodieConfig(cfg))
+    assert out["instant"] is None
+    assert f"6 completed commits (over hoodie.keep.max.commits=3), but the oldest, {first}, must stay" in out["reason"]
+    assert f"savepoint {first}: commits from it on stay (hoodie.archive.beyond.savepoint=false)" in out["reason"]
+
+
+def test_archival_names_a_pending_compaction(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    cfg = _cfg("MERGE_ON_READ", **_KEEP, **{"hoodie.parquet.small.file.limit": "0"})
+    write_arrow(base, lake_rows(_rows(3, 1)), "upsert", cfg)
+    write_arrow(base, lake_rows(_rows(3, 2)), "upsert", cfg)  # updates: log files
+    planned = schedule_compaction(HoodieTable.load(base), HoodieConfig(cfg), force=True).instant
+    assert planned is not None
+    for ts in range(3, 9):
+        write_arrow(base, lake_rows(_rows(3, ts)), "upsert", cfg)
+    run_archive(HoodieTable.load(base), HoodieConfig(cfg))  # what lies before the plan's start may go
+    out = run_archive(HoodieTable.load(base), HoodieConfig(cfg))
+    assert out["instant"] is None
+    assert f"compaction {planned.timestamp} is pending (requested)" in out["reason"]
+
+
+def test_archival_names_the_cleaners_retention_that_raised_its_bounds(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    cfg = _cfg("COPY_ON_WRITE", **{**_KEEP, "hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS",
+                                   "hoodie.cleaner.hours.retained": "24"})
+    for ts in range(1, 8):
+        write_arrow(base, lake_rows(_rows(2, ts)), "upsert", cfg)
+    out = run_archive(HoodieTable.load(base), HoodieConfig(cfg))
+    assert out["instant"] is None
+    assert ("7 completed commits on the active timeline; archival starts above hoodie.keep.max.commits=3, "
+            "raised to 9 by the cleaner's retention") in out["reason"]
+
+
+def test_archival_on_version_9_names_the_metadata_tables_completion_fence(tmp_path: Path) -> None:
+    """Hudi 1.x keeps every commit that *completed* after the metadata table's latest
+    compaction: the oldest held commit may have been requested before it. The reason said
+    "commits after it stay", beside an oldest commit older than the compaction."""
+    base = str(tmp_path / "t")
+    cfg = {**lake_config(9, "COPY_ON_WRITE", "EVENT_TIME_ORDERING", "SIMPLE"),
+           "hoodie.time.generator.max_expected_clock_skew_ms": "0", "hoodie.keep.min.commits": "2",
+           "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1",
+           "hoodie.metadata.compact.max.delta.commits": "2"}
+    del cfg["hoodie.metadata.index.column.stats.enable"]
+    for ts in range(1, 4):  # the metadata table compacts
+        write_arrow(base, lake_rows(_rows(2, ts, start=ts * 10)), "upsert", cfg)
+    cfg["hoodie.metadata.compact.max.delta.commits"] = "100"
+    for ts in range(4, 9):  # ... and then not again
+        write_arrow(base, lake_rows(_rows(2, ts, start=ts * 10)), "upsert", cfg)
+    run_archive(HoodieTable.load(base), HoodieConfig(cfg))  # what completed before the fence may go
+    out = run_archive(HoodieTable.load(base), HoodieConfig(cfg))
+    assert out["instant"] is None
+    assert re.search(r"must stay: the metadata table's latest compaction is \d+; commits that completed after "
+                     r"it stay \(\d+ delta commits since it last compacted; it compacts after "
+                     r"hoodie.metadata.compact.max.delta.commits=100\)", out["reason"]), out["reason"]
