@@ -73,6 +73,25 @@ SENSOR_MODULES = ["airflow_hoodie.sensors.hoodie"]
 #: the plugin (airflow_hoodie/plugins): table health API at /hoodie and its UI page
 PLUGIN_NAME = "hoodie"
 PLUGIN_CLASS = "airflow_hoodie.plugins.hoodie_plugin.HoodiePlugin"
+#: the ``[hoodie]`` section of airflow.cfg (``airflow config list`` shows it)
+CONFIG: dict[str, Any] = {
+    "hoodie": {
+        "description": "Apache Hudi (airflow-hoodie) settings of the api-server's table health plugin.",
+        "options": {
+            "table_roots": {
+                "description": (
+                    "Comma-separated URI prefixes whose Hudi tables the table health API and page may "
+                    "open, besides the hudi+ Assets of DAGs: a table at a prefix or directly under it "
+                    "is listed, anything outside every prefix is refused."
+                ),
+                "version_added": "0.1.0",
+                "type": "string",
+                "example": "s3://lake/tables/,/data/hudi",
+                "default": "",
+            },
+        },
+    },
+}
 TRIGGER_MODULES = ["airflow_hoodie.triggers.hoodie", "airflow_hoodie.triggers.write", "airflow_hoodie.triggers.maintenance"]
 
 #: Asset URI schemes we register: ``hudi+<storage scheme>://...`` names a Hudi table by
@@ -129,6 +148,7 @@ def provider_info() -> dict[str, Any]:
         ],
         "extra-links": ["airflow_hoodie.links.SparkUILink", "airflow_hoodie.links.HoodieTableHealthLink"],
         "plugins": [{"name": PLUGIN_NAME, "plugin-class": PLUGIN_CLASS}],
+        "config": CONFIG,
         "asset-uris": [
             {
                 "schemes": ASSET_SCHEMES,
