@@ -38,7 +38,7 @@ class ApiServer:
     log: Path
 
     def request(self, path: str, token: str | None = None, method: str = "GET",
-                body: Mapping[str, Any] | None = None) -> tuple[int, Any]:
+                body: Mapping[str, Any] | None = None, cookie: str | None = None) -> tuple[int, Any]:
         """(status, parsed JSON or text) of one call; never raises on an HTTP error status."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
@@ -46,6 +46,8 @@ class ApiServer:
             req.add_header("Content-Type", "application/json")
         if token:
             req.add_header("Authorization", f"Bearer {token}")
+        if cookie:
+            req.add_header("Cookie", cookie)
         try:
             with urllib.request.urlopen(req, timeout=60) as resp:
                 status, raw = resp.status, resp.read()

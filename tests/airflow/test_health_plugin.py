@@ -232,6 +232,9 @@ def test_no_token_is_refused(servers: Servers, lake: Lake) -> None:
         assert lake.local_table not in str(body)
     status, body = servers.users.request("/hoodie/api/tables", token="not-a-jwt")
     assert status in (401, 403), body
+    # what the page sends from inside Airflow's UI: the UI's session cookie, no header
+    status, body = servers.users.request("/hoodie/api/tables", cookie=f"_token={servers.users.token()}")
+    assert status == 200, body
 
 
 @pytest.mark.parametrize("path", [
