@@ -128,3 +128,48 @@ def test_a_source_without_its_endpoint_fails_before_spark_starts(s3: S3Place, tm
              "connect_timeout=1", "--source-storage-option", "retry_max_attempts=1"]
     assert main(job_args(str(tmp_path / "t"), source, "parquet", "driver", wrong)) == 1
     assert source in capsys.readouterr().err
+
+
+#: a Hive-style landing directory: the partition field is in the folder names only
+HIVE_LAYOUT = {"region=eu/day=1": [1, 2], "region=us/day=2": [3], "region=us%2Fwest/day=__HIVE_DEFAULT_PARTITION__": [4]}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_a_hive_partitioned_source_directory_on_s3_reads_as_spark_reads_it_locally(
+        s3: S3Place, spark, tmp_path, capsys, path: str) -> None:
+    """Spark's partition discovery gives a local directory's ``key=value`` folders as columns
+    (typed: ``day`` int, the Hive null partition null, ``%2F`` unescaped); an S3 source read
+    through our storage lost them, so a table partitioned by ``region`` refused the batch
+    ("Partition path field 'region' is not a column of the input")."""
+    import pyarrow.parquet as pq
+
+    local = tmp_path / "landing"
+    for folder, ids in HIVE_LAYOUT.items():
+        rows = batch(1, ids).drop_columns(["p"])
+        put(s3, f"landing/d/{folder}/part-0.parquet", encode(rows, "parquet"))
+        (local / folder).mkdir(parents=True)
+        pq.write_table(rows, local / folder / "part-0.parquet")
+    by_region = ["--hoodie-conf", "hoodie.datasource.write.partitionpath.field=region"]
+    got = {}
+    for where, source in (("local", str(local)), ("s3", s3.uri("landing/d"))):
+        base = str(tmp_path / where)
+        run_upsert(job_args(base, source, "parquet", path, s3_options(s3, "--source-storage-option")) + by_region,
+                   capsys)
+        table = read_table(base)
+        table = table.drop_columns([c for c in table.column_names if c.startswith("_hoodie")])
+        got[where] = (table.schema, sorted(table.to_pylist(), key=lambda r: r["id"]))
+    assert got["s3"] == got["local"]
+    assert [(r["id"], r["region"], r["day"]) for r in got["s3"][1]] == [
+        ("k1", "eu", 1), ("k2", "eu", 1), ("k3", "us", 2), ("k4", "us/west", None)]
+
+
+def test_partition_discovery_types_and_conflicting_layouts() -> None:
+    from airflow_hoodie.errors import HoodieIOError
+    from airflow_hoodie.spark.source import source_partitions
+
+    found = source_partitions(["/s/a=1/b=x/c=2024-01-02/f", "/s/a=3000000000/b=1.5/c=2024-01-03/f"], "/s")
+    assert [(f.name, str(f.type)) for f in found.fields] == [("a", "int64"), ("b", "string"), ("c", "date32[day]")]
+    assert [str(f.type) for f in source_partitions(["/s/a=1.5/f", "/s/a=2/f"], "/s").fields] == ["double"]
+    assert [str(f.type) for f in source_partitions(["/s/a=1_000/f", "/s/a=nan/f"], "/s").fields] == ["string"]
+    with pytest.raises(HoodieIOError, match=r"mixes partition layouts.*Point --source at one directory"):
+        source_partitions(["/s/a=1/f", "/s/b=1/f"], "/s")
