@@ -85,3 +85,28 @@ def test_the_trigger_ends_a_wait_for_a_missing_table_at_its_deadline(tmp_path: P
 
     event = asyncio.run(scenario())
     assert event.payload["status"] == "error" and "No Hudi table at" in event.payload["message"]
+
+
+def test_in_reschedule_mode_the_missing_timeout_counts_from_the_first_poke(tmp_path: Path) -> None:
+    """Each poke of a rescheduled sensor is a new task run with a new operator: the deadline
+    must come from the task's first reschedule, not from this run's first poke, or a typo
+    would be waited for until the sensor's own timeout after all."""
+    from datetime import datetime, timedelta, timezone
+
+    from tests.airflow.test_sensors import FakeTI
+
+    class _Rescheduled(FakeTI):
+        def __init__(self, first: datetime) -> None:
+            super().__init__()
+            self.first = first
+
+        def get_first_reschedule_date(self, context):
+            return self.first
+
+    typo = str(tmp_path / "ordrs2")
+    now = datetime.now(timezone.utc)
+    sensor = HoodieInstantSensor(task_id="s", base_path=typo, mode="reschedule", hoodie_table_missing_timeout=600)
+    assert sensor.poke({"ti": _Rescheduled(now - timedelta(seconds=30))}) is False
+    fresh = HoodieInstantSensor(task_id="s", base_path=typo, mode="reschedule", hoodie_table_missing_timeout=600)
+    with pytest.raises(HoodieWaitFutileError, match="No Hudi table at .*ordrs2"):
+        fresh.poke({"ti": _Rescheduled(now - timedelta(seconds=601))})
