@@ -388,12 +388,17 @@ def _check_partition_filters(path: str, filters: list[tuple[str, str, Any]],
 
     table = HoodieTable.load(path, storage_options=storage_options)
     spec = PartitionSpec.from_config(table.config)
+    if not spec.value_mappable:
+        # a timestamp or custom key generator writes formatted paths, not column values: the
+        # paths cannot tell whether a value exists, and an empty answer may be the right one
+        return
     partitions = table.file_system_view().partitions()
     for col, op, value in filters:
         if col not in spec.fields or op not in ("=", "==", "in"):
             continue
         wanted = [str(v) for v in (value if isinstance(value, list) else [value])]
-        present = {str(v) for p in partitions for v in (spec.values(p) or {}).values() if v is not None}
+        # this field's values only: with region and country, country=de does not make region=de exist
+        present = {str(v) for p in partitions if (v := (spec.values(p) or {}).get(col)) is not None}
         if any(w in present for w in wanted):
             continue
         near = sorted(v for v in present if v.lower() in {w.lower() for w in wanted})
