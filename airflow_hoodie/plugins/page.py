@@ -201,6 +201,14 @@ _JS = r"""
     if (path) {
       jobs.push(get(api + "/table?path=" + encodeURIComponent(path)).then(function (h) {
         document.getElementById("detail").innerHTML = renderTable(h);
+        // the newest completed instant (any action) of each poll, oldest first: what
+        // completed while the page was open
+        var seen = document.getElementById("seen"), latest = (h.timeline || []).filter(function (e) {
+          return !pending(e);
+        }).map(instantOf).sort().pop() || "none";
+        var list = seen.getAttribute("data-latest") ? seen.getAttribute("data-latest").split(" ") : [];
+        if (list[list.length - 1] !== latest) list.push(latest);
+        seen.setAttribute("data-latest", list.join(" "));
       }));
     }
     Promise.all(jobs).then(function () {
@@ -221,6 +229,7 @@ PAGE_HTML = f"""<!doctype html>
 <div id="detail"></div>
 <div id="list"></div>
 <p class="muted" id="status">Loading…</p>
+<div id="seen" hidden></div>
 <script>{_JS % {"refresh": DEFAULT_REFRESH_S}}</script>
 </body></html>
 """

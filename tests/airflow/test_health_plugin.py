@@ -19,11 +19,15 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
+import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,7 +46,7 @@ from tests.airflow.api_server import (
     migrate,
     server_env,
 )
-from tests.s3.moto_server import moto_server, required
+from tests.s3.moto_server import free_port, moto_server, required
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -51,10 +55,14 @@ _COMPLETED = re.compile(r"^(\d{17})\.(deltacommit|commit)$")
 _PENDING = re.compile(r"^(\d{17})\.(\w+)\.(requested|inflight)$")
 
 
-def build_mor_table(uri: str, storage_options: dict[str, str] | None = None) -> dict[str, str]:
+CFG = lake_config(6, "MERGE_ON_READ", "EVENT_TIME_ORDERING", "BLOOM")
+
+
+def build_mor_table(uri: str, storage_options: dict[str, str] | None = None, dead_writer: bool = True
+                    ) -> dict[str, str]:
     """Three delta commits (an insert, two upserts into logs), a compaction plan, then a
     writer that made its instant inflight and died. Returns {role: instant}."""
-    cfg = lake_config(6, "MERGE_ON_READ", "EVENT_TIME_ORDERING", "BLOOM")
+    cfg = CFG
     rows = [{"id": f"k{i}", "p": f"p{i % 3}", "ts": 1, "v": "a", "d": float(i)} for i in range(12)]
     write_arrow(uri, lake_rows(rows), "insert", cfg, storage_options=storage_options)
     for ts in (2, 3):
@@ -62,6 +70,8 @@ def build_mor_table(uri: str, storage_options: dict[str, str] | None = None) -> 
         write_arrow(uri, lake_rows(changed), "upsert", cfg, storage_options=storage_options)
     planned = compaction.schedule_compaction(HoodieTable.load(uri, storage_options), HoodieConfig(cfg), force=True)
     assert planned.instant is not None, planned.reason
+    if not dead_writer:
+        return {"compaction": planned.instant.timestamp}
     table = HoodieTable.load(uri, storage_options)
     dead = table.new_instant_time()
     writer = table.timeline_writer()
@@ -308,3 +318,79 @@ def test_the_operators_link_opens_the_tables_page(servers: Servers, lake: Lake) 
     status, health = servers.admins.request("/hoodie/api/table?" + link.split("?", 1)[1])
     assert status == 200, health
     assert health["base_path"].rstrip("/").endswith(lake.local_table)
+
+
+@contextlib.contextmanager
+def devtools(url: str, profile: Path, log: Path) -> Iterator[Callable[[str], Any]]:
+    """Chromium with ``url`` open and its DevTools endpoint on 127.0.0.1; yields a function
+    that evaluates a JS expression in the page. Stopped by its PID."""
+    from websockets.sync.client import connect
+
+    port = free_port()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", f"--user-data-dir={profile}", f"--remote-debugging-port={port}"]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([_chromium(), *flags, url], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        ws_url = None
+        while ws_url is None:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            with contextlib.suppress(OSError, ValueError):
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as resp:
+                    pages = [t for t in json.loads(resp.read()) if t.get("type") == "page"]
+                ws_url = pages[0]["webSocketDebuggerUrl"] if pages else None
+            time.sleep(0.3)
+        with connect(ws_url, max_size=None, open_timeout=30) as ws:
+            ids = iter(range(1, 1 << 30))
+
+            def evaluate(expression: str) -> Any:
+                call = next(ids)
+                ws.send(json.dumps({"id": call, "method": "Runtime.evaluate",
+                                    "params": {"expression": expression, "returnByValue": True}}))
+                while True:
+                    message = json.loads(ws.recv(timeout=30))
+                    if message.get("id") == call:
+                        return message["result"]["result"].get("value")
+
+            yield evaluate
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+
+
+def _wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_the_open_page_shows_an_instant_that_completes_later(servers: Servers, lake: Lake, tmp_path: Path) -> None:
+    """The page polls: a compaction that completes while it is open shows up without a reload.
+    Last in this file: it adds a table under the local root."""
+    from airflow_hoodie.actions.executor import LocalExecutor
+
+    live = str(lake.local_root / "live")
+    planned = build_mor_table(live, dead_writer=False)["compaction"]
+    last_write = max(i.timestamp for i in HoodieTable.load(live).timeline.instants if i.is_completed)
+    url = f"{servers.admins.url}/hoodie/ui?path={_quote(live)}&refresh=2"
+    seen = "(document.getElementById('seen').getAttribute('data-latest') || '')"
+    pending_marks = "document.querySelectorAll('#timeline-chart .mark.pending').length"
+    with devtools(url, tmp_path / "profile", tmp_path / "chromium.log") as evaluate:
+        _wait_for("the page's first poll", lambda: evaluate(seen) == last_write)
+        assert evaluate(pending_marks) == 1
+        compaction.execute_pending_compactions(HoodieTable.load(live), LocalExecutor(), HoodieConfig(CFG))
+        _wait_for("the completed compaction on the open page", lambda: evaluate(seen) != last_write, timeout=120)
+        assert evaluate(seen).split() == [last_write, planned]
+        assert evaluate(pending_marks) == 0
+        assert evaluate("document.querySelectorAll('#timeline-chart .mark.completed').length") == 4
