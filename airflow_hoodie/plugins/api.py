@@ -53,6 +53,24 @@ def known_tables(session: Any) -> KnownTables:
                        tuple(configured_roots(conf.get("hoodie", "table_roots", fallback=""))))
 
 
+def dag_table_paths(session: Any, dag_id: str) -> list[str]:
+    """Base paths of the ``hudi+`` Assets one DAG writes, reads or is scheduled on."""
+    from airflow.models.asset import (
+        AssetModel,
+        DagScheduleAssetReference,
+        TaskInletAssetReference,
+        TaskOutletAssetReference,
+    )
+
+    ids = set()
+    for ref in (TaskOutletAssetReference, TaskInletAssetReference, DagScheduleAssetReference):
+        ids.update(session.scalars(select(ref.asset_id).where(ref.dag_id == dag_id)))
+    if not ids:
+        return []
+    uris = session.scalars(select(AssetModel.uri).where(AssetModel.id.in_(ids), AssetModel.uri.like("hudi%")))
+    return asset_table_paths(str(u) for u in uris)
+
+
 def health_of(path: str, options: Mapping[str, str]) -> dict[str, Any]:
     from airflow_hoodie.health.table_health import table_health
 
@@ -74,10 +92,15 @@ def create_app() -> FastAPI:
     read = [Depends(requires_access_asset(method="GET"))]
 
     @app.get("/api/tables", dependencies=read)
-    def tables(session: SessionDep) -> dict[str, Any]:
-        """Every known table with its one-line summary."""
+    def tables(session: SessionDep, dag_id: str | None = Query(None, description="only this DAG's tables")
+               ) -> dict[str, Any]:
+        """Every known table with its one-line summary; with ``dag_id``, the tables of that
+        DAG's Assets (the page's tab on a DAG)."""
         options = storage_options()
-        rows = known_tables(session).listing(options)
+        if dag_id:
+            rows = [{"path": p, "source": "asset"} for p in dag_table_paths(session, dag_id)]
+        else:
+            rows = known_tables(session).listing(options)
         for row in rows:
             if "error" in row:
                 row["summary"] = f"cannot list: {row['error']}"

@@ -19,7 +19,8 @@ PLUGIN_NAME = "hoodie"
 
 
 class HoodiePlugin(AirflowPlugin):
-    """The ``/hoodie`` API and page, and a "Hudi tables" entry in the UI's navigation."""
+    """The ``/hoodie`` API and page, a "Hudi tables" entry in the UI's navigation and a tab
+    on each DAG."""
 
     name = PLUGIN_NAME
     fastapi_apps: ClassVar[list[dict[str, Any]]] = [
@@ -34,5 +35,12 @@ class HoodiePlugin(AirflowPlugin):
             "destination": "nav",
             "category": "browse",
             "url_route": "hudi_tables",
+        },
+        {
+            # a tab on each DAG: the Hudi tables of its Assets (Airflow fills in {DAG_ID})
+            "name": "Hudi tables",
+            "href": page_url() + "?dag_id={DAG_ID}",
+            "destination": "dag",
+            "url_route": "hudi_tables_dag",
         },
     ]

@@ -39,6 +39,7 @@ _JS = r"""
   "use strict";
   var params = new URLSearchParams(window.location.search);
   var path = params.get("path");
+  var dagId = params.get("dag_id");
   var refresh = Math.max(2, parseInt(params.get("refresh") || "%(refresh)d", 10) || %(refresh)d);
   var api = window.location.pathname.replace(/\/ui\/?$/, "") + "/api";
   var LANES = ["write", "compaction", "clustering", "clean", "other"];
@@ -180,7 +181,7 @@ _JS = r"""
   function renderList(rows) {
     if (!rows.length) return '<p class="muted">No Hudi table is known: add hudi+ Assets to DAGs or set [hoodie] table_roots.</p>';
     return '<table class="grid" id="tables"><tr><th>table</th><th>from</th><th>health</th></tr>' + rows.map(function (r) {
-      return '<tr><td><a href="?path=' + encodeURIComponent(r.path) + '">' + esc(r.path) + "</a></td><td>" + esc(r.source) +
+      return '<tr><td><a href="?path=' + encodeURIComponent(r.path) + (dagId ? "&dag_id=" + encodeURIComponent(dagId) : "") + '">' + esc(r.path) + "</a></td><td>" + esc(r.source) +
         '</td><td class="' + (r.error ? "error" : "") + '">' + esc(r.summary) + "</td></tr>";
     }).join("") + "</table>";
   }
@@ -195,27 +196,33 @@ _JS = r"""
   }
 
   function poll() {
-    var jobs = [get(api + "/tables").then(function (b) {
-      document.getElementById("list").innerHTML = "<h2>Known tables</h2>" + renderList(b.tables || []);
-    })];
-    if (path) {
-      jobs.push(get(api + "/table?path=" + encodeURIComponent(path)).then(function (h) {
-        document.getElementById("detail").innerHTML = renderTable(h);
-        // the newest completed instant (any action) of each poll, oldest first: what
-        // completed while the page was open
-        var seen = document.getElementById("seen"), latest = (h.timeline || []).filter(function (e) {
-          return !pending(e);
-        }).map(instantOf).sort().pop() || "none";
-        var list = seen.getAttribute("data-latest") ? seen.getAttribute("data-latest").split(" ") : [];
-        if (list[list.length - 1] !== latest) list.push(latest);
-        seen.setAttribute("data-latest", list.join(" "));
-      }));
-    }
+    var listing = get(api + "/tables" + (dagId ? "?dag_id=" + encodeURIComponent(dagId) : "")).then(function (b) {
+      var rows = b.tables || [];
+      document.getElementById("list").innerHTML = "<h2>" + (dagId ? "Hudi tables of " + esc(dagId) : "Known tables") + "</h2>" + renderList(rows);
+      if (!path && dagId && rows.length === 1) path = rows[0].path;  // a DAG of one table: show it
+    });
+    var jobs = [listing];
+    if (!path && dagId) jobs = [listing.then(function () { return path ? detail() : null; })];
+    else if (path) jobs.push(detail());
     Promise.all(jobs).then(function () {
       document.getElementById("status").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every " + refresh + " s.";
     }).catch(function (e) {
       document.getElementById("status").innerHTML = '<span class="error">' + esc(e.message) + "</span>";
     }).then(function () { window.setTimeout(poll, refresh * 1000); });
+  }
+
+  function detail() {
+    return get(api + "/table?path=" + encodeURIComponent(path)).then(function (h) {
+      document.getElementById("detail").innerHTML = renderTable(h);
+      // the newest completed instant (any action) of each poll, oldest first: what
+      // completed while the page was open
+      var seen = document.getElementById("seen"), latest = (h.timeline || []).filter(function (e) {
+        return !pending(e);
+      }).map(instantOf).sort().pop() || "none";
+      var list = seen.getAttribute("data-latest") ? seen.getAttribute("data-latest").split(" ") : [];
+      if (list[list.length - 1] !== latest) list.push(latest);
+      seen.setAttribute("data-latest", list.join(" "));
+    });
   }
   poll();
 })();

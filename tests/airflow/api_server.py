@@ -102,21 +102,12 @@ def migrate(env: Mapping[str, str], log: Path) -> None:
                        check=True, timeout=300)
 
 
-_ADD_ASSETS = """
-import sys
-from airflow.models.asset import AssetActive, AssetModel
-from airflow.utils.session import create_session
-with create_session() as session:
-    for uri in sys.argv[1:]:
-        session.add(AssetModel(name=uri, uri=uri))
-        session.add(AssetActive(name=uri, uri=uri))
-"""
-
-
-def add_assets(env: Mapping[str, str], uris: list[str]) -> None:
-    """Register Asset rows as a DAG's outlets would (the api-server only reads them)."""
-    subprocess.run([sys.executable, "-c", _ADD_ASSETS, *uris], env=dict(env), check=True, timeout=120,
-                   capture_output=True)
+def reserialize(env: Mapping[str, str], log: Path) -> None:
+    """Parse the DAGs folder into the metadata DB as the DAG processor would: DAGs, their
+    Assets (``asset``, ``asset_active``) and the tasks' references to them."""
+    with open(log, "ab") as out:
+        subprocess.run([AIRFLOW, "dags", "reserialize"], env=dict(env), stdout=out, stderr=subprocess.STDOUT,
+                       check=True, timeout=300)
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -41,9 +41,9 @@ from tests.actions.test_attack_lake_sequences import lake_config, lake_rows
 from tests.airflow.api_server import (
     AIRFLOW,
     ApiServer,
-    add_assets,
     api_server,
     migrate,
+    reserialize,
     server_env,
 )
 from tests.s3.moto_server import free_port, moto_server, required
@@ -118,6 +118,19 @@ def from_files(uri: str, storage_options: dict[str, str] | None = None) -> FromF
     return FromFiles(pending, deltas, len(groups), logs, len(small))
 
 
+#: a DAG whose task writes the asset-only table: Airflow records the Asset and the reference
+ORDERS_DAG = """
+import pendulum
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG
+
+from airflow_hoodie.assets import hoodie_table_asset
+
+with DAG(dag_id="orders_ingest", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC")):
+    EmptyOperator(task_id="write", outlets=[hoodie_table_asset("{table}")])
+"""
+
+
 @dataclass(frozen=True)
 class Lake:
     local_root: Path
@@ -171,7 +184,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory, lake: Lake) -> Iterator[Se
     admins_env = server_env(home / "admins", db, roots, True, extra)
     users_env = server_env(home / "users", db, roots, False, extra)
     migrate(admins_env, home / "migrate.log")
-    add_assets(admins_env, [f"hudi+file://{lake.asset_table}"])
+    (home / "admins" / "dags" / "orders_ingest.py").write_text(ORDERS_DAG.format(table=lake.asset_table))
+    reserialize(admins_env, home / "migrate.log")
     with contextlib.ExitStack() as stack:
         admins = stack.enter_context(api_server(admins_env, home / "admins.log", all_admins=True))
         users = stack.enter_context(api_server(users_env, home / "users.log", all_admins=False))
@@ -189,7 +203,8 @@ def test_the_plugin_is_registered_with_airflow(servers: Servers) -> None:
     assert status == 200, body
     plugin = next(p for p in body["plugins"] if p["name"] == "hoodie")
     assert plugin["fastapi_apps"][0]["url_prefix"] == "/hoodie"
-    assert plugin["external_views"][0]["href"] == "/hoodie/ui"
+    assert [(v["destination"], v["href"]) for v in plugin["external_views"]] == [
+        ("nav", "/hoodie/ui"), ("dag", "/hoodie/ui?dag_id={DAG_ID}")]
     assert plugin["source"]  # listed as coming from the provider
     out = subprocess.run([AIRFLOW, "plugins", "-o", "json"], env=servers.env, capture_output=True, text=True,
                          timeout=120, check=False)
@@ -233,6 +248,17 @@ def test_an_asset_table_outside_the_roots_opens(servers: Servers, lake: Lake) ->
                                            token=servers.users.token())
     assert status == 200, health
     assert lake.instants["asset"]["compaction"] in {p["instant"] for p in health["pending"]}
+
+
+def test_a_dags_tables(servers: Servers, lake: Lake) -> None:
+    """The DAG tab's listing: the tables of that DAG's Assets only."""
+    token = servers.users.token()
+    status, body = servers.users.request("/hoodie/api/tables?dag_id=orders_ingest", token=token)
+    assert status == 200, body
+    assert [row["path"] for row in body["tables"]] == [lake.asset_table]
+    assert lake.instants["asset"]["dead"] in body["tables"][0]["summary"]
+    status, body = servers.users.request("/hoodie/api/tables?dag_id=no_such_dag", token=token)
+    assert (status, body["tables"]) == (200, [])
 
 
 def test_no_token_is_refused(servers: Servers, lake: Lake) -> None:
@@ -298,6 +324,13 @@ def test_the_page_renders_in_a_real_browser(servers: Servers, lake: Lake, tmp_pa
     assert "Stuck: deltacommit " + lake.instants["local"]["dead"] in html
     assert lake.s3_table in html  # the list of known tables
     assert lake.outside_table not in html
+    # the tab on a DAG: a DAG of one table shows that table
+    dag_tab = _chromium_run(["--dump-dom", f"{servers.admins.url}/hoodie/ui?dag_id=orders_ingest&refresh=60"],
+                            tmp_path / "profile3")
+    assert dag_tab.returncode == 0, dag_tab.stderr[-2000:]
+    assert lake.instants["asset"]["compaction"] in dag_tab.stdout
+    assert "Hudi tables of orders_ingest" in dag_tab.stdout
+    assert lake.local_table not in dag_tab.stdout
     shot = tmp_path / "table_health.png"
     done = _chromium_run([f"--screenshot={shot}", url], tmp_path / "profile2")
     assert done.returncode == 0, done.stderr[-2000:]
