@@ -12,6 +12,7 @@ import pytest
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.read import read_table
 from tests.actions.test_attack_lake_sequences import _one, _simple_config
 
 KEY = "hoodie.datasource.write.hive_style_partitioning"
@@ -69,3 +70,19 @@ def test_a_key_and_its_alias_that_disagree_are_refused():
                                                 "hoodie.datasource.write.table.type='COPY_ON_WRITE'"):
         HoodieConfig({"hoodie.table.type": "MERGE_ON_READ",
                       "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}).check_spellings_agree()
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_write_ordering_by_another_field_than_the_tables_is_refused(tmp_path: Path, version: int):
+    """C27 across the table and the write: the table orders by ts, a later write names v. It
+    was accepted, and its record with an older ts replaced the newer one (ordered by v)."""
+    base = tmp_path / "t"
+    cfg = _simple_config(version)
+    write_arrow(str(base), _one("a", 2, "a2"), "upsert", cfg)
+    spellings = ("hoodie.datasource.write.precombine.field", "hoodie.table.ordering.fields",
+                 "hoodie.payload.ordering.field", "hoodie.table.precombine.field")
+    other = {**{k: v for k, v in cfg.items() if k not in spellings}, "hoodie.datasource.write.precombine.field": "v"}
+    with pytest.raises(HoodieConfigError, match=r"orders records by v but the table's ordering field is ts"):
+        write_arrow(str(base), _one("a", 1, "zz"), "upsert", other)
+    write_arrow(str(base), _one("a", 1, "zz"), "upsert", {k: v for k, v in other.items() if k not in spellings})
+    assert [r["v"] for r in read_table(str(base)).to_pylist()] == ["a2"]  # ts 1 does not replace ts 2

@@ -270,6 +270,21 @@ def _refuse_other_key_fields(config: HoodieConfig, table: tp.TableConfig) -> Non
                 "or write to a new table.")
 
 
+def _refuse_other_ordering_fields(config: HoodieConfig, stored: list[str]) -> None:
+    """A write naming other ordering fields than the table's would merge its records by
+    another field than every earlier write did: an update older by the table's field could
+    replace a newer one, silently. Hudi's validateTableConfig refuses it ("Config conflict
+    ... PreCombineKey"). The table's first field alone is the same setting: our write
+    client fills the precombine field with it."""
+    asked = explicit_ordering_fields(config)
+    if not asked or not stored or asked == stored or asked == stored[:1]:
+        return
+    raise HoodieConfigError(
+        f"The write orders records by {','.join(asked)} but the table's ordering field is {','.join(stored)} "
+        f"(hoodie.properties); a table keeps its ordering fields, and nothing was written. Drop "
+        f"{PRECOMBINE_FIELD} / {ORDERING_FIELDS} from the write (the table's is used), or write to a new table.")
+
+
 def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> HoodieConfig:
     """The write settings with the existing table's merge semantics and version filled in, checked
     before anything is written.
@@ -307,6 +322,7 @@ def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> H
         if key in table and key not in given and old_key not in given:
             extra[key] = table[key]
     ordering = table.ordering_fields
+    _refuse_other_ordering_fields(config, ordering)
     # (the write client fills the precombine field with the table's first ordering field)
     own = config.get(PRECOMBINE_FIELD) if PRECOMBINE_FIELD in config else None
     if len(ordering) > 1 and ORDERING_FIELDS not in config and own in (None, "", ordering[0]):

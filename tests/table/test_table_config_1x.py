@@ -201,6 +201,10 @@ def test_an_existing_tables_version_merge_mode_ordering_and_keygen_settings_fill
         with_table_settings(HoodieConfig({"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}), table)
     two = TableConfig({**table, tp.ORDERING_FIELDS: "a,b"})
     assert with_table_settings(HoodieConfig({}), two).get("hoodie.table.ordering.fields") == "a,b"
-    # the writer naming its own ordering field keeps it
-    own = with_table_settings(HoodieConfig({"hoodie.datasource.write.precombine.field": "c"}), two)
-    assert "hoodie.table.ordering.fields" not in own and own.get("hoodie.datasource.write.precombine.field") == "c"
+    # the table's first ordering field is the same setting; another one is refused, as Hudi's
+    # validateTableConfig refuses it ("Config conflict ... PreCombineKey"): it would merge by
+    # another field than every earlier write did
+    first = with_table_settings(HoodieConfig({"hoodie.datasource.write.precombine.field": "a"}), two)
+    assert first.get("hoodie.table.ordering.fields") == "a,b"
+    with pytest.raises(HoodieConfigError, match="a table keeps its ordering fields"):
+        with_table_settings(HoodieConfig({"hoodie.datasource.write.precombine.field": "c"}), two)
