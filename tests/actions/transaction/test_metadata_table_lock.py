@@ -110,3 +110,32 @@ class _Failing(RunsMeanwhile):
         if self.raised is not None:
             raise self.raised
         return out
+
+
+def test_table_services_change_the_metadata_table_only_under_the_lock(tmp_path, metadata_changes):
+    """Every metadata-table change, not only an abort's: a compaction (plan and execution), a
+    clean, an archival and a rollback of the latest write, each beside writers under OCC."""
+    from airflow_hoodie.actions import clean as cl
+    from airflow_hoodie.actions import compaction as cp
+    from airflow_hoodie.actions.archive import run_archive
+    from airflow_hoodie.actions.executor import LocalExecutor
+    from airflow_hoodie.actions.rollback import rollback_latest_or
+    from airflow_hoodie.config import HoodieConfig
+
+    base = str(tmp_path / "t")
+    settings = conf("MERGE_ON_READ", **OCC, **{
+        "hoodie.metadata.enable": "true", "hoodie.metadata.compact.max.delta.commits": "1",
+        "hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+        "hoodie.parquet.small.file.limit": "0"})
+    for ts in range(1, 6):
+        write_arrow(base, to_arrow(rows(range(10), ts, "a")), "upsert", settings, table_name="t")
+    cfg = HoodieConfig(settings)
+    metadata_changes.clear()
+    assert cp.schedule_compaction(HoodieTable.load(base), cfg, force=True).instant is not None
+    cp.execute_pending_compactions(HoodieTable.load(base), LocalExecutor(), cfg)
+    cl.run_clean(HoodieTable.load(base), cfg, LocalExecutor())
+    run_archive(HoodieTable.load(base), cfg)
+    write_arrow(base, to_arrow(rows(range(10), 9, "a")), "upsert", settings)
+    rollback_latest_or(HoodieTable.load(base), None, cfg)
+    assert metadata_changes, "the services changed the metadata table"
+    assert [(s, i) for s, i, held in metadata_changes if not held] == []
