@@ -96,7 +96,10 @@ def create_app() -> FastAPI:
                ) -> dict[str, Any]:
         """Every known table with its one-line summary; with ``dag_id``, the tables of that
         DAG's Assets (the page's tab on a DAG)."""
-        options = storage_options()
+        try:
+            options = storage_options()
+        except HoodieError as exc:
+            raise _refuse(exc) from exc
         if dag_id:
             rows = [{"path": p, "source": "asset"} for p in dag_table_paths(session, dag_id)]
         else:

@@ -163,7 +163,9 @@ _JS = r"""
       card("max logs per slice", h.max_log_files_per_slice) + card("small file groups", h.small_file_groups) + card("total size", bytes(h.total_bytes)) +
       card("delta commits since compaction", h.delta_commits_since_compaction === null || h.delta_commits_since_compaction === undefined ? "n/a" : h.delta_commits_since_compaction) +
       card("commits since clustering", h.commits_since_clustering) + card("commits since clean", h.commits_since_clean) +
-      card("completed instants", ci.count + " (keep " + ci.keep_min_commits + "–" + ci.keep_max_commits + ")") + "</div>");
+      card("completed instants", ci.count + " (keep " + ci.keep_min_commits + "–" + ci.keep_max_commits + ")") +
+      card("last compaction", h.last_compaction || "never") + card("last clustering", h.last_clustering || "never") +
+      card("last clean", h.last_clean || "never") + "</div>");
     html.push("<h2>File sizes</h2>" + barsSvg("size-histogram", h.file_size_histogram || [],
       function (b) { return b.le_bytes === null || b.le_bytes === undefined ? "larger" : "≤ " + bytes(b.le_bytes); },
       function (b) { return Number(b.count) || 0; }, function (b) { return b.count + " files"; }));

@@ -322,6 +322,7 @@ def test_the_page_renders_in_a_real_browser(servers: Servers, lake: Lake, tmp_pa
     assert len(re.findall(r'class="mark completed"', chart.group(0))) >= 3
     assert len(re.findall(r'class="mark pending"', chart.group(0))) == 2
     assert "Stuck: deltacommit " + lake.instants["local"]["dead"] in html
+    assert "last compaction</span><b>never</b>" in html
     assert lake.s3_table in html  # the list of known tables
     assert lake.outside_table not in html
     # the tab on a DAG: a DAG of one table shows that table
