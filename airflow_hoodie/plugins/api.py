@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.api_fastapi.common.db.common import SessionDep
-from airflow.api_fastapi.core_api.security import requires_access_asset
+from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_asset
 from fastapi import Depends, FastAPI, HTTPException, Query, status
 from fastapi.responses import HTMLResponse
 from sqlalchemy import select
@@ -85,6 +85,13 @@ def _refuse(exc: HoodieError) -> HTTPException:
     return HTTPException(status.HTTP_502_BAD_GATEWAY, detail=f"{type(exc).__name__}: {exc}")
 
 
+def _may_read_dag(user: Any, dag_id: str) -> bool:
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagDetails
+
+    return get_auth_manager().is_authorized_dag(method="GET", details=DagDetails(id=dag_id), user=user)
+
+
 def create_app() -> FastAPI:
     """The sub-application; built once per api-server worker by the plugin."""
     app = FastAPI(title="Apache Hudi table health (airflow-hoodie)",
@@ -92,10 +99,12 @@ def create_app() -> FastAPI:
     read = [Depends(requires_access_asset(method="GET"))]
 
     @app.get("/api/tables", dependencies=read)
-    def tables(session: SessionDep, dag_id: str | None = Query(None, description="only this DAG's tables")
-               ) -> dict[str, Any]:
+    def tables(session: SessionDep, user: GetUserDep,
+               dag_id: str | None = Query(None, description="only this DAG's tables")) -> dict[str, Any]:
         """Every known table with its one-line summary; with ``dag_id``, the tables of that
-        DAG's Assets (the page's tab on a DAG)."""
+        DAG's Assets (the page's tab on a DAG), for a user who may read that DAG."""
+        if dag_id and not _may_read_dag(user, dag_id):
+            raise HTTPException(status.HTTP_403_FORBIDDEN, detail=f"You may not read DAG {dag_id!r}.")
         try:
             options = storage_options()
         except HoodieError as exc:
