@@ -30,7 +30,6 @@ from airflow_hoodie.plugins.urls import PAGE_ROUTE
 log = logging.getLogger(__name__)
 
 
-
 def storage_options() -> dict[str, str]:
     """The default ``hoodie`` connection's storage options (s3:// endpoint, keys, region);
     none when there is no such connection."""
@@ -72,9 +71,12 @@ def dag_table_paths(session: Any, dag_id: str) -> list[str]:
 
 
 def health_of(path: str, options: Mapping[str, str]) -> dict[str, Any]:
+    """The table's health judged by the default ``hoodie`` connection's ``hoodie_conf`` (the
+    services' keep.min/max, cleaner, compaction trigger and lock provider), else Hudi's defaults."""
     from airflow_hoodie.health.table_health import table_health
+    from airflow_hoodie.hooks.hoodie import HoodieHook
 
-    return table_health(path, options or None)
+    return table_health(path, options or None, HoodieHook().get_conn().hoodie_conf)
 
 
 def _refuse(exc: HoodieError) -> HTTPException:
