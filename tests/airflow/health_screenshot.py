@@ -1,6 +1,6 @@
-"""Make the README's screenshot of the table health page (docs/table_health.png).
+"""Make the README's screenshot of the table health page (tests/airflow/table_health.png).
 
-    .venv/bin/python -m tests.airflow.health_screenshot docs/table_health.png
+    .venv/bin/python -m tests.airflow.health_screenshot tests/airflow/table_health.png
 
 The demo's table (``dags_examples``: ``trips``, MERGE_ON_READ, keyed by uuid, by city, the
 demo's write and service settings) is written in-process over a few "days" as the example
@@ -99,4 +99,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "docs/table_health.png")
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/airflow/table_health.png")
