@@ -25,11 +25,13 @@ from airflow_hoodie.actions.service_common import is_completed, is_pending
 from airflow_hoodie.config_keys.archive import MAX_COMMITS, MIN_COMMITS
 from airflow_hoodie.config_keys.compaction import MAX_DELTA_COMMITS
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.removal import METADATA_FOLDER, METADATA_PARTITIONS
+from airflow_hoodie.table.metadata_table.removal import (
+    METADATA_FOLDER,
+    METADATA_PARTITIONS,
+)
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant
 from airflow_hoodie.table.timeline.timeline import Timeline
-
 
 _PENDING_TAIL = "commits from the one it started on stay until it completes or is rolled back"
 

@@ -14,7 +14,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from airflow_hoodie.actions.archive_reasons import nothing_to_archive_reason
-from airflow_hoodie.actions.archive_rules import ArchiveContext, ArchiveSettings, instants_to_archive, rules_for_layout
+from airflow_hoodie.actions.archive_rules import (
+    ArchiveContext,
+    ArchiveSettings,
+    instants_to_archive,
+    rules_for_layout,
+)
 from airflow_hoodie.actions.clean import earliest_commit_to_retain, policy_of
 from airflow_hoodie.actions.compaction import compaction_due
 from airflow_hoodie.config import HoodieConfig

@@ -16,7 +16,9 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from airflow_hoodie.actions.archive import archive_context
-from airflow_hoodie.actions.archive_reasons import metadata_delta_commits_since_compaction
+from airflow_hoodie.actions.archive_reasons import (
+    metadata_delta_commits_since_compaction,
+)
 from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.archive import MAX_COMMITS, MIN_COMMITS
@@ -26,10 +28,17 @@ from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.health.files import file_figures, written_rows
 from airflow_hoodie.health.maintenance import maintenance_due
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.removal import METADATA_FOLDER, METADATA_PARTITIONS
+from airflow_hoodie.table.metadata_table.removal import (
+    METADATA_FOLDER,
+    METADATA_PARTITIONS,
+)
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import parse_instant_time
-from airflow_hoodie.table.timeline.instant_view import COMPLETED, InstantView, instant_views
+from airflow_hoodie.table.timeline.instant_view import (
+    COMPLETED,
+    InstantView,
+    instant_views,
+)
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"

@@ -36,10 +36,10 @@ from airflow_hoodie.actions.clustering import pending_clustering_instants
 from airflow_hoodie.actions.compaction import pending_compaction_instants
 from airflow_hoodie.actions.write_identity import format_write_id
 from airflow_hoodie.assets import hoodie_table_asset, is_table_asset, table_asset_uri
+from airflow_hoodie.config import HoodieConfig, parse_properties
 from airflow_hoodie.errors import HoodieError, HoodieJobError, HoodieTableNotFoundError
 from airflow_hoodie.health.table_health import compact as compact_health
 from airflow_hoodie.health.table_health import table_health
-from airflow_hoodie.config import HoodieConfig, parse_properties
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.hooks.service_check import check_service
 from airflow_hoodie.hooks.spark_submit import DEFAULT_SPARK_LOG_LEVEL

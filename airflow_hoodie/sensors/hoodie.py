@@ -15,10 +15,10 @@ from typing import Any, Iterable, Mapping, Sequence
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_hoodie.health.due_condition import due_condition
 from airflow_hoodie.hooks.hoodie import HoodieHook
 from airflow_hoodie.storage_secrets import is_secret_option
 from airflow_hoodie.triggers import timeline_condition
-from airflow_hoodie.health.due_condition import due_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 from airflow_hoodie.triggers.maintenance import HoodieMaintenanceDueTrigger, check_due
 

@@ -13,12 +13,15 @@ from airflow_hoodie.actions.compaction import schedule_compaction
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieWaitFutileError
-from airflow_hoodie.sensors.hoodie import HoodieInstantSensor, HoodiePendingServiceSensor
+from airflow_hoodie.sensors.hoodie import (
+    HoodieInstantSensor,
+    HoodiePendingServiceSensor,
+)
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.triggers import timeline_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
-from tests.actions.test_noop_reasons import _cfg, _rows
 from tests.actions.test_attack_lake_sequences import lake_rows
+from tests.actions.test_noop_reasons import _cfg, _rows
 from tests.airflow.test_sensors import ctx
 
 

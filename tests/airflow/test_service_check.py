@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_hoodie.errors import HoodieConfigError, HoodieTableNotFoundError, HoodieTimelineError
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieTableNotFoundError,
+    HoodieTimelineError,
+)
 from airflow_hoodie.operators.hoodie import (
     HoodieArchiveOperator,
     HoodieCleanOperator,
