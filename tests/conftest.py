@@ -10,6 +10,15 @@ import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
+# The standard AWS environment of the S3 tests (moto accepts any keys), set before anything
+# starts: the session's one SparkSession forks its Python workers from a daemon that keeps
+# the environment it started with, and an S3 source is read inside those workers. Set only
+# when tests/s3/moto_server.py first ran, it reached no worker of a session an earlier test
+# had started (ACCESS_DENIED in the whole-suite run, green alone).
+for _key, _value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                     ("AWS_DEFAULT_REGION", "us-east-1")):
+    os.environ.setdefault(_key, _value)
+
 
 def conformance_dir() -> pathlib.Path:
     return pathlib.Path(
