@@ -117,10 +117,17 @@ def _storage_options(args: argparse.Namespace) -> dict[str, str]:
     """``--conn-id``'s storage options, then each ``--storage-option`` over them."""
     conn_id = getattr(args, "conn_id", None)
     out: dict[str, str] = _connection_storage_options(conn_id) if conn_id else {}
-    for pair in getattr(args, "storage_option", None) or []:
+    out.update(_key_values(getattr(args, "storage_option", None), "--storage-option"))
+    return out
+
+
+def _key_values(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
+    """Repeated ``KEY=VALUE`` flags as a mapping (the value kept as given)."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise HoodieError(f"--storage-option {pair!r} is not KEY=VALUE")
+            raise HoodieError(f"{flag} {pair!r} is not KEY=VALUE")
         out[key.strip()] = value
     return out
 
@@ -496,12 +503,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
 # -------------------------------------------------------------------------------- main
 # ------------------------------------------------------------------------------ health
 def cmd_health(args: argparse.Namespace, out: TextIO) -> int:
-    conf = {}
-    for pair in args.hoodie_conf or []:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise HoodieError(f"--hoodie-conf {pair!r} is not KEY=VALUE")
-        conf[key.strip()] = value.strip()
+    conf = {k: v.strip() for k, v in _key_values(args.hoodie_conf, "--hoodie-conf").items()}
     health = table_health(args.path, _storage_options(args) or None, conf)
     if args.json:
         dump_json(health, out)
