@@ -443,22 +443,6 @@ class HoodieUpsertOperator(HoodieBaseOperator):
     def hook_kwargs(self) -> dict[str, Any]:
         return {"source_storage_options": self.source_storage_options}
 
-    def _with_checkpoint(self, result: dict[str, Any]) -> dict[str, Any]:
-        """A service's result names its instant by requested time only; downstream readers
-        resume incremental reads at its checkpoint, which on Hudi 1.x is the completion time
-        the timeline holds (a write's result carries both already)."""
-        instant = result.get("instant")
-        if not instant or "checkpoint" in result:
-            return result
-        try:
-            completed = self._hook.get_table().timeline.completed().instants
-        except HoodieTableNotFoundError:  # a job that answers for a table it did not create
-            return result
-        done = next((i for i in completed if i.timestamp == str(instant) and i.action != "savepoint"), None)
-        if done is None:  # not a completed instant of the active timeline (an archival's last one)
-            return result
-        return {**result, "completion_time": done.completion_time, "checkpoint": done.checkpoint}
-
     def lineage_inputs(self, base_uri: str) -> tuple[str, ...]:
         return (self.source,)
 
