@@ -11,7 +11,7 @@ Mirrors Hudi 0.14's ``AbstractTableFileSystemView`` semantics:
 * file groups replaced by a completed replacecommit (insert overwrite, clustering)
   are hidden; pending clustering and compaction plans are exposed for writers.
 
-One listing of the base path (:meth:`FileSystemView._list_data_files`, the single
+One listing of the base path (:meth:`FileSystemView._list`, the single
 point where the storage -- or the metadata table -- is asked for files) feeds the whole
 view: readers, writers (:meth:`FileSystemView.existing_files`), the table services
 (:meth:`FileSystemView.service_file_groups`), savepoint and rollback all see the same
@@ -22,7 +22,7 @@ nothing of :class:`HoodieTable`, so the table can build it without an import cir
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
 from airflow_hoodie.table.file_group.file_group import (
@@ -32,15 +32,15 @@ from airflow_hoodie.table.file_group.file_group import (
     LogFile,
     build_file_groups,
 )
-from airflow_hoodie.table.file_group.partition_metadata import is_partition_metafile
 from airflow_hoodie.table.file_group.written_files import CommitFiles, cached_commit_files, commit_files
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.files_listing import (
     files_partition_ready,
     load_files_listing,
+    storage_listing,
 )
 from airflow_hoodie.table.properties import TableConfig
-from airflow_hoodie.table.storage.storage import FileStatus, Storage
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
@@ -48,7 +48,7 @@ from airflow_hoodie.table.timeline.instant import (
     normalize_instant_time,
 )
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_metadata
-from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline
+from airflow_hoodie.table.timeline.timeline import Timeline
 
 
 @dataclass
@@ -141,27 +141,17 @@ class FileSystemView:
 
     def _list(self) -> tuple[list[tuple[str, str, int]], set[str]]:
         """(partition, path, size) of every data file and the partitions holding a partition
-        metafile: from the metadata table's ``files`` partition or from storage."""
-        prefix = self.base_path + "/"
-        meta_prefix = prefix + METAFOLDER + "/"
-        files: list[tuple[str, str, int]] = []
-        partitions: set[str] = set()
+        metafile: from the metadata table's ``files`` partition or from storage (one storage
+        listing, :func:`storage_listing`, serves this and a damaged files partition's fallback)."""
         if self.lists_through_metadata_table:
             listing = load_files_listing(self.storage, self.base_path, self.timeline)
-            partitions.update(listing.partitions)
-            for part, names in listing.files.items():
-                folder = Storage.join(self.base_path, part) if part else self.base_path
-                files.extend((part, Storage.join(folder, name), size) for name, size in names.items())
-        for st in ([] if self.lists_through_metadata_table else self._list_data_files()):
-            if st.is_dir or st.path.startswith(meta_prefix):
-                continue
-            rel = st.path[len(prefix):] if st.path.startswith(prefix) else st.path
-            part, _, name = rel.rpartition("/")
-            if is_partition_metafile(name):
-                partitions.add(part)
-            else:
-                files.append((part, st.path, st.size))
-        return files, partitions
+        else:
+            listing = storage_listing(self.storage, self.base_path)
+        files: list[tuple[str, str, int]] = []
+        for part, names in listing.files.items():
+            folder = Storage.join(self.base_path, part) if part else self.base_path
+            files.extend((part, Storage.join(folder, name), size) for name, size in names.items())
+        return files, set(listing.partitions)
 
     def _slice_by_completion_time(
         self, bases: list[BaseFile], logs: list[LogFile]
@@ -203,14 +193,6 @@ class FileSystemView:
     def lists_through_metadata_table(self) -> bool:
         """Whether files come from the metadata table's ``files`` partition instead of storage."""
         return bool(self.use_metadata_table and self.config is not None and files_partition_ready(self.config))
-
-    def _list_data_files(self) -> Iterator[FileStatus]:
-        """Every file under the base path except ``.hoodie`` (which may hold a big metadata table)."""
-        for st in self.storage.list_dir(self.base_path):
-            if not st.is_dir:
-                yield st
-            elif st.name != METAFOLDER:
-                yield from self.storage.list_dir(st.path, recursive=True)
 
     def seen_through(self, timeline: Timeline, config: TableConfig | None) -> "FileSystemView":
         """A view of ``timeline`` that shares this view's metadata-table listing when it
