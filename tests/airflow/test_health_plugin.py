@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 import urllib.request
@@ -46,7 +45,7 @@ from tests.airflow.api_server import (
     reserialize,
     server_env,
 )
-from tests.s3.moto_server import free_port, moto_server, required
+from tests.s3.moto_server import free_port, moto_server, required, stop
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -390,13 +389,7 @@ def devtools(url: str, profile: Path, log: Path) -> Iterator[Callable[[str], Any
 
             yield evaluate
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop(proc)
 
 
 def _wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
