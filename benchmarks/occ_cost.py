@@ -50,6 +50,7 @@ def main() -> None:
     from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
     from airflow_hoodie.actions.write import write_arrow
     from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.settings.lock import LockSettings
     from airflow_hoodie.table.hoodie_table import HoodieTable
     from airflow_hoodie.table.timeline.instant import Instant, State
 
@@ -75,7 +76,7 @@ def main() -> None:
     single, occ = _alternating(upsert, args.repeat)
 
     table = HoodieTable.load(base)
-    tm = TransactionManager(HoodieConfig(OCC), base, table.storage, table.base_path)
+    tm = TransactionManager(LockSettings.from_config(HoodieConfig(OCC)), base, table.storage, table.base_path)
     t0 = time.perf_counter()
     for _ in range(200):
         with tm.transaction("bench"):

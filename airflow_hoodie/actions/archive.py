@@ -32,7 +32,6 @@ from airflow_hoodie.actions.archive_rules import (  # noqa: F401 - the rules, fo
     RULES_1_X,
     ArchiveContext,
     ArchiveRules,
-    ArchiveSettings,
     clean_and_rollback_before,
     clean_and_rollback_to_archive,
     commits_to_archive,
@@ -44,10 +43,6 @@ from airflow_hoodie.actions.archive_rules import (  # noqa: F401 - the rules, fo
     oldest_instant_to_retain_for_clustering,
     oldest_instant_to_retain_for_compaction,
     rules_for_layout,
-    validate_archive_config,
-)
-from airflow_hoodie.actions.clean import (
-    HOURS_RETAINED,
 )
 from airflow_hoodie.actions.service_common import (
     crash_point,
@@ -60,7 +55,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.archive import (
+from airflow_hoodie.config_keys.archive import (  # noqa: F401 - the service's keys, for its callers
     BATCH,
     BEYOND_SAVEPOINT,
     MAX_COMMITS,
@@ -69,10 +64,8 @@ from airflow_hoodie.config_keys.archive import (
     MERGE_SMALL_FILE_LIMIT,
     MIN_COMMITS,
 )
-from airflow_hoodie.config_keys.metadata_table import (
-    COMPACT_MAX_DELTA_COMMITS as METADATA_COMPACT_MAX_DELTA_COMMITS,
-)
 from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.settings.archive import ArchiveSettings, validate_archive_config  # noqa: F401 - for callers
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
@@ -87,9 +80,6 @@ from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
 )
-from airflow_hoodie.table.metadata_table.metadata_compaction import (
-    CLEANER_COMMITS_RETAINED as METADATA_CLEANER_COMMITS_RETAINED,
-)
 from airflow_hoodie.table.metadata_table.removal import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
@@ -101,10 +91,7 @@ from airflow_hoodie.table.timeline.instant import (
     State,
 )
 from airflow_hoodie.table.timeline.lsm_timeline import LsmRecord
-from airflow_hoodie.table.timeline.lsm_timeline_writer import (
-    LsmSettings,
-    LsmTimelineWriter,
-)
+from airflow_hoodie.table.timeline.lsm_timeline_writer import LsmTimelineWriter
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 
@@ -232,21 +219,10 @@ def run_archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
     """Archive what the rules allow; then merge small archive files if enabled. Under
     the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
     timeline that archival deletes from."""
+    settings = ArchiveSettings.from_config(config)
     table.prepare_for_change(config)
-    with transaction_manager_for(table, config).transaction("archive the timeline"):
-        return _archive(table, config)
-
-
-def metadata_table_settings(config: HoodieConfig) -> ArchiveSettings:
-    """The archival settings of a metadata table, as Hudi derives its write config from the
-    data table's (HoodieMetadataWriteUtils): keep.min/max one above the data table's, its
-    own cleaner (KEEP_LATEST_COMMITS, 20 commits) and compaction trigger, the other keys at
-    their defaults."""
-    defaults = HoodieConfig({})
-    return ArchiveSettings(config.get_int(MIN_COMMITS) + 1, config.get_int(MAX_COMMITS) + 1,
-                           defaults.get_int(BATCH), defaults.get_bool(BEYOND_SAVEPOINT), "KEEP_LATEST_COMMITS",
-                           METADATA_CLEANER_COMMITS_RETAINED, defaults.get_int(HOURS_RETAINED), "NUM_COMMITS",
-                           config.get_int(METADATA_COMPACT_MAX_DELTA_COMMITS))
+    with transaction_manager_for(table, settings.lock).transaction("archive the timeline"):
+        return _archive(table, settings)
 
 
 def data_table_earliest(data_timeline: Timeline) -> str | None:
@@ -259,11 +235,11 @@ def data_table_earliest(data_timeline: Timeline) -> str | None:
     return min(found) if found else None
 
 
-def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, config: HoodieConfig) -> dict[str, Any] | None:
+def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, settings: ArchiveSettings) -> dict[str, Any] | None:
     """Archive the metadata table's own timeline, as Hudi's writer does after the metadata
-    table's compaction and clean (under the data table's lock, inside its commit). Skipped
-    while too few instants are completed for any rule to archive one."""
-    settings = metadata_table_settings(config)
+    table's compaction and clean (under the data table's lock, inside its commit), with
+    ``settings`` from :meth:`ArchiveSettings.of_metadata_table`. Skipped while too few
+    instants are completed for any rule to archive one."""
     done = [i for i in mdt.timeline.instants if is_completed(i)]
     if (sum(1 for i in done if i.action in Action.COMMITS) <= settings.max_commits
             and all(sum(1 for i in done if i.action == a) <= settings.max_commits
@@ -272,7 +248,7 @@ def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, config: HoodieCo
     earliest = data_table_earliest(Timeline.load(data.storage, data.base_path))
     if earliest is None:
         return None
-    return _archive(mdt, HoodieConfig({}), settings, earliest)
+    return _archive(mdt, settings, earliest)
 
 
 def _newest_archived(table: HoodieTable) -> str | None:
@@ -326,20 +302,18 @@ def _delete_archived_instants(table: HoodieTable, chosen: Sequence[Instant], all
     return deleted
 
 
-def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings | None = None,
-             data_table_earliest: str | None = None) -> dict[str, Any]:
+def _archive(table: HoodieTable, settings: ArchiveSettings, data_table_earliest: str | None = None) -> dict[str, Any]:
     started = time.time()
-    settings = settings or ArchiveSettings.from_config(config)
     layout = table.format.timeline_layout
     merged = recover_merge(table) if layout == 1 else 0
     tl = _finish_killed_deletions(table, table.reload_timeline())
     ctx = dataclasses.replace(archive_context(table, tl), data_table_earliest=data_table_earliest)
     chosen = instants_to_archive(tl.instants, settings, ctx, rules_for_layout(layout))
     if not chosen:
-        merge = merge_archive_files_if_needed(table, config) if layout == 1 else 0
+        merge = merge_archive_files_if_needed(table, settings) if layout == 1 else 0
         reason = nothing_to_archive_reason(
             tl.instants, settings, ctx, rules_for_layout(layout), metadata_delta_commits_since_compaction(table),
-            config.get_int(METADATA_COMPACT_MAX_DELTA_COMMITS))
+            settings.metadata_max_delta_commits)
         return {"instant": None, "action": "archive", "reason": f"nothing to archive: {reason}",
                 "merged_files": merge + merged}
     files = state_files_of(chosen, tl.all_instants)
@@ -355,7 +329,7 @@ def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings
         archive_file = table.storage.uri(write_archive_entries(table, entries, settings.batch))
         written = len(entries)
     else:
-        lsm = LsmTimelineWriter(table.storage, table.history_path, LsmSettings.from_config(config))
+        lsm = LsmTimelineWriter(table.storage, table.history_path, settings.lsm)
         records = lsm_records(chosen, files, read)
         name = lsm.write(records)
         archive_file = table.storage.uri(table.storage.join(table.history_path, name) if name else table.history_path)
@@ -367,7 +341,7 @@ def _archive(table: HoodieTable, config: HoodieConfig, settings: ArchiveSettings
     compacted: list[str] = []
     merge = 0
     if layout == 1:
-        merge = merge_archive_files_if_needed(table, config)
+        merge = merge_archive_files_if_needed(table, settings)
     else:
         compacted = lsm.compact_and_clean()
     table.reload_timeline()
@@ -459,16 +433,15 @@ def recover_merge(table: HoodieTable) -> int:
     return 1
 
 
-def merge_archive_files_if_needed(table: HoodieTable, config: HoodieConfig) -> int:
+def merge_archive_files_if_needed(table: HoodieTable, settings: ArchiveSettings) -> int:
     """Merge the newest run of small archive files into one (hoodie.archive.merge.*).
 
     Returns how many files were merged (0 when disabled, storage cannot append, or too few).
     """
 
-    if not config.get_bool(MERGE_ENABLE) or not flag(table.storage, "supports_append"):
+    if not settings.merge_enable or not flag(table.storage, "supports_append"):
         return 0
-    limit = config.get_int(MERGE_SMALL_FILE_LIMIT)
-    batch = config.get_int(MERGE_FILES_BATCH)
+    limit, batch = settings.merge_small_file_limit, settings.merge_files_batch
     files = _archive_files(table)
     candidates = []
     for st in reversed(files):

@@ -17,75 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from airflow_hoodie.actions.clean import (
-    COMMITS_RETAINED,
-    HOURS_RETAINED,
-    earliest_commit_to_retain,
-    policy_of,
-)
-from airflow_hoodie.actions.compaction import MAX_DELTA_COMMITS, TRIGGER_STRATEGY
+from airflow_hoodie.actions.clean import earliest_commit_to_retain
 from airflow_hoodie.actions.service_common import (
     is_completed,
     is_pending,
 )
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.archive import (
-    BATCH,
-    BEYOND_SAVEPOINT,
-    MAX_COMMITS,
-    MIN_COMMITS,
-)
-from airflow_hoodie.errors import HoodieConfigError, HoodieTimelineError
+from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.settings.archive import ArchiveSettings
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
     State,
     parse_instant_time,
 )
-
-
-@dataclass(frozen=True)
-class ArchiveSettings:
-    """The write config the archiver reads: its own keys plus the cleaning and compaction
-    settings that Hudi's archiver takes its bounds from."""
-
-    min_commits: int
-    max_commits: int
-    batch: int
-    beyond_savepoint: bool
-    cleaner_policy: str = "KEEP_LATEST_COMMITS"
-    cleaner_commits_retained: int = 10
-    cleaner_hours_retained: int = 24
-    compaction_trigger: str = "NUM_COMMITS"
-    max_delta_commits: int = 5
-
-    @classmethod
-    def from_config(cls, config: HoodieConfig) -> "ArchiveSettings":
-
-        validate_archive_config(config)
-        return cls(config.get_int(MIN_COMMITS), config.get_int(MAX_COMMITS), config.get_int(BATCH),
-                   config.get_bool(BEYOND_SAVEPOINT), policy_of(config), config.get_int(COMMITS_RETAINED),
-                   config.get_int(HOURS_RETAINED), (config.get(TRIGGER_STRATEGY) or "NUM_COMMITS").upper(),
-                   config.get_int(MAX_DELTA_COMMITS))
-
-
-def validate_archive_config(config: HoodieConfig) -> None:
-    """Hudi's write-config checks: max > min > cleaner.commits.retained."""
-
-    min_c, max_c = config.get_int(MIN_COMMITS), config.get_int(MAX_COMMITS)
-    retained = config.get_int(COMMITS_RETAINED)
-    if min_c <= 0:
-        raise HoodieConfigError(f"{MIN_COMMITS}={min_c} must be positive.")
-    if max_c <= min_c:
-        raise HoodieConfigError(
-            f"Increase {MAX_COMMITS}={max_c} to be greater than {MIN_COMMITS}={min_c}."
-        )
-    if min_c <= retained:
-        raise HoodieConfigError(
-            f"Increase {MIN_COMMITS}={min_c} to be greater than {COMMITS_RETAINED}={retained}. "
-            "Otherwise, there is risk of incremental pull missing data from few instants "
-            "(the cleaner may keep file slices of commits that are no longer on the active timeline)."
-        )
 
 
 @dataclass(frozen=True)

@@ -33,29 +33,29 @@ from airflow_hoodie.actions.transaction.failed_writes import rollback_failed_wri
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
-from airflow_hoodie.actions.transaction.transaction_manager import LAZY
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.clean import COMMITS_RETAINED, FILE_VERSIONS_RETAINED, HOURS_RETAINED, POLICY
-from airflow_hoodie.errors import HoodieConfigError, HoodieIOError
+from airflow_hoodie.config_keys.clean import (  # noqa: F401 - the service's keys, for its callers
+    COMMITS_RETAINED,
+    FILE_VERSIONS_RETAINED,
+    HOURS_RETAINED,
+    POLICY,
+)
+from airflow_hoodie.config_keys.concurrency import LAZY
+from airflow_hoodie.errors import HoodieIOError
+from airflow_hoodie.settings.clean import (
+    KEEP_LATEST_BY_HOURS,
+    KEEP_LATEST_COMMITS,
+    KEEP_LATEST_FILE_VERSIONS,
+    CleanSettings,
+)
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
-
-KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
-KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
-KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
-POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, KEEP_LATEST_BY_HOURS)
 CLEAN_PLAN_VERSION = 2
 CLEAN_METADATA_VERSION = 2
-
-
-def policy_of(config: HoodieConfig) -> str:
-    policy = (config.get(POLICY) or KEEP_LATEST_COMMITS).upper()
-    if policy not in POLICIES:
-        raise HoodieConfigError(f"{POLICY}={policy!r} is not supported; use one of {', '.join(POLICIES)}.")
-    return policy
 
 
 def earliest_commit_to_retain(
@@ -227,24 +227,24 @@ def _latest_completed_commit(instants: Sequence[Instant]) -> str | None:
     return done[-1].timestamp if done else None
 
 
-def plan_clean(table: HoodieTable, config: HoodieConfig, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
+def plan_clean(table: HoodieTable, settings: CleanSettings, instant_time: str | None = None) -> tuple[Instant | None, dict[str, Any] | None, str]:
     """Compute the cleaner plan and write ``T.clean.requested``; (None, None, reason) if nothing to do."""
 
-    policy = policy_of(config)
+    policy = settings.policy
     tl = table.reload_timeline()
     instants = tl.instants
     latest = instants[-1].timestamp if instants else None
-    earliest = earliest_commit_to_retain(instants, policy, config.get_int(COMMITS_RETAINED),
-                                         config.get_int(HOURS_RETAINED), latest)
+    earliest = earliest_commit_to_retain(instants, policy, settings.commits_retained,
+                                         settings.hours_retained, latest)
     if policy != KEEP_LATEST_FILE_VERSIONS and earliest is None:
-        keep = (f"{HOURS_RETAINED}={config.get_int(HOURS_RETAINED)}" if policy == "KEEP_LATEST_BY_HOURS"
-                else f"{COMMITS_RETAINED}={config.get_int(COMMITS_RETAINED)}")
+        keep = (f"{HOURS_RETAINED}={settings.hours_retained}" if policy == KEEP_LATEST_BY_HOURS
+                else f"{COMMITS_RETAINED}={settings.commits_retained}")
         return None, None, (f"{policy}: not enough commits to clean yet: {len(completed_commits(instants))} "
                             f"completed commits, all within the retention ({keep})")
     view = table.file_system_view(tl)
     groups = view.service_file_groups()
     inputs = CleanInputs(
-        policy, earliest, config.get_int(FILE_VERSIONS_RETAINED),
+        policy, earliest, settings.file_versions_retained,
         savepointed_files=view.savepointed_files(),
         pending_compaction_base={k: op["baseInstantTime"] for k, (_, op) in
                                  view.pending_compaction_operations().items()},
@@ -254,7 +254,7 @@ def plan_clean(table: HoodieTable, config: HoodieConfig, instant_time: str | Non
     pending_cluster = view.pending_clustering_file_groups()
     files = files_to_clean([fg for k, fg in sorted(groups.items()) if k not in pending_cluster], inputs)
     if not files:
-        kept = (f"no file group has more than {FILE_VERSIONS_RETAINED}={config.get_int(FILE_VERSIONS_RETAINED)} "
+        kept = (f"no file group has more than {FILE_VERSIONS_RETAINED}={settings.file_versions_retained} "
                 "file versions" if policy == KEEP_LATEST_FILE_VERSIONS else
                 f"no file group has a file slice replaced before the earliest commit to retain, {earliest.timestamp}")
         held = f"; {len(pending_cluster)} file groups wait for a pending clustering" if pending_cluster else ""
@@ -280,7 +280,7 @@ def _delete_task(base_uri: str, storage_options: Mapping[str, str], item: tuple[
         return partition, uri, False
 
 
-def execute_clean(table: HoodieTable, instant: Instant, executor: Executor,
+def execute_clean(table: HoodieTable, instant: Instant, executor: Executor, lock: LockSettings,
                   storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """requested -> inflight -> delete (executor tasks) -> ``T.clean`` (idempotent)."""
 
@@ -313,7 +313,7 @@ def execute_clean(table: HoodieTable, instant: Instant, executor: Executor,
     meta = build_clean_metadata(plan, instant.timestamp, results, int((time.time() - started) * 1000))
     # under the lock: completing runs the metadata table's delta commit (and its compaction),
     # which writers beside us run too
-    with transaction_manager_for(table, table.write_config).transaction(f"complete clean {instant.timestamp}"):
+    with transaction_manager_for(table, lock).transaction(f"complete clean {instant.timestamp}"):
         current = table.reload_timeline().get(instant.timestamp)
         if current is not None and current.state == State.COMPLETED:
             return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed",
@@ -332,21 +332,22 @@ def run_clean(table: HoodieTable, config: HoodieConfig, executor: Executor,
     Under ``hoodie.cleaner.policy.failed.writes=LAZY`` (required with optimistic
     concurrency) clean is what rolls back failed writes: those whose heartbeat expired.
     """
+    settings = CleanSettings.from_config(config)
     table.prepare_for_change(config)
-    tm = transaction_manager_for(table, config)
+    tm = transaction_manager_for(table, settings.lock)
     if tm.failed_writes_policy == LAZY:
         table.reload_timeline()  # the table may have been loaded long before this clean
-        rolled = rollback_failed_writes(table, tm, config)
+        rolled = rollback_failed_writes(table, tm)
     else:
         rolled = []
     tl = table.reload_timeline()
     pending = [i for i in tl.instants if i.action == Action.CLEAN and i.state != State.COMPLETED]
     if pending:
-        results = [execute_clean(table, p, executor, storage_options) for p in pending]
+        results = [execute_clean(table, p, executor, settings.lock, storage_options) for p in pending]
         return {**results[-1], "resumed": [p.timestamp for p in pending], "rolled_back_failed_writes": rolled}
     with tm.transaction("schedule a clean"):
-        instant, _plan, reason = plan_clean(table, config)
+        instant, _plan, reason = plan_clean(table, settings)
     if instant is None:
         record_nothing_planned(table.storage, table.base_path, "clean", reason, table.timeline)
         return {"instant": None, "action": Action.CLEAN, "reason": reason, "rolled_back_failed_writes": rolled}
-    return {**execute_clean(table, instant, executor, storage_options), "rolled_back_failed_writes": rolled}
+    return {**execute_clean(table, instant, executor, settings.lock, storage_options), "rolled_back_failed_writes": rolled}

@@ -33,17 +33,19 @@ from airflow_hoodie.actions.planned_service import (
     ServiceTaskContext,
     execute_given_or_pending,
     execute_planned,
+    task_options,
 )
 from airflow_hoodie.actions.service_common import MB, crash_point, serialize_plan
-from airflow_hoodie.actions.transaction.conflict_resolution import groups_held_by_live_writes
+from airflow_hoodie.actions.transaction.conflict_resolution import (
+    groups_held_by_live_writes,
+)
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
 )
 from airflow_hoodie.actions.write_client import commit_metadata
-from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.clustering import (
+from airflow_hoodie.config_keys.clustering import (  # noqa: F401 - the service's keys, for its callers
     DEFAULT_EXECUTION_STRATEGY,
     EXECUTION_STRATEGY_CLASS,
     MAX_BYTES_PER_GROUP,
@@ -56,6 +58,8 @@ from airflow_hoodie.config_keys.clustering import (
     TARGET_FILE_MAX_BYTES,
 )
 from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
+from airflow_hoodie.settings.clustering import ClusteringSettings
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     with_meta_fields,
@@ -73,16 +77,14 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
-from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
 from airflow_hoodie.table.schema.meta_fields import FILE_NAME
+from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
-
 
 CLUSTERING_PLAN_VERSION = 1
 CLUSTER_OPERATION = "CLUSTER"
@@ -140,21 +142,21 @@ def output_groups(total: int, target: int) -> int:
     return max(1, math.ceil(total / target)) if target > 0 else 1
 
 
-def select_partitions(partitions: Sequence[str], config: HoodieConfig) -> list[str]:
-    skip = config.get_int(SKIP_PARTITIONS_FROM_LATEST)
+def select_partitions(partitions: Sequence[str], settings: ClusteringSettings) -> list[str]:
+    skip = settings.skip_partitions_from_latest
     ordered = sorted(partitions, reverse=True)
     return sorted(ordered[skip:]) if skip > 0 else sorted(partitions)
 
 
 def build_groups_for_partition(
-    slices: Sequence[Any], config: HoodieConfig, excluded: set[tuple[str, str]],
+    slices: Sequence[Any], settings: ClusteringSettings, excluded: set[tuple[str, str]],
     uri_of: Callable[[str], str] = lambda p: p,
 ) -> list[dict[str, Any]]:
-    small = config.get_int(SMALL_FILE_LIMIT)
-    target = config.get_int(TARGET_FILE_MAX_BYTES)
-    max_group = config.get_int(MAX_BYTES_PER_GROUP)
-    default_size = config.get_int("hoodie.parquet.max.file.size")
-    single = config.get_bool(SINGLE_GROUP) or bool(config.get(SORT_COLUMNS))
+    small = settings.small_file_limit
+    target = settings.target_file_max_bytes
+    max_group = settings.max_bytes_per_group
+    default_size = settings.parquet_max_file_size
+    single = settings.single_group
     eligible = [s for s in slices if (s.partition_path, s.file_id) not in excluded
                 and (s.base_file.size if s.base_file is not None else 0) < small]
     eligible.sort(key=lambda s: -slice_size(s, default_size))
@@ -188,23 +190,23 @@ def build_groups_for_partition(
 
 
 def build_clustering_plan(
-    slices_by_partition: dict[str, Sequence[Any]], config: HoodieConfig, excluded: set[tuple[str, str]],
+    slices_by_partition: dict[str, Sequence[Any]], settings: ClusteringSettings, excluded: set[tuple[str, str]],
     uri_of: Callable[[str], str] = lambda p: p,
 ) -> dict[str, Any] | None:
     """Hudi's ``HoodieClusteringPlan`` or None when no group qualifies."""
-    max_groups = config.get_int(MAX_NUM_GROUPS)
+    max_groups = settings.max_num_groups
     groups: list[dict[str, Any]] = []
-    for partition in select_partitions(list(slices_by_partition), config):
-        for g in build_groups_for_partition(slices_by_partition[partition], config, excluded, uri_of):
+    for partition in select_partitions(list(slices_by_partition), settings):
+        for g in build_groups_for_partition(slices_by_partition[partition], settings, excluded, uri_of):
             if len(groups) >= max_groups:
                 break
             groups.append(g)
     if not groups:
         return None
-    params = {k: str(config.get(k)) for k in (SORT_COLUMNS, TARGET_FILE_MAX_BYTES) if config.get(k)}
+    params = dict(settings.strategy_params)
     return {
         "inputGroups": groups,
-        "strategy": {"strategyClassName": config.get(EXECUTION_STRATEGY_CLASS) or DEFAULT_EXECUTION_STRATEGY,
+        "strategy": {"strategyClassName": settings.execution_strategy_class,
                      "strategyParams": params, "version": 1},
         "extraMetadata": {},
         "version": CLUSTERING_PLAN_VERSION,
@@ -212,15 +214,16 @@ def build_clustering_plan(
     }
 
 
-def _nothing_to_cluster(by_part: dict[str, list[Any]], config: HoodieConfig, excluded: set[tuple[str, str]]) -> str:
+def _nothing_to_cluster(by_part: dict[str, list[Any]], settings: ClusteringSettings,
+                        excluded: set[tuple[str, str]]) -> str:
     """The numbers behind an empty plan: what exists against what the strategy takes."""
     slices = [s for part in by_part.values() for s in part]
-    small = config.get_int(SMALL_FILE_LIMIT)
+    small = settings.small_file_limit
     held = sum(1 for s in slices if (s.partition_path, s.file_id) in excluded)
     under = sum(1 for s in slices if (s.partition_path, s.file_id) not in excluded
                 and (s.base_file.size if s.base_file is not None else 0) < small)
-    skipped = len(by_part) - len(select_partitions(list(by_part), config))
-    single = config.get_bool(SINGLE_GROUP) or bool(config.get(SORT_COLUMNS))
+    skipped = len(by_part) - len(select_partitions(list(by_part), settings))
+    single = settings.single_group
     parts = [f"{len(slices)} file slices in {len(by_part)} partitions",
              f"{under} with a base file under {SMALL_FILE_LIMIT}={small} bytes"]
     if held:
@@ -246,21 +249,22 @@ def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: 
     Hudi 1.x tables) under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
+    settings = ClusteringSettings.from_config(config)
     table.prepare_for_change(config)
     table.check_records_writable("Scheduling a clustering")
-    with transaction_manager_for(table, config).transaction("schedule a clustering"):
-        result = _schedule_clustering(table, config, instant_time)
+    with transaction_manager_for(table, settings.lock).transaction("schedule a clustering"):
+        result = _schedule_clustering(table, settings, instant_time)
     if result["instant"] is None:
         record_nothing_planned(table.storage, table.base_path, "clustering", result["reason"], table.timeline)
     return result
 
 
-def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: str | None) -> dict[str, Any]:
+def _schedule_clustering(table: HoodieTable, settings: ClusteringSettings, instant_time: str | None) -> dict[str, Any]:
 
     tl = table.reload_timeline()
     pending_writes = [i for i in tl.instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
                       and i.state != State.COMPLETED]
-    if pending_writes and not transaction_manager_for(table, config).is_occ:
+    if pending_writes and not settings.lock.is_occ:
         raise HoodieWriteConflictError(
             f"Write {pending_writes[0].timestamp} is still pending on {table.base_uri}; with a single writer, "
             "clustering is planned only when no write is running. Let it finish (or roll it back), then schedule "
@@ -268,7 +272,7 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
         )
     view = table.file_system_view(tl)
     excluded = view.file_groups_in_pending_services()
-    tm = transaction_manager_for(table, config)
+    tm = transaction_manager_for(table, settings.lock)
     if tm.is_occ:
         held = groups_held_by_live_writes(table, tm)
         if held.undeclared is not None:
@@ -281,9 +285,9 @@ def _schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time:
         if s.base_file is None and not s.log_files:
             continue
         by_part.setdefault(s.partition_path, []).append(s)
-    plan = build_clustering_plan(by_part, config, excluded, uri_of=table.storage.uri)
+    plan = build_clustering_plan(by_part, settings, excluded, uri_of=table.storage.uri)
     if plan is None:
-        return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": _nothing_to_cluster(by_part, config, excluded)}
+        return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": _nothing_to_cluster(by_part, settings, excluded)}
     ts = instant_time or table.new_instant_time()
     table.timeline_writer().create_requested(
         Instant(ts, table.format.clustering_action, State.REQUESTED),
@@ -326,7 +330,7 @@ def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, ClusteringGroup])
     index, group = indexed
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
-    opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
+    opts = SliceReadOptions(merge_config=ctx.merge_config, as_of=ctx.instant_time,
                             valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start)
     tables = []
     for s in _group_slices(storage, ctx.base_path, group):
@@ -354,7 +358,7 @@ def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, ClusteringGroup])
         mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
 
         crash_point("clustering.task")
-        st = write_base_file(storage, ctx.base_path, part, name, chunk, ctx.avro_schema, ctx.props)
+        st = write_base_file(storage, ctx.base_path, part, name, chunk, ctx.avro_schema, ctx.file_settings)
         stats.append(write_stat(fileId=fid, path=st.path, prevCommit="null", numWrites=st.num_records,
                                 numInserts=st.num_records, totalWriteBytes=st.file_size, partitionPath=part,
                                 fileSizeInBytes=st.file_size))
@@ -375,9 +379,11 @@ def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
+    settings = ClusteringSettings.from_config(config)
     table.prepare_for_change(config)
-    with executing(transaction_manager_for(table, config), "clustering", instant_time) as token:
-        return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
+    with executing(transaction_manager_for(table, settings.lock), "clustering", instant_time) as token:
+        return _execute_clustering(table, instant_time, executor, settings, task_options(config), storage_options,
+                                   started, token)
 
 
 def _clustering_plan(table: HoodieTable, timeline: Timeline, inst: Instant) -> ClusteringPlan:
@@ -395,12 +401,13 @@ def _replaced_groups(plan: ClusteringPlan) -> dict[str, list[str]]:
     return replaced
 
 
-def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None,
-                        storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
+def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executor, settings: ClusteringSettings,
+                        options: Mapping[str, str], storage_options: Mapping[str, str] | None, started: float,
+                        token: str | None = None) -> dict[str, Any]:
     def run(plan: ClusteringPlan, timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
         sort_cols = ((plan.strategy.strategy_params or {}) if plan.strategy else {}).get(SORT_COLUMNS) \
-            or (config.get(SORT_COLUMNS) if config else None) or ""
-        ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, config, storage_options,
+            or settings.sort_columns
+        ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, options, storage_options,
                                           tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
         groups = list(enumerate(plan.input_groups or []))
         stats = [s for group in executor.map(partial(cluster_group, ctx), groups) for s in group]
@@ -411,13 +418,13 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
     def commit_body(plan: ClusteringPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> CommitMetadata:
         # the task's write identity (and any other commit-metadata option) goes into extraMetadata
         return commit_metadata(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")),
-                               _replaced_groups(plan), commit_extra_metadata(config) if config is not None else None)
+                               _replaced_groups(plan), dict(settings.action.extra_metadata))
 
     service = PlannedService(
         Action.REPLACE_COMMIT, "clustering", load_plan=partial(_clustering_plan, table),
         partitions=lambda plan: [s.partition_path or "" for g in plan.input_groups or [] for s in g.slices or []],
         run=run, commit_body=commit_body)
-    done = execute_planned(service, table, instant_time, config, token)
+    done = execute_planned(service, table, instant_time, settings.lock, token)
     if done.outcome != DONE:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed", "reason": done.outcome}
     stats = done.stats
@@ -453,7 +460,7 @@ def run_clustering(table: HoodieTable, config: HoodieConfig, executor: Executor,
     # a plan whose executor died (inflight, its heartbeat expired: this task's killed try, as
     # often as not) runs first, as Hudi's --retry-last-failed-clustering-job does; left
     # pending, it would hold its file groups from every update and from the new plan
-    heartbeats = transaction_manager_for(table, config).heartbeats
+    heartbeats = transaction_manager_for(table, LockSettings.from_config(config)).heartbeats
     for dead in pending_clustering_instants(table):
         if dead.state == State.INFLIGHT and heartbeats.is_expired(dead.timestamp):
             execute_clustering(table, dead.timestamp, executor, config, storage_options)

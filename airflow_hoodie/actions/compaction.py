@@ -29,6 +29,7 @@ from airflow_hoodie.actions.planned_service import (
     ServiceTaskContext,
     execute_given_or_pending,
     execute_planned,
+    task_options,
 )
 from airflow_hoodie.actions.service_common import (
     MB,
@@ -37,15 +38,16 @@ from airflow_hoodie.actions.service_common import (
     is_completed,
     seconds_between,
 )
-from airflow_hoodie.actions.transaction.conflict_resolution import groups_held_by_live_writes
+from airflow_hoodie.actions.transaction.conflict_resolution import (
+    groups_held_by_live_writes,
+)
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
 )
 from airflow_hoodie.actions.write_client import commit_metadata
-from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.compaction import (
+from airflow_hoodie.config_keys.compaction import (  # noqa: F401 - the service's keys, for its callers
     LOGFILE_SIZE_THRESHOLD,
     MAX_DELTA_COMMITS,
     MAX_DELTA_SECONDS,
@@ -53,7 +55,12 @@ from airflow_hoodie.config_keys.compaction import (
     TRIGGER_STRATEGY,
 )
 from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
-from airflow_hoodie.table.bloom.bloom_footer import SerializedFilter, extended_footer_filter
+from airflow_hoodie.settings.base_file import BloomSettings
+from airflow_hoodie.settings.compaction import TRIGGER_STRATEGIES, CompactionSettings  # noqa: F401
+from airflow_hoodie.table.bloom.bloom_footer import (
+    SerializedFilter,
+    extended_footer_filter,
+)
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     with_meta_fields,
@@ -61,26 +68,21 @@ from airflow_hoodie.table.file_group.base_file_writer import (
 )
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
-from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceRead,
     SliceReadOptions,
     read_file_slice_counted,
 )
+from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
-from airflow_hoodie.table.record_merger import merge_config_from_table
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
 from airflow_hoodie.table.schema.meta_fields import FILE_NAME
+from airflow_hoodie.table.service_outcomes import record_nothing_planned
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
-PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
-
-
-TRIGGER_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
 #: Metric names Hudi's CompactionStrategy.captureMetrics puts in each operation.
 TOTAL_IO_READ_MB = "TOTAL_IO_READ_MB"
 TOTAL_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"
@@ -115,15 +117,11 @@ def delta_commits_since_last_compaction(instants: Sequence[Instant]) -> tuple[li
     return deltas, deltas[0].timestamp if deltas else None
 
 
-def compaction_due(instants: Sequence[Instant], config: HoodieConfig, now_ts: str) -> TriggerDecision:
+def compaction_due(instants: Sequence[Instant], settings: CompactionSettings, now_ts: str) -> TriggerDecision:
     """Evaluate ``hoodie.compact.inline.trigger.strategy`` as Hudi's scheduler does."""
-    strategy = (config.get(TRIGGER_STRATEGY) or "NUM_COMMITS").upper()
-    if strategy not in TRIGGER_STRATEGIES:
-        raise HoodieConfigError(
-            f"{TRIGGER_STRATEGY}={strategy!r} is not supported; use one of {', '.join(TRIGGER_STRATEGIES)}."
-        )
-    max_commits = config.get_int(MAX_DELTA_COMMITS)
-    max_seconds = config.get_int(MAX_DELTA_SECONDS)
+    strategy = settings.trigger_strategy
+    max_commits = settings.max_delta_commits
+    max_seconds = settings.max_delta_seconds
     deltas, ref = delta_commits_since_last_compaction(instants)
     if ref is None:
         return TriggerDecision(False, 0, 0.0, "no delta commits to compact")
@@ -175,7 +173,7 @@ def build_operation(slice_: Any, default_max_file_size: int) -> dict[str, Any]:
 
 
 def select_operations(
-    slices: Iterable[Any], excluded: set[tuple[str, str]], config: HoodieConfig
+    slices: Iterable[Any], excluded: set[tuple[str, str]], settings: CompactionSettings
 ) -> list[dict[str, Any]]:
     """LogFileSizeBasedCompactionStrategy + BoundedIO: slices with logs, largest logs first.
 
@@ -184,8 +182,8 @@ def select_operations(
     ``hoodie.compaction.target.io`` (MB) is spent in order, the operation that exhausts it
     still included (as Hudi does).
     """
-    max_file = config.get_int(PARQUET_MAX_FILE_SIZE)
-    threshold = config.get_int(LOGFILE_SIZE_THRESHOLD)
+    max_file = settings.parquet_max_file_size
+    threshold = settings.logfile_size_threshold
     ops = [
         build_operation(s, max_file)
         for s in slices
@@ -193,7 +191,7 @@ def select_operations(
     ]
     ops = [op for op in ops if op["metrics"][TOTAL_LOG_FILES_SIZE] >= threshold]
     ops.sort(key=lambda op: -op["metrics"][TOTAL_LOG_FILES_SIZE])
-    remaining = config.get_int(TARGET_IO_MB)
+    remaining = settings.target_io_mb
     chosen: list[dict[str, Any]] = []
     for op in ops:
         remaining -= int(op["metrics"][TOTAL_IO_MB])
@@ -262,17 +260,18 @@ def schedule_compaction(
     Returns ``instant=None`` with the reason when the trigger is not met or no slice has
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
+    settings = CompactionSettings.from_config(config)
     table.prepare_for_change(config)
-    with transaction_manager_for(table, config).transaction("schedule a compaction"):
+    with transaction_manager_for(table, settings.lock).transaction("schedule a compaction"):
         table.reload_timeline()
-        schedule = _schedule_compaction(table, config, instant_time, force)
+        schedule = _schedule_compaction(table, settings, instant_time, force)
     if schedule.instant is None:
         record_nothing_planned(table.storage, table.base_path, "compaction", schedule.reason, table.timeline)
     return schedule
 
 
 def _schedule_compaction(
-    table: HoodieTable, config: HoodieConfig, instant_time: str | None, force: bool
+    table: HoodieTable, settings: CompactionSettings, instant_time: str | None, force: bool
 ) -> CompactionSchedule:
 
     if not table.is_mor:
@@ -291,7 +290,7 @@ def _schedule_compaction(
                        and i.state != State.COMPLETED]
     # with optimistic concurrency the plan leaves live writers' file groups out (below);
     # a single writer must finish first
-    if inflight_writes and not transaction_manager_for(table, config).is_occ:
+    if inflight_writes and not settings.lock.is_occ:
 
         raise HoodieWriteConflictError(
             f"Earliest write inflight instant time must be later than compaction time: write "
@@ -299,13 +298,13 @@ def _schedule_compaction(
             "(rollback.py / the next upsert does it), then schedule the compaction again."
         )
     if not force:
-        decision = compaction_due(instants, config, ts)
+        decision = compaction_due(instants, settings, ts)
         if not decision.due:
             return CompactionSchedule(None, None, decision.reason)
     view = table.file_system_view(timeline)
     excluded = view.file_groups_in_pending_services()
     left_to_writers: frozenset[tuple[str, str]] = frozenset()
-    tm = transaction_manager_for(table, config)
+    tm = transaction_manager_for(table, settings.lock)
     if tm.is_occ:
         held = groups_held_by_live_writes(table, tm)
         if held.undeclared is not None:
@@ -315,10 +314,10 @@ def _schedule_compaction(
         left_to_writers = held.groups - excluded
         excluded = excluded | held.groups
     slices = slices_to_compact(table, view.service_latest_slices(), ts, timeline)
-    ops = select_operations(slices, excluded, config)
+    ops = select_operations(slices, excluded, settings)
     if not ops:
         deltas, _ = delta_commits_since_last_compaction(instants)
-        why = nothing_to_compact_reason(slices, excluded, config, timeline, deltas)
+        why = nothing_to_compact_reason(slices, excluded, settings, timeline, deltas)
         if left_to_writers:
             why += f" ({len(left_to_writers)} file group(s) left to live writers, for a later plan)"
         return CompactionSchedule(None, None, why)
@@ -363,7 +362,7 @@ def _op_slice(storage: Any, base_path: str, op: CompactionOperation) -> FileSlic
     return FileSlice(part, op.file_id, op.base_instant_time, base, logs)
 
 
-def _extended_base_filter(read: SliceRead, props: Mapping[str, str]) -> SerializedFilter | None:
+def _extended_base_filter(read: SliceRead, bloom: BloomSettings) -> SerializedFilter | None:
     """The new file's bloom filter from the base file's, when the new file holds every key of
     the base file (no delete removed one) plus ``read.new_keys``: only those are hashed (most
     of a filter's cost is hashing, and most keys of a compacted slice are the base file's).
@@ -371,7 +370,7 @@ def _extended_base_filter(read: SliceRead, props: Mapping[str, str]) -> Serializ
     if read.new_keys is None or read.base_footer is None or read.base_keys_kept != read.base_rows \
             or not read.base_rows:
         return None
-    return extended_footer_filter(read.base_footer, props, read.new_keys)
+    return extended_footer_filter(read.base_footer, bloom, read.new_keys)
 
 
 def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, CompactionOperation]) -> dict[str, Any]:
@@ -388,7 +387,7 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     # every column but _hoodie_file_name, which names the new file: reading, merging and
     # copying the old name of every row only to overwrite it cost ~3 ms per 100k-row group
-    opts = SliceReadOptions(merge_config=merge_config_from_table(ctx.props), as_of=ctx.instant_time,
+    opts = SliceReadOptions(merge_config=ctx.merge_config, as_of=ctx.instant_time,
                             valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start,
                             columns=[f for f in schema.names if f != FILE_NAME])
     read = read_file_slice_counted(storage, slice_, opts)
@@ -409,8 +408,8 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
                      mk.IO_MERGE if slice_.base_file is not None else mk.IO_CREATE)
 
     crash_point("compaction.task")
-    stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.props,
-                            bloom_filter=_extended_base_filter(read, ctx.props))
+    stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.file_settings,
+                            bloom_filter=_extended_base_filter(read, ctx.file_settings.bloom))
     return write_stat(
         fileId=op.file_id, path=stats.path, prevCommit=op.base_instant_time, numWrites=stats.num_records,
         numDeletes=max(base_rows - updated, 0), numUpdateWrites=updated if slice_.base_file else 0,
@@ -444,21 +443,24 @@ def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": "already completed", "operations": 0}
+    settings = CompactionSettings.from_config(config)
     table.prepare_for_change(config)
-    with executing(transaction_manager_for(table, config), "compaction", instant_time) as token:
-        return _execute_compaction(table, instant_time, executor, config, storage_options, started, token)
+    with executing(transaction_manager_for(table, settings.lock), "compaction", instant_time) as token:
+        return _execute_compaction(table, instant_time, executor, settings, task_options(config), storage_options,
+                                   started, token)
 
 
-def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executor, config: HoodieConfig | None,
-                        storage_options: Mapping[str, str] | None, started: float, token: str | None = None) -> dict[str, Any]:
+def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executor, settings: CompactionSettings,
+                        options: Mapping[str, str], storage_options: Mapping[str, str] | None, started: float,
+                        token: str | None = None) -> dict[str, Any]:
     def run(plan: CompactionPlan, timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
-        ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, config, storage_options)
+        ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, options, storage_options)
         return executor.map(partial(compact_operation, ctx), list(enumerate(plan.operations or [])))
 
     def commit_body(plan: CompactionPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> CommitMetadata:
         # the write identity (and any other commit-metadata option) of the task goes in too
         return commit_metadata(stats, "COMPACT", json.dumps(schema, separators=(",", ":")),
-                               extra=commit_extra_metadata(config) if config is not None else None,
+                               extra=dict(settings.action.extra_metadata),
                                compacted=True)
 
     service = PlannedService(
@@ -466,7 +468,7 @@ def _execute_compaction(table: HoodieTable, instant_time: str, executor: Executo
         load_plan=lambda timeline, inst: CompactionPlan.from_bytes(timeline.read_plan(inst)),
         partitions=lambda plan: [o.partition_path or "" for o in plan.operations or []],
         run=run, commit_body=commit_body)
-    done = execute_planned(service, table, instant_time, config, token)
+    done = execute_planned(service, table, instant_time, settings.lock, token)
     if done.outcome != DONE:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": done.outcome, "operations": 0}

@@ -10,22 +10,23 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.compaction import LOGFILE_SIZE_THRESHOLD
+from airflow_hoodie.config_keys.write import (
+    PARQUET_SMALL_FILE_LIMIT as SMALL_FILE_LIMIT,
+)
+from airflow_hoodie.settings.compaction import CompactionSettings
 from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.timeline.instant import Instant
 from airflow_hoodie.table.timeline.timeline import Timeline
 
-SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
-
 
 def nothing_to_compact_reason(slices: Sequence[FileSlice], excluded: Iterable[tuple[str, str]],
-                              config: HoodieConfig, timeline: Timeline, deltas: Sequence[Instant]) -> str:
+                              settings: CompactionSettings, timeline: Timeline, deltas: Sequence[Instant]) -> str:
     """``deltas``: the completed delta commits since the last compaction."""
     excluded = set(excluded)
     with_logs = [s for s in slices if s.log_files]
     in_services = [s for s in with_logs if (s.partition_path, s.file_id) in excluded]
-    threshold = config.get_int(LOGFILE_SIZE_THRESHOLD)
+    threshold = settings.logfile_size_threshold
     small_logs = [s for s in with_logs if (s.partition_path, s.file_id) not in excluded
                   and sum(lf.size or 0 for lf in s.log_files) < threshold]
     parts = [f"{len(slices)} latest file slices, {len(with_logs)} with log files"]
@@ -37,7 +38,7 @@ def nothing_to_compact_reason(slices: Sequence[FileSlice], excluded: Iterable[tu
         base_only = sum(1 for d in deltas if not _wrote_logs(timeline, d))
         parts.append(
             f"{base_only} of the {len(deltas)} delta commits since the last compaction wrote base files only: "
-            f"file groups under {SMALL_FILE_LIMIT}={config.get(SMALL_FILE_LIMIT)} bytes take inserts and "
+            f"file groups under {SMALL_FILE_LIMIT}={settings.parquet_small_file_limit} bytes take inserts and "
             "updates into a new base file (Hudi's small-file rule), so there is no log to compact; logs come "
             f"once file groups pass that size, or set {SMALL_FILE_LIMIT}=0")
     elif not deltas:

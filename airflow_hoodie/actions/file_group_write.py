@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_hoodie.actions.index import LOC_FILE
-from airflow_hoodie.actions.merge_settings import write_ordering_fields
 from airflow_hoodie.actions.schema_evolution import align_to_schema
 from airflow_hoodie.actions.write_records import (
     DELETE_OPS,
@@ -28,8 +27,8 @@ from airflow_hoodie.actions.write_records import (
     ordering_field_list,
     with_auto_record_keys,
 )
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.write import ORDERING_FIELDS, PRECOMBINE_FIELD
+from airflow_hoodie.settings.base_file import BaseFileSettings
+from airflow_hoodie.settings.log_file import LogFileSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
     ONE_VALUE_META_COLUMNS,
@@ -44,17 +43,18 @@ from airflow_hoodie.table.file_group.file_naming import (
     parse_log_file_name,
 )
 from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
+from airflow_hoodie.table.file_group.slice_keys import derived_record_keys
 from airflow_hoodie.table.log.data_block import avro_data_block
 from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
-from airflow_hoodie.table.log.log_writer import (
-    LOG_BLOCK_MAX_SIZE,
-    LOG_FILE_MAX_SIZE,
-    LogWriter,
-)
+from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import WriteStat
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
-from airflow_hoodie.table.file_group.slice_keys import derived_record_keys
-from airflow_hoodie.table.schema.meta_fields import FILE_NAME, META_COLUMNS, RECORD_KEY, without_meta_values
+from airflow_hoodie.table.schema.meta_fields import (
+    FILE_NAME,
+    META_COLUMNS,
+    RECORD_KEY,
+    without_meta_values,
+)
 from airflow_hoodie.table.storage.storage import Storage
 
 
@@ -86,7 +86,9 @@ class WriteContext:
     table_type: str
     table_name: str
     avro_schema: dict[str, Any]     # data schema, without meta fields
-    config: HoodieConfig            # the write config (registry defaults apply on executors too)
+    #: how the task writes base files and appends to logs (parsed once, on the driver)
+    file_settings: BaseFileSettings
+    log_settings: LogFileSettings
     #: the fields an incoming record must beat the stored one by, compared in order; empty: the
     #: latest write wins (commit-time ordering, OverwriteWithLatestAvroPayload)
     ordering_fields: tuple[str, ...]
@@ -94,6 +96,9 @@ class WriteContext:
     stage_id: int = 0
     #: the table version: decides how log files are named and appended (log_file_layout)
     table_version: int = 6
+    #: the ordering field whose value a delete block keeps per key: the write's own ordering
+    #: fields when it names them, else the table's (``ordering_fields``)
+    delete_ordering_fields: tuple[str, ...] = ()
     #: the key generator's settings of a table whose files carry no meta fields
     #: (hoodie.populate.meta.fields=false): stored keys are derived, written meta columns null
     key_generator: dict[str, str] | None = None
@@ -250,7 +255,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
 
             # the new file keeps every key of the old one: extend its filter with the new keys
             # instead of hashing all of them again
-            bloom = extended_footer_filter(old.schema.metadata, ctx.config, new_keys)
+            bloom = extended_footer_filter(old.schema.metadata, ctx.file_settings.bloom, new_keys)
         # carried-over rows now live in the new file: Hudi's merge handle rewrites the name
         old_part = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
                                    repeated_string(file_name, kept.num_rows, dictionary))
@@ -266,7 +271,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     if ctx.key_generator is not None:
         out = without_meta_values(out)
     # Hudi's merge handle keeps the file sorted the way it read it; new records go last.
-    stats = write_base_file(storage, base_path, task.partition_path, file_name, out, ctx.avro_schema, ctx.config,
+    stats = write_base_file(storage, base_path, task.partition_path, file_name, out, ctx.avro_schema, ctx.file_settings,
                             bloom_filter=bloom)
     _fault_injection_pause()
     n_inserts = stamped.num_rows - n_updates
@@ -301,8 +306,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     """MOR update bucket: Avro data block for upserts, delete block for deletes, one log append."""
 
     ops = records.column(OP_COL)
-    named = PRECOMBINE_FIELD in ctx.config or ORDERING_FIELDS in ctx.config
-    fields = write_ordering_fields(ctx.config) if named else list(ctx.ordering_fields)
+    fields = list(ctx.delete_ordering_fields or ctx.ordering_fields)
     if len(ctx.ordering_fields) > 1:
         # a delete block keeps one ordering value per key; Hudi 1.1 wraps an ordering tuple in an
         # ArrayWrapper there. A soft delete (_hoodie_is_deleted) travels as a data record instead,
@@ -318,7 +322,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         stamped = stamp_meta_columns(data, upserts.column(RECORD_KEY), task.partition_path, ctx.instant_time,
                                      task.file_id, partition_id=task.bucket)
         avro = _with_meta(ctx.avro_schema)
-        max_block = ctx.config.get_int(LOG_BLOCK_MAX_SIZE.key)
+        max_block = ctx.log_settings.max_block_size
         # split into blocks of roughly max_block bytes
         per_row = max(1, stamped.nbytes // max(1, stamped.num_rows))
         rows_per_block = max(1, max_block // per_row)
@@ -339,7 +343,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
     layout = log_file_layout(ctx.table_version)
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     writer = LogWriter.for_instant(storage, part_dir, task.file_id, task.base_instant, ctx.instant_time, token,
-                                   layout, max_file_size=ctx.config.get_int(LOG_FILE_MAX_SIZE.key),
+                                   layout, max_file_size=ctx.log_settings.max_file_size,
                                    known_log_files=[p.rsplit("/", 1)[-1] for p in task.log_files])
     # the marker names the very file this call's blocks go to (one call never rolls over)
     mk.create_marker(storage, base_path, ctx.instant_time, task.partition_path,

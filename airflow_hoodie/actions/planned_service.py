@@ -28,9 +28,12 @@ from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.settings.base_file import BaseFileSettings
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
+from airflow_hoodie.table.record_merger import MergeConfig, merge_config_from_table
 from airflow_hoodie.table.timeline.instant import Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -72,7 +75,10 @@ class ServiceTaskContext:
     base_path: str
     instant_time: str
     avro_schema: dict[str, Any]
-    props: dict[str, str]
+    #: how slices merge (the table's properties) and how new base files are written (the
+    #: table's properties under the job's options): parsed once, on the driver
+    merge_config: MergeConfig
+    file_settings: BaseFileSettings
     valid_instants: frozenset[str]
     stage_offset: int = 0  # execution_stage(): file names unique to this execution
     #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
@@ -81,12 +87,13 @@ class ServiceTaskContext:
 
     @classmethod
     def for_plan(cls, table: HoodieTable, instant_time: str, timeline: Timeline, schema: dict[str, Any],
-                 config: HoodieConfig | None, storage_options: Mapping[str, str] | None,
+                 options: Mapping[str, str], storage_options: Mapping[str, str] | None,
                  sort_columns: tuple[str, ...] = ()) -> "ServiceTaskContext":
         if storage_options is None:  # the options the table was opened with
             storage_options = getattr(table, "storage_options", None)
+        props = {**table_props(table), **options}
         return cls(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
-                   {**table_props(table), **(config.as_dict() if config else {})},
+                   merge_config_from_table(props), BaseFileSettings.from_config(props),
                    valid_instants_before(timeline, instant_time), execution_stage(),
                    timeline.first_non_savepoint_commit(), sort_columns)
 
@@ -96,7 +103,7 @@ def valid_instants_before(timeline: Timeline, instant_time: str) -> frozenset[st
     return frozenset(i.timestamp for i in timeline.instants if i.state == State.COMPLETED and i.timestamp < instant_time)
 
 
-def execute_planned(service: PlannedService, table: HoodieTable, instant_time: str, config: HoodieConfig | None,
+def execute_planned(service: PlannedService, table: HoodieTable, instant_time: str, lock: LockSettings,
                     token: str | None) -> ServiceRun:
     """Run the plan at ``instant_time`` to completion (idempotent; see the module doc)."""
     timeline = table.reload_timeline()
@@ -110,7 +117,7 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     if inst.state == State.INFLIGHT:
         rolled = rollback_pending_service(table, instant_time, service.partitions(plan))
         # a metadata-table rollback (and the services its delta commits run): under the table lock
-        with transaction_manager_for(table, config).transaction(f"undo the metadata commit of {instant_time}"):
+        with transaction_manager_for(table, lock).transaction(f"undo the metadata commit of {instant_time}"):
             undo_metadata_commit(table, instant_time)
         writer.revert_to_requested(inst)
     crash_point(f"{service.name}.before_inflight")
@@ -128,7 +135,7 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
         table.complete(Instant(instant_time, pending, State.INFLIGHT), body,
                        lambda: reconcile_with_markers(table, instant_time, {s["path"] for s in stats}))
 
-    done = complete_once(transaction_manager_for(table, config), table, instant_time, service.action,
+    done = complete_once(transaction_manager_for(table, lock), table, instant_time, service.action,
                          [s["path"] for s in stats], finish, token)
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)
     if not done:
@@ -148,3 +155,10 @@ def execute_given_or_pending(execute: Callable[[str], dict[str, Any]], instant_t
         return {"instant": None, "action": action, "reason": f"no pending {name}"}
     results = [execute(p.timestamp) for p in plans]
     return {**results[-1], "instants": [r["instant"] for r in results], "runs": results}
+
+
+def task_options(config: HoodieConfig | None) -> dict[str, str]:
+    """The job's options as its executor tasks receive them: a task runs in another process
+    (a Spark executor), so it gets the options as plain strings and parses what it needs once,
+    at its own entry."""
+    return config.as_dict() if config is not None else {}

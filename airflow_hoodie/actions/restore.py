@@ -26,6 +26,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_held
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.clean_horizon import clean_horizon
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -46,10 +47,10 @@ def restore_to(table: HoodieTable, instant_time: str, config: HoodieConfig | Non
     instant it would undo (a live heartbeat): that task would go on writing into a table
     that no longer has its instant."""
     table.prepare_for_change(config, restoring=True)
-    tm = transaction_manager_for(table, config)
+    tm = transaction_manager_for(table, LockSettings.from_config(config))
     with tm.transaction(f"restore to {instant_time}"):
         _refuse_beside_running_tasks(table, tm, instant_time)
-        return _restore(table, instant_time, config)
+        return _restore(table, instant_time)
 
 
 def _refuse_beside_running_tasks(table: HoodieTable, tm: Any, instant_time: str) -> None:
@@ -66,7 +67,7 @@ def _refuse_beside_running_tasks(table: HoodieTable, tm: Any, instant_time: str)
                 "it), then run the restore again.")
 
 
-def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None) -> dict[str, Any]:
+def _restore(table: HoodieTable, instant_time: str) -> dict[str, Any]:
 
     started = time.time()
     tl = table.reload_timeline()
@@ -109,7 +110,7 @@ def _restore(table: HoodieTable, instant_time: str, config: HoodieConfig | None)
         still = [i for i in cur.instants if i.timestamp == target_ts and i.action in UNDOABLE]
         # a resumed restore: a target an earlier attempt rolled back keeps that rollback,
         # recorded here and tidied away with the others
-        rb_ts = rollback_instant(table, target_ts, config) if still else rollback_that_removed(table, target_ts)
+        rb_ts = rollback_instant(table, target_ts) if still else rollback_that_removed(table, target_ts)
         if rb_ts is None:
             continue
         rb = find_instant(table.reload_timeline(), rb_ts, [Action.ROLLBACK])

@@ -17,7 +17,11 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping, Sequence
 
-from airflow_hoodie.actions.rollback_identity import RollbackRecord, record_rollback, recorded_rollback
+from airflow_hoodie.actions.rollback_identity import (
+    RollbackRecord,
+    record_rollback,
+    recorded_rollback,
+)
 from airflow_hoodie.actions.transaction.failed_writes import live_writes
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
@@ -29,6 +33,7 @@ from airflow_hoodie.errors import (
     HoodieError,
     HoodieTimelineError,
 )
+from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
@@ -42,11 +47,17 @@ from airflow_hoodie.table.log.log_block import serialize_block
 from airflow_hoodie.table.log.log_reader import read_log_blocks
 from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.metadata import avro_codec
+from airflow_hoodie.table.metadata_table.files_change import files_change
 from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
 from airflow_hoodie.table.metadata_table.metadata_compaction import merged_by_compaction
-from airflow_hoodie.table.metadata_table.files_change import files_change
-from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_of, update_files_partition
-from airflow_hoodie.table.metadata_table.record_index import has_record_index, record_index_change
+from airflow_hoodie.table.metadata_table.metadata_writer import (
+    metadata_table_of,
+    update_files_partition,
+)
+from airflow_hoodie.table.metadata_table.record_index import (
+    has_record_index,
+    record_index_change,
+)
 from airflow_hoodie.table.metadata_table.removal import has_metadata_table
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
@@ -153,8 +164,7 @@ def _encode(name: str, record: Mapping[str, Any]) -> bytes:
     return avro_codec.serialize(name, dict(record))
 
 
-def rollback_instant(table: HoodieTable, target: str, config: HoodieConfig | None = None,
-                     rollback_time: str | None = None, pending_only: bool = False, latest_only: bool = True,
+def rollback_instant(table: HoodieTable, target: str, rollback_time: str | None = None, pending_only: bool = False, latest_only: bool = True,
                      appended: Sequence[tuple[str, str]] = ()) -> str:
     """Roll back instant ``target`` (pending, or the latest completed write); returns the rollback instant.
 
@@ -332,11 +342,10 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
     "The latest write" with the caller's write identity in ``config`` (the job's ``--write-id``):
     a retry whose earlier try completed its rollback returns that rollback instead of rolling
     back the write before it (:mod:`rollback_identity`)."""
-    from airflow_hoodie.actions.write_identity import write_id_key  # noqa: PLC0415 - it imports this module
-
+    settings = ActionSettings.from_config(config)
     table.prepare_for_change(config)
-    tm = transaction_manager_for(table, config)
-    write_id = config.get(write_id_key(config)) if config is not None and instant_time is None else None
+    tm = transaction_manager_for(table, settings.lock)
+    write_id = settings.write_id if instant_time is None else None
     with tm.transaction("roll back an instant"):
         tl = table.reload_timeline()
         earlier = _completed_by_earlier_try(table, tl, write_id) if write_id else None
@@ -375,7 +384,7 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
                             if (p.get("instantToRollback") or {}).get("commitTime") == instant_time), None)
             rollback_time = resumed or table.new_instant_time()
             record_rollback(table, RollbackRecord(write_id, rollback_time, instant_time))
-        ts = rollback_instant(table, instant_time, config, rollback_time=rollback_time)
+        ts = rollback_instant(table, instant_time, rollback_time=rollback_time)
     tm.heartbeats.stop(instant_time)
     return {"instant": ts, "action": "rollback", "state": "COMPLETED", "rolled_back": instant_time}
 

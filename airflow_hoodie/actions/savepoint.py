@@ -18,8 +18,12 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_held
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.timeline.clean_horizon import clean_horizon, files_cleaned_from
+from airflow_hoodie.table.timeline.clean_horizon import (
+    clean_horizon,
+    files_cleaned_from,
+)
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 
@@ -34,7 +38,7 @@ def create_savepoint(table: HoodieTable, instant_time: str, user: str = "", comm
     reported). Under the table lock, so a clean planned meanwhile either sees the
     savepoint or ran entirely before it (and then the check below refuses)."""
     table.prepare_for_change(config)
-    with transaction_manager_for(table, config).transaction(f"savepoint {instant_time}"):
+    with transaction_manager_for(table, LockSettings.from_config(config)).transaction(f"savepoint {instant_time}"):
         return _create_savepoint(table, instant_time, user, comments)
 
 
@@ -85,7 +89,7 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
 def delete_savepoint(table: HoodieTable, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Remove the savepoint at ``instant_time`` (idempotent), under the table lock."""
     table.prepare_for_change(config)
-    with transaction_manager_for(table, config).transaction(f"delete savepoint {instant_time}"):
+    with transaction_manager_for(table, LockSettings.from_config(config)).transaction(f"delete savepoint {instant_time}"):
         return _delete_savepoint(table, instant_time)
 
 

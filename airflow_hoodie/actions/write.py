@@ -75,11 +75,16 @@ from airflow_hoodie.actions.write_records import (
 )
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.record_index import RECORD_INDEX_UPDATE_PARTITION_PATH
-from airflow_hoodie.config_keys.write import ALLOW_COLUMN_DROP, SET_NULL_FOR_MISSING_COLUMNS
+from airflow_hoodie.config_keys.write import (
+    ALLOW_COLUMN_DROP,
+    SET_NULL_FOR_MISSING_COLUMNS,
+)
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
 )
+from airflow_hoodie.settings.base_file import BaseFileSettings
+from airflow_hoodie.settings.log_file import LogFileSettings
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.metadata_table.record_index import has_record_index
 from airflow_hoodie.table.record_merger import MergeConfig
@@ -461,8 +466,10 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
     return WriteContext(
         base_uri=client.base_uri, storage_options=client.storage_options, instant_time=instant,
         table_type=client.table.table_type, table_name=client.table_name or "", avro_schema=dict(avro),
-        config=cfg,
+        file_settings=BaseFileSettings.from_config(cfg), log_settings=LogFileSettings.from_config(cfg),
         ordering_fields=tuple(ordering_fields_for_merge(cfg)), operation=operation,
+        delete_ordering_fields=tuple(write_ordering_fields(cfg))
+        if PRECOMBINE_FIELD in cfg or ORDERING_FIELDS in cfg else (),
         table_version=client.table.format.version,
         key_generator=None if client.table.config.populate_meta_fields else key_generator_props(cfg),
     )

@@ -20,17 +20,11 @@ from airflow_hoodie.actions.transaction.conflict_resolution import (
     check_no_conflict,
 )
 from airflow_hoodie.actions.transaction.failed_writes import (
-    live_writes,
     failed_writes,
+    live_writes,
     rollback_failed_writes,
 )
-from airflow_hoodie.actions.transaction.transaction_manager import (
-    CONCURRENCY_MODE,
-    EAGER,
-    OCC,
-    SINGLE_WRITER,
-    TransactionManager,
-)
+from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.actions.write_config import (
     OPERATION_TYPE,
     PARTITION_FIELD,
@@ -41,6 +35,12 @@ from airflow_hoodie.actions.write_config import (
 )
 from airflow_hoodie.actions.write_identity import commit_extra_metadata
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.concurrency import (
+    CONCURRENCY_MODE,
+    EAGER,
+    OCC,
+    SINGLE_WRITER,
+)
 from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
@@ -49,6 +49,7 @@ from airflow_hoodie.errors import (
     HoodieTableNotFoundError,
     HoodieWriteConflictError,
 )
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -148,6 +149,8 @@ class WriteClient:
         self.config = config
         self.storage_options = dict(storage_options or {})
         self.table_name = table_name or config.get("hoodie.table.name")
+        #: the write's concurrency settings, parsed once for every step of the write
+        self.lock = LockSettings.from_config(config)
         self.storage, self.base_path = Storage.for_uri(base_uri, self.storage_options or None)
         self.table: HoodieTable | None = None
         self._txn: TransactionManager | None = None
@@ -157,7 +160,7 @@ class WriteClient:
     def txn(self) -> TransactionManager:
         """Concurrency mode, heartbeats and lock of this table for this client."""
         if self._txn is None:
-            self._txn = TransactionManager(self.config, self.base_uri, self.storage, self.base_path,
+            self._txn = TransactionManager(self.lock, self.base_uri, self.storage, self.base_path,
                                            self.storage_options)
         return self._txn
 
@@ -252,7 +255,7 @@ class WriteClient:
                 # a rollback changes the table: set up as a write would be, or the metadata
                 # table misses the log files a failed v6 MERGE_ON_READ write leaves listed
                 self.table.prepare_for_change(self.config)
-            return rollback_failed_writes(self.table, tm, self.config)
+            return rollback_failed_writes(self.table, tm)
         return []
 
     def _refuse_beside_live_writer(self, own: str | None = None) -> None:
@@ -408,7 +411,7 @@ class WriteClient:
                 with self.txn.transaction(f"roll back {instant_time}"):
                     pending = self.table.reload_timeline().get(instant_time)
                     if pending is not None and not pending.is_completed:
-                        rollback_instant(self.table, instant_time, config=self.config, pending_only=True)
+                        rollback_instant(self.table, instant_time, pending_only=True)
                     elif pending is None:
                         # rolled back by another task while our tasks still wrote: what they
                         # wrote after that rollback is ours to remove

@@ -22,25 +22,24 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from airflow_hoodie.actions.rollback import rollback_instant
-from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+from airflow_hoodie.actions.transaction.service_transaction import (
+    transaction_manager_for,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.write import COMMIT_META_PREFIX
 from airflow_hoodie.errors import HoodieError, HoodieTableNotFoundError
+from airflow_hoodie.settings.action import WRITE_ID_SUFFIX, write_id_key  # noqa: F401 - for callers
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, parse_commit_metadata
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    parse_commit_metadata,
+)
 from airflow_hoodie.table.timeline.instant import Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
-
-#: the identity's key after the prefix, e.g. ``_airflow.write.id``
-WRITE_ID_SUFFIX = "airflow.write.id"
-
 #: actions a write or a table service completes as
 _WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
-
-
-def write_id_key(config: HoodieConfig) -> str:
-    return (config.get(COMMIT_META_PREFIX) or "_") + WRITE_ID_SUFFIX
 
 
 def format_write_id(dag_id: str, run_id: str, task_id: str, map_index: int | None = -1) -> str:
@@ -160,8 +159,9 @@ def settle_previous_try(base_uri: str, storage_options: Mapping[str, str] | None
         return {**result_of(found, base_uri), "retry_of_completed_write": True}
     if found.pending:
         table.prepare_for_change(config)
+    lock = LockSettings.from_config(config)
     for instant in found.pending:
         # the rollback changes the metadata table: under the table lock, as every such change
-        with transaction_manager_for(table, config).transaction(f"roll back {instant.timestamp}"):
-            rollback_instant(table, instant.timestamp, config)
+        with transaction_manager_for(table, lock).transaction(f"roll back {instant.timestamp}"):
+            rollback_instant(table, instant.timestamp)
     return None

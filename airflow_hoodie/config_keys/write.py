@@ -24,6 +24,8 @@ WRITE_TABLE_VERSION = "hoodie.write.table.version"
 ORDERING_FIELDS = "hoodie.table.ordering.fields"
 #: write options under this prefix go into the commit's extraMetadata
 COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
+PARQUET_SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
+PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 
 register(
     ConfigKey(SET_NULL_FOR_MISSING_COLUMNS, "false",
@@ -55,8 +57,8 @@ register(
     ConfigKey("hoodie.bloom.index.update.partition.path", "true", ""),
     ConfigKey("hoodie.bloom.index.prune.by.ranges", "true", ""),
     ConfigKey("hoodie.bloom.index.use.metadata", "false", ""),
-    ConfigKey("hoodie.parquet.small.file.limit", str(104857600), ""),
-    ConfigKey("hoodie.parquet.max.file.size", str(125829120), ""),
+    ConfigKey(PARQUET_SMALL_FILE_LIMIT, str(104857600), ""),
+    ConfigKey(PARQUET_MAX_FILE_SIZE, str(125829120), ""),
     ConfigKey(SMALL_FILE_GROUP_CANDIDATES_LIMIT, "1", "MERGE_ON_READ with an index blind to log files: how many "
               "of a partition's smallest base-only file groups an insert may fill (as a new base file)"),
     ConfigKey(LOG_TO_PARQUET_RATIO, "0.35", "how many parquet bytes a log byte counts as when sizing a file slice"),

@@ -16,14 +16,16 @@ from typing import Any, Sequence
 from airflow_hoodie.actions.archive_reasons import nothing_to_archive_reason
 from airflow_hoodie.actions.archive_rules import (
     ArchiveContext,
-    ArchiveSettings,
     instants_to_archive,
     rules_for_layout,
 )
-from airflow_hoodie.actions.clean import earliest_commit_to_retain, policy_of
+from airflow_hoodie.actions.clean import earliest_commit_to_retain
 from airflow_hoodie.actions.compaction import compaction_due
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.clean import COMMITS_RETAINED, HOURS_RETAINED
+from airflow_hoodie.config_keys.clean import COMMITS_RETAINED
+from airflow_hoodie.settings.archive import ArchiveSettings
+from airflow_hoodie.settings.clean import CleanSettings
+from airflow_hoodie.settings.compaction import CompactionSettings
 from airflow_hoodie.table.timeline.instant import Action, Instant
 from airflow_hoodie.table.timeline.instant_view import InstantView
 
@@ -46,7 +48,7 @@ def maintenance_due(instants: Sequence[Instant], views: Sequence[InstantView], c
         if "compaction" in pending:
             out.append({"service": "compaction", "due": False, "reason": "a compaction plan is pending: execute it"})
         else:
-            decision = compaction_due(instants, config, now_ts)
+            decision = compaction_due(instants, CompactionSettings.from_config(config), now_ts)
             out.append({"service": "compaction", "due": decision.due, "reason": decision.reason})
     since_clustering = _commits_after(views, "clustering")
     every = int(config.get(CLUSTERING_MAX_COMMITS) or 4)
@@ -62,11 +64,11 @@ def maintenance_due(instants: Sequence[Instant], views: Sequence[InstantView], c
 def _clean_due(instants: Sequence[Instant], views: Sequence[InstantView], config: HoodieConfig) -> dict[str, Any]:
     since = _commits_after(views, "clean")
     every = int(config.get(CLEAN_MAX_COMMITS) or 1)
-    policy = policy_of(config)
+    settings = CleanSettings.from_config(config)
+    policy = settings.policy
     latest = instants[-1].timestamp if instants else None
-    earliest = earliest_commit_to_retain(instants, policy, config.get_int(COMMITS_RETAINED),
-                                         config.get_int(HOURS_RETAINED), latest)
-    retention = f"{COMMITS_RETAINED}={config.get_int(COMMITS_RETAINED)}"
+    earliest = earliest_commit_to_retain(instants, policy, settings.commits_retained, settings.hours_retained, latest)
+    retention = f"{COMMITS_RETAINED}={settings.commits_retained}"
     if since < every:
         return {"service": "clean", "due": False,
                 "reason": f"{since} commits since the last clean ({CLEAN_MAX_COMMITS}={every})"}

@@ -27,6 +27,7 @@ from airflow_hoodie.config_keys.metadata_table import COMPACT_MAX_DELTA_COMMITS
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.health.files import file_figures, written_rows
 from airflow_hoodie.health.maintenance import maintenance_due
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata_table.removal import (
     METADATA_FOLDER,
@@ -134,7 +135,7 @@ def _pending(table: HoodieTable, cfg: HoodieConfig, views: list[InstantView], no
     that died (Hudi's rule: a heartbeat older than interval x tolerable misses, or none).
     A plan nobody has started (a requested compaction or clustering) has no heartbeat by
     design: it is waiting, not stuck, and shows ``heartbeat_live`` None."""
-    beats = Heartbeats(table.storage, table.base_path, cfg)
+    beats = Heartbeats(table.storage, table.base_path, LockSettings.from_config(cfg))
     out = []
     for v in views:
         if v.state == COMPLETED:

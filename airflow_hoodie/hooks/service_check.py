@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from airflow_hoodie.actions.archive_rules import validate_archive_config
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.settings.archive import validate_archive_config
 from airflow_hoodie.table.hoodie_table import HoodieTable
 
 #: jobs that finish a half-done restore themselves (a restore is a savepoint job)

@@ -159,7 +159,8 @@ def test_merge_small_archive_files_and_recovery(tmp_path, table_version):
     for v in (2, 3):
         open(os.path.join(folder, f".commits_.archive.{v}_1-0-1"), "wb").write(data)
     n_before = len(load(base).archived_timeline().entries)
-    merged = ar.merge_archive_files_if_needed(load(base), HoodieConfig({ar.MERGE_ENABLE: "true", ar.MERGE_FILES_BATCH: "3"}))
+    merged = ar.merge_archive_files_if_needed(load(base), ar.ArchiveSettings.from_config(
+        HoodieConfig({ar.MERGE_ENABLE: "true", ar.MERGE_FILES_BATCH: "3"})))
     assert merged == 3
     assert os.listdir(folder) == [".commits_.archive.4_1-0-1"]
     assert len(load(base).archived_timeline().entries) == n_before

@@ -3,6 +3,7 @@ import pytest
 from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.settings.clean import CleanSettings
 from airflow_hoodie.table.timeline.instant import Action, State
 
 from tests.actions.services_fixtures import G, inst, slice_, ts
@@ -99,4 +100,4 @@ def test_plan_and_metadata_records():
 
 def test_policy_validation():
     with pytest.raises(HoodieConfigError):
-        cl.policy_of(HoodieConfig({cl.POLICY: "KEEP_NOTHING"}))
+        CleanSettings.from_config(HoodieConfig({cl.POLICY: "KEEP_NOTHING"}))

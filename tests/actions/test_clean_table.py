@@ -7,6 +7,7 @@ from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.service_common import deserialize_plan
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.settings.clean import CleanSettings
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
@@ -98,14 +99,14 @@ def test_savepoint_refuses_cleaned_commit(tmp_path):
 def test_crash_after_requested_and_after_inflight(tmp_path):
     base, model, snaps = _cow(tmp_path)
     conf = HoodieConfig({cl.COMMITS_RETAINED: "3"})
-    inst, plan, _ = cl.plan_clean(load(base), conf)
+    inst, plan, _ = cl.plan_clean(load(base), CleanSettings.from_config(conf))
     assert f"{inst.timestamp}.clean.requested" in timeline_files(base)
     # crash before inflight: rerun finishes the pending clean
     res = cl.run_clean(load(base), conf, LocalExecutor())
     assert res["instant"] == inst.timestamp and res["resumed"] == [inst.timestamp]
     # crash after some deletes (inflight): rerun completes with missing files counted as deleted
     base2, model2, snaps2 = _cow(tmp_path / "b")
-    inst2, plan2, _ = cl.plan_clean(load(base2), conf)
+    inst2, plan2, _ = cl.plan_clean(load(base2), CleanSettings.from_config(conf))
     t = load(base2)
     t.format.timeline_writer(t.storage, t.base_path).transition_to_inflight(
         Instant(inst2.timestamp, Action.CLEAN, State.REQUESTED), t.timeline.read_plan(inst2))

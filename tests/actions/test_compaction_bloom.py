@@ -16,12 +16,13 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.bloom.bloom_footer import (
-    bloom_filter_from_config,
+    new_bloom_filter,
     bloom_filter_from_footer,
     build_footer,
     extended_footer_filter,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.settings.base_file import BloomSettings
 
 ABSENT = pa.array([f"x{i:05d}" for i in range(2000)])
 
@@ -40,7 +41,7 @@ def _keys(ids: range) -> pa.Array:
 
 def _same_set(stored, keys: pa.Array, cfg: dict[str, str]):
     """``stored`` answers every lookup as a filter built from ``keys``; returns that filter."""
-    fresh = bloom_filter_from_config(HoodieConfig(cfg))
+    fresh = new_bloom_filter(BloomSettings.from_config(cfg))
     fresh.add_many(keys)
     assert stored.might_contain_many(keys).all()
     assert (stored.might_contain_many(ABSENT) == fresh.might_contain_many(ABSENT)).all()
@@ -51,8 +52,8 @@ def _same_set(stored, keys: pa.Array, cfg: dict[str, str]):
 @pytest.mark.parametrize("filter_type", ["SIMPLE", "DYNAMIC_V0"])
 def test_extending_a_footer_filter_adds_only_the_new_keys(filter_type):
     cfg = _config(filter_type)
-    footer = build_footer(_keys(range(0, 120)), cfg)
-    extended = extended_footer_filter(footer, cfg, _keys(range(120, 160)))
+    footer = build_footer(_keys(range(0, 120)), BloomSettings.from_config(cfg))
+    extended = extended_footer_filter(footer, BloomSettings.from_config(cfg), _keys(range(120, 160)))
     assert extended is not None
     fresh = _same_set(extended, _keys(range(0, 160)), cfg)
     if filter_type == "SIMPLE":  # a simple filter does not depend on the order of its keys
@@ -60,10 +61,10 @@ def test_extending_a_footer_filter_adds_only_the_new_keys(filter_type):
     else:  # keys appended after the stored ones, in order: the very filter built from scratch
         assert extended.to_bytes() == fresh.to_bytes() and len(extended.rows) == 4
     # a filter built with other settings is not extended (the writer builds a new one)
-    assert extended_footer_filter(footer, {**cfg, "hoodie.index.bloom.num_entries": "60"}, _keys(range(1))) is None
-    assert extended_footer_filter({}, cfg, _keys(range(1))) is None
+    assert extended_footer_filter(footer, BloomSettings.from_config({**cfg, "hoodie.index.bloom.num_entries": "60"}), _keys(range(1))) is None
+    assert extended_footer_filter({}, BloomSettings.from_config(cfg), _keys(range(1))) is None
     # nothing to add: the footer string itself, never decoded
-    kept = extended_footer_filter(footer, cfg, _keys(range(0)))
+    kept = extended_footer_filter(footer, BloomSettings.from_config(cfg), _keys(range(0)))
     assert kept is not None and kept.serialize() == footer["org.apache.hudi.bloomfilter"]
     assert kept.type_code == filter_type
 
@@ -110,5 +111,6 @@ def test_copy_on_write_rewrite_filter_holds_exactly_its_keys(tmp_path, with_dele
     stored = bloom_filter_from_footer(pq.ParquetFile(path).metadata.metadata)
     _same_set(stored, keys, cfg)
     if not with_delete:  # the old file's filter with the 30 new keys added after its own
-        extended = extended_footer_filter(pq.ParquetFile(first).metadata.metadata, cfg, _keys(range(120, 150)))
+        extended = extended_footer_filter(pq.ParquetFile(first).metadata.metadata, BloomSettings.from_config(cfg),
+                                          _keys(range(120, 150)))
         assert stored.to_bytes() == extended.to_bytes()

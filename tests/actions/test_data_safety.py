@@ -18,6 +18,7 @@ import pytest
 from airflow_hoodie.actions.transaction.local_process import this_process
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.actions.write_client import WriteClient
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieConfigError,
@@ -261,7 +262,7 @@ def test_a_file_lock_broken_after_its_expiry_stops_its_holder_before_completing(
 
     base = tmp_path / "t"
     write_arrow(str(base), rows([1]), "upsert", conf(**OCC), table_name="t")
-    holder = lp.lock_provider_for(HoodieConfig(conf(**OCC)), str(base))
+    holder = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(conf(**OCC))), str(base))
     assert holder.try_lock(1)
     holder.ensure_held()
     (base / ".hoodie" / "lock").write_text(json.dumps({**this_process(), "token": "the-breaker"}))

@@ -15,7 +15,8 @@ from airflow_hoodie.actions.index import (
     validate_index_type,
 )
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.table.bloom.bloom_footer import bloom_filter_from_config
+from airflow_hoodie.table.bloom.bloom_footer import new_bloom_filter
+from airflow_hoodie.settings.base_file import BloomSettings
 from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 
 
@@ -48,7 +49,7 @@ def test_a_global_lookup_finds_the_key_in_any_partition():
 
 
 def test_bloom_candidates_prune_by_range_then_by_filter():
-    bf = bloom_filter_from_config({})
+    bf = new_bloom_filter(BloomSettings())
     bf.add_many(pa.array(["key-100", "key-150", "key-200"]))
     footer = {"min": "key-100", "max": "key-200", "bloom": bf.serialize(), "bloom_type": "DYNAMIC_V0"}
     keys = pa.array(["key-050", "key-150", "key-300", "key-120"])

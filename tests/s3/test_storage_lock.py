@@ -14,6 +14,7 @@ import pytest
 from airflow_hoodie.actions.transaction import storage_based_lock as sbl
 from airflow_hoodie.actions.transaction.lock_provider import lock_provider_for
 from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -32,7 +33,7 @@ class Place:
         self.base_uri, self.options, self.read = base_uri, options, read
 
     def provider(self, **extra: str) -> sbl.StorageBasedLockProvider:
-        p = lock_provider_for(HoodieConfig({**SHORT, **extra}), self.base_uri, self.options)
+        p = lock_provider_for(LockSettings.from_config(HoodieConfig({**SHORT, **extra})), self.base_uri, self.options)
         assert isinstance(p, sbl.StorageBasedLockProvider)
         return p
 

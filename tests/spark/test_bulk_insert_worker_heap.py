@@ -48,6 +48,8 @@ def test_a_write_task_freezes_the_heap_it_starts_with(unfrozen, monkeypatch, tmp
 
     from airflow_hoodie.actions.file_group_write import WriteContext
     from airflow_hoodie.actions.write_config import key_generator_props
+    from airflow_hoodie.settings.base_file import BaseFileSettings
+    from airflow_hoodie.settings.log_file import LogFileSettings
     from airflow_hoodie.spark.bulk_insert import _write_task
     from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro
 
@@ -56,7 +58,8 @@ def test_a_write_task_freezes_the_heap_it_starts_with(unfrozen, monkeypatch, tmp
     cfg = _conf()
     ctx = WriteContext(base_uri=str(tmp_path), storage_options={}, instant_time="20260101000000000",
                        table_type="COPY_ON_WRITE", table_name="t",
-                       avro_schema=arrow_schema_to_avro(rows.schema, "t_record", "hoodie.t"), config=cfg,
+                       avro_schema=arrow_schema_to_avro(rows.schema, "t_record", "hoodie.t"),
+                       file_settings=BaseFileSettings.from_config(cfg), log_settings=LogFileSettings.from_config(cfg),
                        ordering_fields=("ts",), operation="bulk_insert")
     out = list(_write_task(ctx, key_generator_props(cfg), ["ts"], 1000, iter(rows.to_batches())))
     assert len(out[0].column(0)) == 2  # a file per partition path

@@ -15,18 +15,10 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from airflow_hoodie.actions.transaction.lock_provider import WAIT_TIME_MS, LockProvider
-from airflow_hoodie.config_keys.locks import (
-    DDB_BILLING_MODE,
-    DDB_ENDPOINT_URL,
-    DDB_PARTITION_KEY,
-    DDB_READ_CAPACITY,
-    DDB_REGION,
-    DDB_TABLE,
-    DDB_TABLE_CREATION_TIMEOUT,
-    DDB_WRITE_CAPACITY,
-)
-from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
+from airflow_hoodie.actions.transaction.lock_provider import LockProvider
+from airflow_hoodie.config_keys.locks import WAIT_TIME_MS
+from airflow_hoodie.errors import HoodieLockError
+from airflow_hoodie.settings.lock import DynamoDBLockSettings
 
 KEY_ATTRIBUTE = "key"
 
@@ -39,7 +31,6 @@ IS_RELEASED = "isReleased"
 IS_RELEASED_VALUE = "1"
 DATA = "data"
 REFRESH_S = 1.0  # the Java client's default pause between looks at a held lock
-DEFAULT_REGION = "us-east-1"  # Hudi's default when neither the key nor AWS_REGION is set
 
 
 class DynamoDBBasedLockProvider(LockProvider):
@@ -56,15 +47,12 @@ class DynamoDBBasedLockProvider(LockProvider):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.table = self.config.get(DDB_TABLE)
-        self.item_key = self.config.get(DDB_PARTITION_KEY) or self.config.get("hoodie.table.name")
-        if not self.table or not self.item_key:
-            raise HoodieConfigError(f"DynamoDBBasedLockProvider needs {DDB_TABLE} and {DDB_PARTITION_KEY} "
-                                    "(or hoodie.table.name).")
-        region = (self.config.get(DDB_REGION) or os.environ.get("AWS_REGION")
-                  or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION)
-        self.client = boto3.client("dynamodb", region_name=region, endpoint_url=self.config.get(DDB_ENDPOINT_URL))
-        self.lease_ms = int(self.config.get(WAIT_TIME_MS) or 60000)
+        own = self.settings.provider_settings
+        assert isinstance(own, DynamoDBLockSettings)
+        self.own = own
+        self.table, self.item_key = own.table, own.item_key
+        self.client = boto3.client("dynamodb", region_name=own.region, endpoint_url=own.endpoint_url)
+        self.lease_ms = int(self.settings.wait_s * 1000)
         self.heartbeat_s = self.lease_ms / 3 / 1000
         # AmazonDynamoDBLockClient's default owner: host name followed by a random UUID
         self.owner = f"{socket.gethostname()}{uuid.uuid4()}"
@@ -85,10 +73,10 @@ class DynamoDBBasedLockProvider(LockProvider):
             raise HoodieLockError(f"Cannot reach DynamoDB table {self.table} for the table lock: {exc}") from exc
         args = {"TableName": self.table, "KeySchema": [{"AttributeName": KEY_ATTRIBUTE, "KeyType": "HASH"}],
                 "AttributeDefinitions": [{"AttributeName": KEY_ATTRIBUTE, "AttributeType": "S"}]}
-        if (self.config.get(DDB_BILLING_MODE) or "PAY_PER_REQUEST") == "PROVISIONED":
+        if self.own.provisioned is not None:
             args["BillingMode"] = "PROVISIONED"
-            args["ProvisionedThroughput"] = {"ReadCapacityUnits": int(self.config.get(DDB_READ_CAPACITY)),
-                                             "WriteCapacityUnits": int(self.config.get(DDB_WRITE_CAPACITY))}
+            args["ProvisionedThroughput"] = {"ReadCapacityUnits": self.own.provisioned[0],
+                                             "WriteCapacityUnits": self.own.provisioned[1]}
         else:
             args["BillingMode"] = "PAY_PER_REQUEST"
         try:
@@ -97,7 +85,7 @@ class DynamoDBBasedLockProvider(LockProvider):
             pass  # created by a concurrent writer
         waiter = self.client.get_waiter("table_exists")
         waiter.wait(TableName=self.table, WaiterConfig={
-            "Delay": 1, "MaxAttempts": max(1, int(self.config.get(DDB_TABLE_CREATION_TIMEOUT)) // 1000)})
+            "Delay": 1, "MaxAttempts": max(1, self.own.creation_timeout_ms // 1000)})
 
     # ------------------------------------------------------------ DynamoDB calls
     def _read(self) -> dict[str, Any] | None:

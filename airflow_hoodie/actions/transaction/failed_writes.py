@@ -8,7 +8,6 @@ before the rollback, so an instant that completed meanwhile is never touched.
 from __future__ import annotations
 
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Instant
@@ -31,7 +30,7 @@ def failed_writes(table: HoodieTable, tm: TransactionManager) -> list[Instant]:
     return [i for i in pending_writes(table) if tm.heartbeats.is_expired(i.timestamp)]
 
 
-def rollback_failed_writes(table: HoodieTable, tm: TransactionManager, config: HoodieConfig | None) -> list[str]:
+def rollback_failed_writes(table: HoodieTable, tm: TransactionManager) -> list[str]:
     """Roll back every failed write; returns their instant times."""
     from airflow_hoodie.actions.rollback import rollback_instant  # noqa: PLC0415 - rollback imports us
 
@@ -43,7 +42,7 @@ def rollback_failed_writes(table: HoodieTable, tm: TransactionManager, config: H
             if current is None or current.is_completed or not tm.heartbeats.is_expired(candidate.timestamp):
                 continue  # completed, rolled back or revived meanwhile
             try:
-                rollback_instant(table, candidate.timestamp, config=config, pending_only=True)
+                rollback_instant(table, candidate.timestamp, pending_only=True)
             except HoodieTimelineError:
                 continue  # completed after all (without a lock, SINGLE_WRITER): it stays
         tm.heartbeats.stop(candidate.timestamp)

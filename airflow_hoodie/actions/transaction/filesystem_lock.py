@@ -26,8 +26,9 @@ import uuid
 
 from airflow_hoodie.actions.transaction.local_process import owner_is_gone, this_process
 from airflow_hoodie.actions.transaction.lock_provider import LockProvider
-from airflow_hoodie.config_keys.locks import LOCK_EXPIRE_MIN, LOCK_PATH
+from airflow_hoodie.config_keys.locks import LOCK_EXPIRE_MIN
 from airflow_hoodie.errors import HoodieLockError
+from airflow_hoodie.settings.lock import FileSystemLockSettings
 from airflow_hoodie.table.storage.storage import Storage
 
 LOCK_FILE_NAME = "lock"
@@ -36,7 +37,9 @@ LOCK_FILE_NAME = "lock"
 class FileSystemBasedLockProvider(LockProvider):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        directory = self.config.get(LOCK_PATH) or self.base_uri.rstrip("/") + "/.hoodie"
+        own = self.settings.provider_settings
+        assert isinstance(own, FileSystemLockSettings)
+        directory = own.path or self.base_uri.rstrip("/") + "/.hoodie"
         self.storage, dir_path = Storage.for_uri(directory, self.storage_options or None)
         if not self.storage.is_local:
             raise HoodieLockError(
@@ -44,7 +47,7 @@ class FileSystemBasedLockProvider(LockProvider):
                 "offer through airflow-hoodie; use ZookeeperBasedLockProvider or DynamoDBBasedLockProvider "
                 "(hoodie.write.lock.provider) for tables on object stores.")
         self.path = self.storage.join(dir_path, LOCK_FILE_NAME)
-        self.expire_s = int(self.config.get(LOCK_EXPIRE_MIN) or 0) * 60
+        self.expire_s = own.expire_s
         self._token: str | None = None
 
     def _owner_info(self, token: str) -> bytes:

@@ -11,8 +11,7 @@ import time
 import uuid
 
 from airflow_hoodie.actions.transaction.local_process import owner_is_gone, this_process
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.concurrency import INTERVAL_MS, TOLERABLE_MISSES
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.storage.storage import Storage
 
 HEARTBEAT_FOLDER = ".heartbeat"
@@ -28,11 +27,11 @@ def _owner(token: str) -> bytes:
 class Heartbeats:
     """The heartbeats of one table: start/stop ours, judge everybody's."""
 
-    def __init__(self, storage: Storage, base_path: str, config: HoodieConfig) -> None:
+    def __init__(self, storage: Storage, base_path: str, settings: LockSettings) -> None:
         self.storage = storage
         self.folder = storage.join(base_path, ".hoodie", HEARTBEAT_FOLDER)
-        self.interval_s = int(config.get(INTERVAL_MS) or 60000) / 1000
-        self.expiry_s = self.interval_s * int(config.get(TOLERABLE_MISSES) or 2)
+        self.interval_s = settings.heartbeat_interval_s
+        self.expiry_s = settings.heartbeat_expiry_s
         self._threads: dict[str, tuple[threading.Thread, threading.Event]] = {}
         self._tokens: dict[str, str] = {}
 

@@ -7,23 +7,16 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import Any, Mapping
 
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.locks import (
-    CLIENT_NUM_RETRIES,
-    CLIENT_RETRY_WAIT_MS,
     DYNAMODB,
     FILESYSTEM,
     IN_PROCESS,
-    NUM_RETRIES,
     PROVIDER,
-    RETRY_MAX_WAIT_MS,
-    RETRY_WAIT_MS,
     STORAGE,
-    WAIT_TIME_MS,
     ZOOKEEPER,
 )
 from airflow_hoodie.errors import HoodieConfigError
-
+from airflow_hoodie.settings.lock import LockSettings
 
 # Hudi's class name -> our implementation (module, class); imported only when chosen,
 # so kazoo and boto3 load only for the tables that use them.
@@ -40,8 +33,8 @@ class LockProvider(ABC):
     """One table's lock. ``try_lock`` waits at most ``timeout_s``; ``unlock`` releases
     only a lock this object holds."""
 
-    def __init__(self, config: HoodieConfig, base_uri: str, storage_options: Mapping[str, str] | None) -> None:
-        self.config = config
+    def __init__(self, settings: LockSettings, base_uri: str, storage_options: Mapping[str, str] | None) -> None:
+        self.settings = settings
         self.base_uri = base_uri
         self.storage_options = dict(storage_options or {})
 
@@ -73,14 +66,14 @@ class LockProvider(ABC):
         return "unknown"
 
 
-def lock_provider_for(config: HoodieConfig, base_uri: str,
+def lock_provider_for(settings: LockSettings, base_uri: str,
                       storage_options: Mapping[str, str] | None = None) -> LockProvider:
     """The configured provider for the table at ``base_uri``."""
-    name = config.get(PROVIDER) or ZOOKEEPER
+    name = settings.provider
     impl = _IMPLEMENTATIONS.get(name)
     if impl is None:
         known = ", ".join(sorted(_IMPLEMENTATIONS))
         raise HoodieConfigError(f"{PROVIDER}={name!r} is not a lock provider airflow-hoodie has; use one of {known}.")
     module = importlib.import_module(impl[0])
     cls: Any = getattr(module, impl[1])
-    return cls(config, base_uri, storage_options)
+    return cls(settings, base_uri, storage_options)

@@ -8,14 +8,14 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieLockError
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
 
 
-def transaction_manager_for(table: HoodieTable, config: HoodieConfig | None) -> TransactionManager:
-    """The table's concurrency settings as the service's job configured them."""
-    return TransactionManager(config or HoodieConfig({}), table.base_uri, table.storage, table.base_path,
+def transaction_manager_for(table: HoodieTable, settings: LockSettings) -> TransactionManager:
+    """The table's lock and heartbeats, with the concurrency settings the service's job gave."""
+    return TransactionManager(settings, table.base_uri, table.storage, table.base_path,
                               getattr(table, "storage_options", None))
 
 

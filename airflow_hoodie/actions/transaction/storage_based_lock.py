@@ -32,8 +32,9 @@ import uuid
 from dataclasses import dataclass
 
 from airflow_hoodie.actions.transaction.lock_provider import LockProvider
-from airflow_hoodie.config_keys.locks import STORAGE_HEARTBEAT_POLL_SECS, STORAGE_VALIDITY_TIMEOUT_SECS
+from airflow_hoodie.config_keys.locks import STORAGE_VALIDITY_TIMEOUT_SECS
 from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieLockError
+from airflow_hoodie.settings.lock import StorageLockSettings
 from airflow_hoodie.table.storage.s3_conditional import Versioned
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -84,14 +85,9 @@ class StorageBasedLockProvider(LockProvider):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.validity_s = self.config.get_int(STORAGE_VALIDITY_TIMEOUT_SECS)
-        self.poll_s = self.config.get_int(STORAGE_HEARTBEAT_POLL_SECS)
-        if self.poll_s < 1:
-            raise HoodieConfigError(f"{STORAGE_HEARTBEAT_POLL_SECS} must be at least 1 second.")
-        if self.validity_s < 10 or self.validity_s < 10 * self.poll_s:
-            raise HoodieConfigError(
-                f"{STORAGE_VALIDITY_TIMEOUT_SECS}={self.validity_s} must be at least 10 seconds and at least 10 "
-                f"times {STORAGE_HEARTBEAT_POLL_SECS}={self.poll_s} (Hudi's rule: a lease survives missed renewals).")
+        own = self.settings.provider_settings
+        assert isinstance(own, StorageLockSettings)
+        self.validity_s, self.poll_s = own.validity_s, own.poll_s
         self.storage, base_path = Storage.for_uri(self.base_uri, self.storage_options or None)
         if not (self.storage.is_local or self.storage.has_atomic_create):
             raise HoodieConfigError(

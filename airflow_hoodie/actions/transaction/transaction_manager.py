@@ -15,18 +15,10 @@ from typing import Iterator, Mapping
 
 from airflow_hoodie.actions.transaction import lock_provider as lp
 from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.concurrency import (
-    CONCURRENCY_MODE,
-    EAGER,
-    FAILED_WRITES_POLICY,
-    LAZY,
-    OCC,
-    SINGLE_WRITER,
-)
-from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
+from airflow_hoodie.config_keys.locks import NUM_RETRIES, WAIT_TIME_MS
+from airflow_hoodie.errors import HoodieLockError
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.storage.storage import Storage
-
 
 # The table locks this thread (task) holds now, innermost last: what a completion checks.
 _HELD: ContextVar[tuple[lp.LockProvider, ...]] = ContextVar("hoodie_held_locks", default=())
@@ -49,29 +41,18 @@ def _table_key(base_uri: str) -> str:
 class TransactionManager:
     """Concurrency settings, heartbeats and the lock of one table, for one client."""
 
-    def __init__(self, config: HoodieConfig, base_uri: str, storage: Storage, base_path: str,
+    def __init__(self, settings: LockSettings, base_uri: str, storage: Storage, base_path: str,
                  storage_options: Mapping[str, str] | None = None) -> None:
-        mode = (config.get(CONCURRENCY_MODE) or SINGLE_WRITER).upper()
-        if mode not in (SINGLE_WRITER, OCC):
-            raise HoodieConfigError(f"{CONCURRENCY_MODE}={mode!r} is not supported; use {SINGLE_WRITER} or {OCC}.")
-        policy = (config.get(FAILED_WRITES_POLICY) or "").upper() if FAILED_WRITES_POLICY in config else ""
-        if mode == OCC and policy == EAGER:
-            raise HoodieConfigError(
-                f"{CONCURRENCY_MODE}={OCC} needs {FAILED_WRITES_POLICY}=LAZY: with several writers a write may not "
-                "roll back the others' pending instants; failed writes are rolled back by clean once their "
-                "heartbeat expired. Drop the EAGER setting.")
-        if policy and policy not in (EAGER, LAZY):
-            raise HoodieConfigError(f"{FAILED_WRITES_POLICY}={policy!r} is not EAGER or LAZY.")
-        self.config = config
-        self.mode = mode
-        self.failed_writes_policy = policy or (LAZY if mode == OCC else EAGER)
+        self.settings = settings
+        self.mode = settings.mode
+        self.failed_writes_policy = settings.failed_writes_policy
         self.base_uri = base_uri
         self.storage_options = dict(storage_options or {})
-        self.heartbeats = Heartbeats(storage, base_path, config)
+        self.heartbeats = Heartbeats(storage, base_path, settings)
 
     @property
     def is_occ(self) -> bool:
-        return self.mode == OCC
+        return self.settings.is_occ
 
     @contextmanager
     def transaction(self, purpose: str) -> Iterator[None]:
@@ -82,7 +63,7 @@ class TransactionManager:
             # one lock scope covers it; taking the lock again would wait for ourselves
             yield
             return
-        provider = lp.lock_provider_for(self.config, self.base_uri, self.storage_options)
+        provider = lp.lock_provider_for(self.settings, self.base_uri, self.storage_options)
         try:
             self._acquire(provider, purpose)
             held = _HELD.set(_HELD.get() + (provider,))
@@ -104,13 +85,9 @@ class TransactionManager:
         ensure_locks_held()
 
     def _acquire(self, provider: lp.LockProvider, purpose: str) -> None:
-        cfg = self.config
-        wait_s = int(cfg.get(lp.WAIT_TIME_MS)) / 1000
-        retries = int(cfg.get(lp.NUM_RETRIES))
-        retry_wait_s = int(cfg.get(lp.RETRY_WAIT_MS)) / 1000
-        max_wait_s = int(cfg.get(lp.RETRY_MAX_WAIT_MS)) / 1000
-        client_retries = int(cfg.get(lp.CLIENT_NUM_RETRIES))
-        client_wait_s = int(cfg.get(lp.CLIENT_RETRY_WAIT_MS)) / 1000
+        s = self.settings
+        wait_s, retries, retry_wait_s, max_wait_s = s.wait_s, s.retries, s.retry_wait_s, s.max_retry_wait_s
+        client_retries, client_wait_s = s.client_retries, s.client_retry_wait_s
         for client_attempt in range(client_retries + 1):
             for attempt in range(retries + 1):
                 if provider.try_lock(wait_s):
@@ -122,4 +99,4 @@ class TransactionManager:
         raise HoodieLockError(
             f"Could not take the {provider.describe()} to {purpose} on {self.base_uri} "
             f"(held by {provider.holder()}). Another task holds it; retry the task, or raise "
-            f"{lp.WAIT_TIME_MS} / {lp.NUM_RETRIES} if commits on this table are long.")
+            f"{WAIT_TIME_MS} / {NUM_RETRIES} if commits on this table are long.")

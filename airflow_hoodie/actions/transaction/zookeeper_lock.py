@@ -15,16 +15,9 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.lock import Lock
 
 from airflow_hoodie.actions.transaction.lock_provider import LockProvider
-from airflow_hoodie.config_keys.locks import (
-    ZK_BASE_PATH,
-    ZK_CONNECTION_TIMEOUT_MS,
-    ZK_LOCK_KEY,
-    ZK_PORT,
-    ZK_SESSION_TIMEOUT_MS,
-    ZK_URL,
-)
-from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
-
+from airflow_hoodie.config_keys.locks import ZK_SESSION_TIMEOUT_MS
+from airflow_hoodie.errors import HoodieLockError
+from airflow_hoodie.settings.lock import ZooKeeperLockSettings
 
 # Curator's InterProcessMutex names its nodes "lock-" after the "_c_<uuid>-" of its protected
 # mode, and orders them by what follows the last "lock-": the sequence number.
@@ -55,19 +48,14 @@ class CuratorMutex(Lock):
 class ZookeeperBasedLockProvider(LockProvider):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        url, base = self.config.get(ZK_URL), self.config.get(ZK_BASE_PATH)
-        key = self.config.get(ZK_LOCK_KEY) or self.config.get("hoodie.table.name")
-        if not url or not base or not key:
-            raise HoodieConfigError(
-                f"ZookeeperBasedLockProvider needs {ZK_URL}, {ZK_BASE_PATH} and {ZK_LOCK_KEY} "
-                "(or hoodie.table.name); set them with the job's --hoodie-conf.")
-        port = self.config.get(ZK_PORT)
-        hosts = ",".join(h if ":" in h or not port else f"{h}:{port}" for h in url.split(","))
-        self.path = "/" + "/".join(p for p in (base.strip("/"), key) if p)
+        own = self.settings.provider_settings
+        assert isinstance(own, ZooKeeperLockSettings)
+        hosts = own.hosts
+        self.path = own.path
         self.hosts = hosts
-        self.client = KazooClient(hosts=hosts, timeout=int(self.config.get(ZK_SESSION_TIMEOUT_MS)) / 1000)
+        self.client = KazooClient(hosts=hosts, timeout=own.session_timeout_s)
         try:
-            self.client.start(timeout=int(self.config.get(ZK_CONNECTION_TIMEOUT_MS)) / 1000)
+            self.client.start(timeout=own.connection_timeout_s)
         except KazooTimeoutError as exc:
             raise HoodieLockError(f"Cannot reach ZooKeeper at {hosts} for the table lock: {exc}") from exc
         self.lock = CuratorMutex(self.client, self.path, f"{socket.gethostname()}:{os.getpid()}")

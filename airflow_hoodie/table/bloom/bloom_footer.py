@@ -12,9 +12,8 @@ from typing import Any, Mapping, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.bloom import DYNAMIC_MAX_ENTRIES, FILTER_TYPE, FPP, NUM_ENTRIES
 from airflow_hoodie.errors import HoodieError
+from airflow_hoodie.settings.base_file import BloomSettings
 from airflow_hoodie.table.bloom.bloom_filter import (
     DYNAMIC_V0,
     SIMPLE,
@@ -48,15 +47,10 @@ MAX_KEY = "hoodie_max_record_key"
 
 
 
-def bloom_filter_from_config(props: Mapping[str, str] | HoodieConfig | None = None) -> BloomFilter:
-    """A fresh, empty filter as configured by the write config (Hudi's defaults otherwise)."""
-    cfg = props if isinstance(props, HoodieConfig) else HoodieConfig(props or {})
-    return create_bloom_filter(
-        cfg.get_int(NUM_ENTRIES.key),
-        cfg.get_float(FPP.key),
-        cfg.get(FILTER_TYPE.key) or DYNAMIC_V0,
-        cfg.get_int(DYNAMIC_MAX_ENTRIES.key),
-    )
+def new_bloom_filter(settings: BloomSettings) -> BloomFilter:
+    """A fresh, empty filter as the write's settings configure it."""
+    return create_bloom_filter(settings.num_entries, settings.fpp, settings.filter_type or DYNAMIC_V0,
+                               settings.dynamic_max_entries)
 
 
 class SerializedFilter(Protocol):
@@ -78,11 +72,11 @@ class StoredFilter:
         return self.serialized
 
 
-def extended_footer_filter(metadata: Mapping[Any, Any] | None, props: Mapping[str, str] | HoodieConfig | None,
+def extended_footer_filter(metadata: Mapping[Any, Any] | None, settings: BloomSettings,
                            added_keys: KeysLike) -> SerializedFilter | None:
     """The filter of a new file whose keys are a stored file's plus ``added_keys``: the
     stored file's filter (from its footer ``metadata``) with those keys added, when it was
-    built the way ``props`` configures a new one (same type, size and hash count); None
+    built the way ``settings`` configure a new one (same type, size and hash count); None
     otherwise (the caller builds one from all keys). Hashing the keys is most of a filter's
     cost, and a compaction's file keeps most keys of the file it replaces: this hashes only
     the new ones, and with none to add keeps the footer string as it is. A filter is a set:
@@ -92,7 +86,7 @@ def extended_footer_filter(metadata: Mapping[Any, Any] | None, props: Mapping[st
         return None
     value = _get_meta(metadata, BLOOM_FILTER_KEY) or _get_meta(metadata, OLD_BLOOM_FILTER_KEY)
     type_code = (_get_meta(metadata, BLOOM_FILTER_TYPE_KEY) or SIMPLE).upper()
-    fresh = bloom_filter_from_config(props)
+    fresh = new_bloom_filter(settings)
     if value is None or type_code != fresh.type_code:
         return None
     try:
@@ -149,13 +143,13 @@ def footer_metadata(bloom: BloomFilter | None, min_key: str | None, max_key: str
     return meta
 
 
-def build_footer(keys: KeysLike, props: Mapping[str, str] | HoodieConfig | None = None) -> dict[str, str]:
+def build_footer(keys: KeysLike, settings: BloomSettings) -> dict[str, str]:
     """Everything Hudi's writer puts in a base file footer for these record keys, in write order.
 
     Filter built from the config (``hoodie.bloom.index.filter.type`` etc.), type code only for
     dynamic filters, min/max key in Java string order. Empty ``keys`` -> filter only, as Hudi.
     """
-    bloom = bloom_filter_from_config(props)
+    bloom = new_bloom_filter(settings)
     bloom.add_many(keys)
     lo, hi = min_max_record_keys(keys)
     return footer_metadata(bloom, lo, hi)

@@ -21,9 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.keygen import RECORDKEY_FIELD
-from airflow_hoodie.table.properties import POPULATE_META_FIELDS
+from airflow_hoodie.settings.base_file import BaseFileSettings, BloomSettings
 from airflow_hoodie.table.schema.meta_fields import (
     COMMIT_SEQNO,
     COMMIT_TIME,
@@ -152,13 +150,12 @@ def stamp_meta_columns(
 UNIQUE_META_COLUMNS = (COMMIT_SEQNO, RECORD_KEY)
 
 
-def unique_columns(config: HoodieConfig, column_names: list[str]) -> list[str]:
+def unique_columns(settings: BaseFileSettings, column_names: list[str]) -> list[str]:
     """Columns whose values are distinct in every file: the unique meta columns, and the
     record key field when the key is that one field (its values are the record keys, one
     per row of a file group). A dictionary of such a column never pays: building it cost a
     fifth of a compaction's parquet encoding (100k keys per file), and it is dropped anyway."""
-    fields = [f.strip() for f in (config.get(RECORDKEY_FIELD.key) or "").split(",") if f.strip()]
-    key_field = fields[0] if len(fields) == 1 else None
+    key_field = settings.key_field
     return [c for c in column_names if c in UNIQUE_META_COLUMNS or c == key_field]
 
 
@@ -167,7 +164,7 @@ def unique_columns(config: HoodieConfig, column_names: list[str]) -> list[str]:
 DICTIONARY_SAMPLE_ROWS = 4096
 
 
-def dictionary_columns(table: pa.Table, config: HoodieConfig) -> list[str]:
+def dictionary_columns(table: pa.Table, settings: BaseFileSettings) -> list[str]:
     """The columns worth a dictionary: not the unique ones (:func:`unique_columns`), and not a
     data column whose first values a dictionary does not compress.
 
@@ -177,7 +174,7 @@ def dictionary_columns(table: pa.Table, config: HoodieConfig) -> list[str]:
     dictionary until the page limit and keeps it. For a near-unique column (an amount, a
     name) that cost a quarter of a file's encoding (8 of 29 ms for 100k rows of the upsert
     benchmark's merge) and made the file 10% larger."""
-    unique = set(unique_columns(config, table.column_names))
+    unique = set(unique_columns(settings, table.column_names))
     return [name for name, col in zip(table.column_names, table.columns)
             if name not in unique and (name in META_COLUMNS or _dictionary_pays(col.slice(0, DICTIONARY_SAMPLE_ROWS)))]
 
@@ -237,19 +234,18 @@ def _bloom_executor() -> ThreadPoolExecutor:
         return _bloom_pool
 
 
-def _bloom_footer(keys: pa.ChunkedArray, config: HoodieConfig, bf: SerializedFilter | None = None
+def _bloom_footer(keys: pa.ChunkedArray, settings: BloomSettings, bf: SerializedFilter | None = None
                   ) -> dict[bytes, bytes]:
     from airflow_hoodie.table.bloom.bloom_footer import (
         BLOOM_FILTER_KEY,
         BLOOM_FILTER_TYPE_KEY,
-        FILTER_TYPE,
-        bloom_filter_from_config,
+        new_bloom_filter,
     )
 
     if bf is None:
-        bf = bloom_filter_from_config(config)
+        bf = new_bloom_filter(settings)
         bf.add_many(keys.combine_chunks())
-    type_code = getattr(bf, "type_code", None) or config.get(FILTER_TYPE.key)
+    type_code = getattr(bf, "type_code", None) or settings.filter_type
     return {
         BLOOM_FILTER_KEY.encode(): bf.serialize().encode(),
         BLOOM_FILTER_TYPE_KEY.encode(): str(type_code).encode(),
@@ -292,7 +288,7 @@ def write_base_file(
     file_name: str,
     table: pa.Table,
     avro_schema: Mapping[str, Any],
-    config: HoodieConfig | Mapping[str, str] | None = None,
+    settings: BaseFileSettings,
     compression: str | None = None,
     bloom_filter: SerializedFilter | None = None,
 ) -> BaseFileStats:
@@ -303,33 +299,32 @@ def write_base_file(
     every record key of ``table`` (None: built here from them). Returns the stats a
     WriteStat is built from.
     """
-    config = config if isinstance(config, HoodieConfig) else HoodieConfig(config)
     keys = table.column(RECORD_KEY)
     # a table without meta fields (hoodie.populate.meta.fields=false) writes its files without
     # record keys, and so, as Hudi does, without a bloom filter or key range in the footer; a
     # file of no records (every record deleted) still gets its (empty) filter, as Hudi's write
     # support always adds one: Hudi's BLOOM index fails on a file of a keyed table without it
-    keyed = keys.null_count < table.num_rows if table.num_rows else config.get_bool(POPULATE_META_FIELDS)
+    keyed = keys.null_count < table.num_rows if table.num_rows else settings.populate_meta_fields
     # The bloom filter (tens of hash rounds per key, in numpy) only goes into the footer,
     # so it is built beside the parquet encoding instead of before it.
-    bloom = _bloom_executor().submit(_bloom_footer, keys, config, bloom_filter) if keyed else None
+    bloom = _bloom_executor().submit(_bloom_footer, keys, settings.bloom, bloom_filter) if keyed else None
     min_key = max_key = None
     if keyed:  # in Java's String order, as Hudi's Avro writer bounds them (its BLOOM index compares so)
         from airflow_hoodie.table.bloom.bloom_footer import min_max_record_keys
 
         min_key, max_key = min_max_record_keys(keys)
     table = table.replace_schema_metadata(None)
-    codec = compression or config.get("hoodie.parquet.compression.codec")
+    codec = compression or settings.compression
     rel = f"{partition_path}/{file_name}" if partition_path else file_name
     part_dir = storage.join(base_path, partition_path) if partition_path else base_path
     storage.mkdirs(part_dir)
     full = storage.join(part_dir, file_name)
-    page_size = config.get_int("hoodie.parquet.page.size")
+    page_size = settings.page_size
     with storage.open_output(full) as out:
         with pq.ParquetWriter(
             out, table.schema, compression=None if codec in ("", "uncompressed", "none") else codec,
             data_page_size=page_size, store_schema=False, write_statistics=True,
-            use_dictionary=dictionary_columns(table, config),
+            use_dictionary=dictionary_columns(table, settings),
         ) as writer:
             for group in _row_groups(table):
                 writer.write_table(group, row_group_size=ROW_GROUP_ROWS)

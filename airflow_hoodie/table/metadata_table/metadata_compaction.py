@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.metadata_table import COMPACT_MAX_DELTA_COMMITS, MAX_DELTA_COMMITS_WHEN_PENDING
 from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.settings.archive import ArchiveSettings
+from airflow_hoodie.settings.clean import CleanSettings
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
@@ -65,8 +67,6 @@ if TYPE_CHECKING:  # the table imports this module
 #: HoodieTableMetadataUtil's operation suffixes on metadata-table instant times
 COMPACTION_SUFFIX = "001"
 CLEAN_SUFFIX = "002"
-#: HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED (KEEP_LATEST_COMMITS, fixed)
-CLEANER_COMMITS_RETAINED = 20
 #: cleanIfNecessary waits until this many instants completed after the latest compaction
 CLEAN_WAIT_INSTANTS = 3
 #: a compaction's base file is written by one task; a rerun of the same plan rewrites it
@@ -378,9 +378,7 @@ def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
         return done
     instant_time = _service_instant(mdt, latest, CLEAN_SUFFIX)
     clean = _clean_inputs()
-    config = HoodieConfig({clean.POLICY: clean.KEEP_LATEST_COMMITS,
-                           clean.COMMITS_RETAINED: str(CLEANER_COMMITS_RETAINED)})
-    instant, _plan, _reason = clean.plan_clean(mdt, config, instant_time)
+    instant, _plan, _reason = clean.plan_clean(mdt, CleanSettings.of_metadata_table(), instant_time)
     if instant is not None:
         _execute_clean(mdt, instant.timestamp)
         done.append(instant.timestamp)
@@ -415,7 +413,7 @@ def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesRes
     if compacted is not None:
         result.compacted.append(compacted)
         mdt.reload_timeline()
-    archived = _archiver().archive_metadata_table(table, mdt, config)
+    archived = _archiver().archive_metadata_table(table, mdt, ArchiveSettings.of_metadata_table(config))
     if archived is not None:
         result.archived = list(archived.get("archived_instants") or [])
     return result

@@ -21,6 +21,7 @@ import pytest
 from airflow_hoodie.actions.transaction import lock_provider as lp
 from airflow_hoodie.actions.transaction.local_process import owner_is_gone, process_start_ticks, this_process
 from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.read import read_table
 from tests.actions.test_data_safety import OCC, _dead_pid, conf, rows
@@ -46,7 +47,7 @@ def _table(tmp_path):
 
 
 def _provider(base):
-    return lp.lock_provider_for(HoodieConfig(conf(**OCC)), str(base))
+    return lp.lock_provider_for(LockSettings.from_config(HoodieConfig(conf(**OCC))), str(base))
 
 
 def test_a_dead_breakers_lock_break_is_cleaned_at_once(tmp_path):

@@ -8,6 +8,7 @@ import time
 
 from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
 from airflow_hoodie.actions.transaction.local_process import PID_NAMESPACE
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import new_instant_time
@@ -15,8 +16,8 @@ from airflow_hoodie.table.timeline.instant import new_instant_time
 
 def _beats(tmp_path, interval_ms: int = 100, misses: int = 2) -> Heartbeats:
     storage, path = Storage.for_uri(str(tmp_path))
-    return Heartbeats(storage, path, HoodieConfig({"hoodie.client.heartbeat.interval_in_ms": str(interval_ms),
-                                                   "hoodie.client.heartbeat.tolerable.misses": str(misses)}))
+    return Heartbeats(storage, path, LockSettings.from_config(HoodieConfig({"hoodie.client.heartbeat.interval_in_ms": str(interval_ms),
+                                                   "hoodie.client.heartbeat.tolerable.misses": str(misses)})))
 
 
 def test_a_running_heartbeat_stays_fresh_and_goes_on_stop(tmp_path):

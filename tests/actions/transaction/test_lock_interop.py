@@ -21,10 +21,12 @@ import pyarrow as pa
 import pytest
 from kazoo.client import KazooClient
 
+from airflow_hoodie.config_keys import locks as lock_keys
 from airflow_hoodie.actions.compaction import execute_pending_compactions, schedule_compaction
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.transaction import lock_provider as lp
 from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieLockError
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -46,7 +48,7 @@ def _zk_settings(zookeeper: str, table: str, **extra: str) -> dict[str, str]:
 
 
 def _ddb_settings(endpoint: str, table: str, lease_ms: int, **extra: str) -> dict[str, str]:
-    return {"hoodie.table.name": table, lp.PROVIDER: lp.DYNAMODB, lp.WAIT_TIME_MS: str(lease_ms),
+    return {"hoodie.table.name": table, lp.PROVIDER: lp.DYNAMODB, lock_keys.WAIT_TIME_MS: str(lease_ms),
             "hoodie.write.lock.dynamodb.table": LOCK_TABLE, "hoodie.write.lock.dynamodb.region": "us-east-1",
             "hoodie.write.lock.dynamodb.endpoint_url": endpoint, **extra}
 
@@ -72,7 +74,7 @@ def test_a_curator_holder_excludes_us_until_it_releases(zookeeper, kazoo, tmp_pa
     table = _name()
     java = CuratorMutex(kazoo, f"{ZK_BASE}/{table}")
     assert java.acquire(5)
-    ours = lp.lock_provider_for(HoodieConfig(_zk_settings(zookeeper, table)), str(tmp_path))
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(_zk_settings(zookeeper, table))), str(tmp_path))
     try:
         started = time.monotonic()
         assert not ours.try_lock(0.5)
@@ -88,7 +90,7 @@ def test_a_curator_holder_excludes_us_until_it_releases(zookeeper, kazoo, tmp_pa
 def test_our_lock_is_a_curator_node_and_excludes_a_curator_client(zookeeper, kazoo, tmp_path):
     table = _name()
     path = f"{ZK_BASE}/{table}"
-    ours = lp.lock_provider_for(HoodieConfig(_zk_settings(zookeeper, table)), str(tmp_path))
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(_zk_settings(zookeeper, table))), str(tmp_path))
     try:
         assert ours.try_lock(5)
         [node] = kazoo.get_children(path)
@@ -112,7 +114,7 @@ def test_we_queue_by_sequence_behind_curator_and_older_kazoo_nodes(zookeeper, ka
     java = CuratorMutex(kazoo, path)
     assert java.acquire(5)
     old = kazoo.create(f"{path}/{uuid.uuid4().hex}__lock__", b"old", ephemeral=True, sequence=True)
-    ours = lp.lock_provider_for(HoodieConfig(_zk_settings(zookeeper, table)), str(tmp_path))
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(_zk_settings(zookeeper, table))), str(tmp_path))
     try:
         assert not ours.try_lock(0.3)
         kazoo.delete(old)
@@ -129,7 +131,7 @@ def test_we_queue_by_sequence_behind_curator_and_older_kazoo_nodes(zookeeper, ka
 
 def test_a_java_lock_client_holder_excludes_us_until_it_releases(dynamodb, ddb, tmp_path):
     table = _name()
-    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 1000)), str(tmp_path))  # creates the table
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(_ddb_settings(dynamodb, table, 1000))), str(tmp_path))  # creates the table
     java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=2000)
     assert java.acquire(table, 0)
     try:
@@ -148,7 +150,7 @@ def test_a_java_lock_client_holder_excludes_us_until_it_releases(dynamodb, ddb, 
 
 def test_our_item_is_a_lock_client_item_and_excludes_a_java_client(dynamodb, ddb, tmp_path):
     table = _name()
-    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 2000)), str(tmp_path))
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(_ddb_settings(dynamodb, table, 2000))), str(tmp_path))
     try:
         assert ours.try_lock(2)
         item = ddb.get_item(TableName=LOCK_TABLE, Key={"key": {"S": table}}, ConsistentRead=True)["Item"]
@@ -171,7 +173,7 @@ def test_our_item_is_a_lock_client_item_and_excludes_a_java_client(dynamodb, ddb
 
 def test_a_dead_java_holder_is_taken_over_after_its_lease_not_before(dynamodb, ddb, tmp_path):
     table = _name()
-    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 1000)), str(tmp_path))
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(_ddb_settings(dynamodb, table, 1000))), str(tmp_path))
     java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=3000)
     assert java.acquire(table, 0)
     java.stop_heartbeats()  # the Java process died holding it
@@ -187,7 +189,7 @@ def test_a_dead_java_holder_is_taken_over_after_its_lease_not_before(dynamodb, d
 
 def test_an_item_the_java_client_left_released_is_taken_at_once(dynamodb, ddb, tmp_path):
     table = _name()
-    ours = lp.lock_provider_for(HoodieConfig(_ddb_settings(dynamodb, table, 2000)), str(tmp_path))
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(_ddb_settings(dynamodb, table, 2000))), str(tmp_path))
     java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=10000)
     assert java.acquire(table, 0)
     assert java.release(delete=False)  # the item stays, marked isReleased
@@ -254,7 +256,7 @@ execute_pending_compactions(HoodieTable.load({base!r}), LocalExecutor(), HoodieC
 def _table_conf(lock: dict[str, str], **extra: str) -> dict[str, str]:
     return {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
-            lp.NUM_RETRIES: "10", lp.RETRY_WAIT_MS: "500", lp.RETRY_MAX_WAIT_MS: "500", **lock, **extra}
+            lock_keys.NUM_RETRIES: "10", lock_keys.RETRY_WAIT_MS: "500", lock_keys.RETRY_MAX_WAIT_MS: "500", **lock, **extra}
 
 
 def _completed(base: str, action: str) -> list[str]:
@@ -307,13 +309,13 @@ def test_a_write_whose_zookeeper_session_expired_aborts_before_completing(zookee
     table = _name()
     # the server grants at least 2 ticks (6 s with Debian's defaults) whatever we ask
     conf = _table_conf(_zk_settings(zookeeper, table, **{"hoodie.write.lock.zookeeper.session_timeout_ms": "6000",
-                                                          lp.WAIT_TIME_MS: "2000"}))
+                                                          lock_keys.WAIT_TIME_MS: "2000"}))
     java = CuratorMutex(kazoo, f"{ZK_BASE}/{table}")
     _stalled_writer_aborts(str(tmp_path / table), conf, steal=lambda: java.acquire(40), release=java.release)
 
 
 def _java_ddb(ddb, conf: dict[str, str], tmp_path: Path) -> tuple[DynamoDBLockClient, object]:
-    lp.lock_provider_for(HoodieConfig(conf), str(tmp_path)).close()  # the lock table exists
+    lp.lock_provider_for(LockSettings.from_config(HoodieConfig(conf)), str(tmp_path)).close()  # the lock table exists
     java = DynamoDBLockClient(ddb, LOCK_TABLE, lease_ms=2000)
 
     def release() -> None:

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from airflow_hoodie.config_keys import locks as lock_keys
 from airflow_hoodie.actions.transaction import lock_provider as lp
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError, HoodieLockError
 from airflow_hoodie.table.storage.storage import Storage
@@ -25,7 +27,7 @@ PROVIDERS = ["filesystem", "in_process", "zookeeper", "dynamodb"]
 
 def _settings(kind: str, base: str, request: pytest.FixtureRequest) -> dict[str, str]:
     common = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL", "hoodie.table.name": "locked",
-              lp.WAIT_TIME_MS: "200", lp.NUM_RETRIES: "0", lp.CLIENT_NUM_RETRIES: "0"}
+              lock_keys.WAIT_TIME_MS: "200", lock_keys.NUM_RETRIES: "0", lock_keys.CLIENT_NUM_RETRIES: "0"}
     if kind == "filesystem":
         return {**common, lp.PROVIDER: lp.FILESYSTEM}
     if kind == "in_process":
@@ -37,14 +39,14 @@ def _settings(kind: str, base: str, request: pytest.FixtureRequest) -> dict[str,
     endpoint = request.getfixturevalue("dynamodb")
     # Hudi makes the wait time the DynamoDB lease too: 200 ms would let a heartbeat delayed
     # on a loaded machine pass for a dead holder
-    return {**common, lp.WAIT_TIME_MS: "2000", lp.PROVIDER: lp.DYNAMODB,
+    return {**common, lock_keys.WAIT_TIME_MS: "2000", lp.PROVIDER: lp.DYNAMODB,
             "hoodie.write.lock.dynamodb.table": "hudi_locks",
             "hoodie.write.lock.dynamodb.region": "us-east-1", "hoodie.write.lock.dynamodb.endpoint_url": endpoint}
 
 
 def _manager(settings: dict[str, str], base: str) -> TransactionManager:
     storage, path = Storage.for_uri(base)
-    return TransactionManager(HoodieConfig(settings), base, storage, path)
+    return TransactionManager(LockSettings.from_config(HoodieConfig(settings)), base, storage, path)
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)
@@ -52,8 +54,8 @@ def test_a_held_lock_excludes_a_second_holder_until_released(kind, tmp_path, req
     base = str(tmp_path / "t")
     os.makedirs(base + "/.hoodie")
     settings = _settings(kind, base, request)
-    first = lp.lock_provider_for(HoodieConfig(settings), base)
-    second = lp.lock_provider_for(HoodieConfig(settings), base)
+    first = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(settings)), base)
+    second = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(settings)), base)
     try:
         assert first.try_lock(1.0)
         started = time.monotonic()
@@ -83,7 +85,7 @@ def _count_under_lock(settings: dict[str, str], base: str, counter: str, rounds:
 def test_processes_never_hold_the_lock_at_once(kind, tmp_path, request):
     base = str(tmp_path / "t")
     os.makedirs(base + "/.hoodie")
-    settings = {**_settings(kind, base, request), lp.WAIT_TIME_MS: "20000"}
+    settings = {**_settings(kind, base, request), lock_keys.WAIT_TIME_MS: "20000"}
     counter = tmp_path / "counter.json"
     counter.write_text(json.dumps({"n": 0, "spans": []}))
     ctx = multiprocessing.get_context("spawn")
@@ -129,9 +131,9 @@ def test_waiting_is_bounded_by_hudis_retry_settings_and_names_the_holder(tmp_pat
     base = str(tmp_path / "t")
     os.makedirs(base + "/.hoodie")
     settings = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL", lp.PROVIDER: lp.FILESYSTEM,
-                lp.WAIT_TIME_MS: "100", lp.NUM_RETRIES: "2", lp.RETRY_WAIT_MS: "50", lp.RETRY_MAX_WAIT_MS: "50",
-                lp.CLIENT_NUM_RETRIES: "1", lp.CLIENT_RETRY_WAIT_MS: "100"}
-    holder = lp.lock_provider_for(HoodieConfig(settings), base)
+                lock_keys.WAIT_TIME_MS: "100", lock_keys.NUM_RETRIES: "2", lock_keys.RETRY_WAIT_MS: "50", lock_keys.RETRY_MAX_WAIT_MS: "50",
+                lock_keys.CLIENT_NUM_RETRIES: "1", lock_keys.CLIENT_RETRY_WAIT_MS: "100"}
+    holder = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(settings)), base)
     assert holder.try_lock(1)
     try:
         started = time.monotonic()
@@ -164,13 +166,14 @@ def test_sigterm_releases_the_lock(tmp_path):
 import sys, time
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.spark.job import run_job
 from airflow_hoodie.table.storage.storage import Storage
 
 def main():
     storage, path = Storage.for_uri({base!r})
-    tm = TransactionManager(HoodieConfig({{"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
-        "hoodie.write.lock.provider": "{lp.FILESYSTEM}"}}), {base!r}, storage, path)
+    tm = TransactionManager(LockSettings.from_config(HoodieConfig({{"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+        "hoodie.write.lock.provider": "{lp.FILESYSTEM}"}})), {base!r}, storage, path)
     with tm.transaction("commit"):
         print("LOCKED", flush=True)
         time.sleep(60)
@@ -190,17 +193,17 @@ sys.exit(run_job(main, None))
 
 
 def test_file_system_lock_refuses_stores_without_atomic_create():
-    settings = HoodieConfig({lp.PROVIDER: lp.FILESYSTEM,
-                             "hoodie.write.lock.filesystem.path": "s3://bucket/table/.hoodie"})
+    settings = LockSettings.from_config(HoodieConfig({lp.PROVIDER: lp.FILESYSTEM,
+                             "hoodie.write.lock.filesystem.path": "s3://bucket/table/.hoodie"}))
     with pytest.raises(HoodieLockError, match="atomic create"):
         lp.lock_provider_for(settings, "s3://bucket/table", {"region": "us-east-1", "anonymous": "true"})
 
 
 def test_unknown_provider_and_incomplete_settings_are_config_errors(tmp_path):
     with pytest.raises(HoodieConfigError, match="not a lock provider"):
-        lp.lock_provider_for(HoodieConfig({lp.PROVIDER: "com.example.MyLock"}), str(tmp_path))
+        lp.lock_provider_for(LockSettings.from_config(HoodieConfig({lp.PROVIDER: "com.example.MyLock"})), str(tmp_path))
     with pytest.raises(HoodieConfigError, match="zookeeper.url"):
-        lp.lock_provider_for(HoodieConfig({lp.PROVIDER: lp.ZOOKEEPER}), str(tmp_path))
+        lp.lock_provider_for(LockSettings.from_config(HoodieConfig({lp.PROVIDER: lp.ZOOKEEPER})), str(tmp_path))
     with pytest.raises(HoodieConfigError, match="LAZY"):
         _manager({"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
                   "hoodie.cleaner.policy.failed.writes": "EAGER"}, str(tmp_path))
@@ -208,7 +211,7 @@ def test_unknown_provider_and_incomplete_settings_are_config_errors(tmp_path):
 
 def test_an_expired_file_lock_is_broken_once_never_the_fresh_lock_taken_after_it(tmp_path):
     base = str(tmp_path)
-    settings = HoodieConfig({lp.PROVIDER: lp.FILESYSTEM, "hoodie.write.lock.filesystem.expire": "1"})
+    settings = LockSettings.from_config(HoodieConfig({lp.PROVIDER: lp.FILESYSTEM, "hoodie.write.lock.filesystem.expire": "1"}))
     lock = tmp_path / ".hoodie" / "lock"
     lock.parent.mkdir()
     lock.write_text("{}")  # left by a holder that died
@@ -235,7 +238,7 @@ def test_a_dynamodb_item_of_our_previous_format_still_excludes_us(tmp_path, requ
 
     base = str(tmp_path / "t")
     settings = {**_settings("dynamodb", base, request), "hoodie.table.name": "upgrading"}
-    ours = lp.lock_provider_for(HoodieConfig(settings), base)
+    ours = lp.lock_provider_for(LockSettings.from_config(HoodieConfig(settings)), base)
     ddb = boto3.client("dynamodb", region_name="us-east-1",
                        endpoint_url=settings["hoodie.write.lock.dynamodb.endpoint_url"])
     key = {"key": {"S": "upgrading"}}

@@ -18,6 +18,7 @@ from airflow_hoodie.actions.compaction import execute_compaction, schedule_compa
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
 from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -105,7 +106,7 @@ def test_a_stalled_executor_taken_over_never_deletes_the_committed_files(tmp_pat
 def test_a_stalled_executor_never_commits_a_plan_another_task_now_owns(tmp_path):
     base, c, ts = _mor_with_plan(tmp_path)
     storage, path = Storage.for_uri(base)
-    other = Heartbeats(storage, path, HoodieConfig(dict(c)))
+    other = Heartbeats(storage, path, LockSettings.from_config(HoodieConfig(dict(c))))
     claimed = {}
 
     def take_over():  # B claims the expired plan and is still running when A wakes up

@@ -132,13 +132,14 @@ def test_concurrent_writers_and_services_lose_nothing(tmp_path, table_type):
     from airflow_hoodie.actions.executor import LocalExecutor
     from airflow_hoodie.actions.transaction.failed_writes import failed_writes
     from airflow_hoodie.actions.transaction.service_transaction import transaction_manager_for
+    from airflow_hoodie.settings.lock import LockSettings
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
     cfg = HoodieConfig({**SETTINGS, "hoodie.table.type": table_type})
     table = HoodieTable.load(base)
     run_clean(table, cfg, LocalExecutor())
-    assert failed_writes(HoodieTable.load(base), transaction_manager_for(table, cfg)) == []
+    assert failed_writes(HoodieTable.load(base), transaction_manager_for(table, LockSettings.from_config(cfg))) == []
 
     rows = read_table(base, columns=["id", "v"]).to_pylist()
     ids = [r["id"] for r in rows]

@@ -24,7 +24,7 @@ from airflow_hoodie.table.bloom.bloom_footer import (
     BLOOM_FILTER_TYPE_KEY,
     MAX_KEY,
     MIN_KEY,
-    bloom_filter_from_config,
+    new_bloom_filter,
     bloom_filter_from_footer,
     build_footer,
     footer_metadata,
@@ -37,6 +37,7 @@ from airflow_hoodie.table.bloom.bloom_hash import (
     optimal_num_hashes,
     positions_scalar,
 )
+from airflow_hoodie.settings.base_file import BloomSettings
 
 
 def _base_files(conformance):
@@ -119,7 +120,7 @@ def test_conformance_footers_rebuild_byte_for_byte(conformance):
         keys = pf.read(columns=["_hoodie_record_key"]).column(0)
         props = HoodieConfig(_table_props(path))
 
-        rebuilt = bloom_filter_from_config(props)
+        rebuilt = new_bloom_filter(BloomSettings.from_config(props))
         assert rebuilt.type_code.encode() == meta.get(b"hoodie_bloom_filter_type_code", b"SIMPLE")
         rebuilt.add_many(keys)
         footer = meta[BLOOM_FILTER_KEY.encode()].decode()
@@ -132,7 +133,7 @@ def test_conformance_footers_rebuild_byte_for_byte(conformance):
             k.decode(): v.decode() for k, v in meta.items() if k.decode() in (BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY, MIN_KEY, MAX_KEY)
         }
 
-        built = build_footer(keys, props)
+        built = build_footer(keys, BloomSettings.from_config(props))
         assert {k.encode(): v.encode() for k, v in built.items()} == {
             k: v for k, v in meta.items() if k.decode() in built or k.decode() == BLOOM_FILTER_TYPE_KEY
         }
@@ -176,14 +177,14 @@ def test_loaded_dynamic_filter_keeps_accepting_keys():
 
 
 def test_config_defaults_and_overrides():
-    f = bloom_filter_from_config({})
+    f = new_bloom_filter(BloomSettings.from_config({}))
     assert isinstance(f, bf.DynamicBloomFilter)
     assert (f.nr, f.max_entries, f.nb_hash, f.vector_size) == (60000, 100000, 30, 2587966)
-    g = bloom_filter_from_config({"hoodie.bloom.index.filter.type": "SIMPLE", "hoodie.index.bloom.num_entries": "1000", "hoodie.index.bloom.fpp": "0.01"})
+    g = new_bloom_filter(BloomSettings.from_config({"hoodie.bloom.index.filter.type": "SIMPLE", "hoodie.index.bloom.num_entries": "1000", "hoodie.index.bloom.fpp": "0.01"}))
     assert isinstance(g, bf.SimpleBloomFilter)
     assert g.vector_size == optimal_num_bits(1000, 0.01)
     with pytest.raises(HoodieNotSupportedError):
-        bloom_filter_from_config({"hoodie.bloom.index.filter.type": "CUCKOO"})
+        new_bloom_filter(BloomSettings.from_config({"hoodie.bloom.index.filter.type": "CUCKOO"}))
 
 
 def test_bad_keys_and_corrupt_footers_raise_clear_errors():
@@ -212,7 +213,7 @@ def test_million_keys_build_fast():
     import time
 
     keys = pa.array([f"{uuid.UUID(int=i)}" for i in range(1_000_000)])
-    f = bloom_filter_from_config({})
+    f = new_bloom_filter(BloomSettings.from_config({}))
     start = time.perf_counter()
     f.add_many(keys)
     elapsed = time.perf_counter() - start
@@ -221,7 +222,7 @@ def test_million_keys_build_fast():
 
 
 def test_false_positive_rate_at_capacity():
-    f = bloom_filter_from_config({})
+    f = new_bloom_filter(BloomSettings.from_config({}))
     f.add_many([f"{uuid.UUID(int=i)}" for i in range(60000)])
     probes = np.asarray(f.might_contain_many([f"absent-{i}" for i in range(100000)]))
     assert probes.sum() <= 2  # configured fpp is 1e-9

@@ -16,6 +16,7 @@ import pytest
 
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.settings.base_file import BaseFileSettings
 from airflow_hoodie.table.file_group import base_file_writer
 from airflow_hoodie.table.file_group.base_file_writer import write_base_file
 from airflow_hoodie.table.storage.storage import Storage
@@ -41,7 +42,7 @@ def _as_strings_digest(path: Path, tmp_path: Path) -> str:
     avro = json.loads(pq.read_schema(path).metadata[b"parquet.avro.schema"])
     avro["fields"] = [f for f in avro["fields"] if not f["name"].startswith("_hoodie_")]
     storage, root = Storage.for_uri(str(tmp_path))
-    write_base_file(storage, root, "again", path.name, rows, avro, HoodieConfig(CFG))
+    write_base_file(storage, root, "again", path.name, rows, avro, BaseFileSettings.from_config(HoodieConfig(CFG)))
     return hashlib.sha256((tmp_path / "again" / path.name).read_bytes()).hexdigest()
 
 

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.file_group.base_file_writer import seqno_array, stamp_meta_columns, write_base_file
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.settings.base_file import BaseFileSettings
 
 AVRO = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "long"}, {"name": "v", "type": "string"}]}
 
@@ -31,7 +32,7 @@ def test_constant_meta_columns_as_dictionaries_write_the_same_file(tmp_path):
                                      partition_id=2, dictionary=dictionary)
         tables.append(stamped)
         name = f"f{int(dictionary)}.parquet"
-        write_base_file(storage, base, "p=1", name, stamped, AVRO, HoodieConfig({}))
+        write_base_file(storage, base, "p=1", name, stamped, AVRO, BaseFileSettings.from_config(HoodieConfig({})))
         digests.append(hashlib.sha256((tmp_path / "p=1" / name).read_bytes()).hexdigest())
     assert pa.types.is_dictionary(tables[1].schema.field("_hoodie_file_name").type)
     assert tables[1].nbytes < tables[0].nbytes
@@ -87,6 +88,6 @@ def test_cow_merge_writes_the_file_its_rows_as_strings_make(tmp_path):
     avro = json.loads(meta[b"parquet.avro.schema"])
     avro["fields"] = [f for f in avro["fields"] if not f["name"].startswith("_hoodie_")]
     storage, root = Storage.for_uri(str(tmp_path))
-    write_base_file(storage, root, "again", path.name, written, avro, HoodieConfig(cfg))
+    write_base_file(storage, root, "again", path.name, written, avro, BaseFileSettings.from_config(HoodieConfig(cfg)))
     assert hashlib.sha256((tmp_path / "again" / path.name).read_bytes()).hexdigest() == \
         hashlib.sha256(path.read_bytes()).hexdigest()

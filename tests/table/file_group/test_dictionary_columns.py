@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.file_group.base_file_writer import dictionary_columns, stamp_meta_columns, write_base_file
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.settings.base_file import BaseFileSettings
 
 AVRO = {"type": "record", "name": "r", "fields": [
     {"name": "id", "type": ["null", "long"]}, {"name": "amount", "type": ["null", "double"]},
@@ -33,7 +34,7 @@ def test_only_columns_a_dictionary_compresses_get_one(tmp_path):
     keys = pa.array([str(i) for i in range(n)])
     stamped = stamp_meta_columns(data, keys, "p", "20240101000000000", "f-0_1-0-0_20240101000000000.parquet",
                                  partition_id=0, dictionary=True)
-    cfg = HoodieConfig({"hoodie.datasource.write.recordkey.field": "id"})
+    cfg = BaseFileSettings.from_config(HoodieConfig({"hoodie.datasource.write.recordkey.field": "id"}))
     assert dictionary_columns(stamped, cfg) == ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name",
                                                 "city", "day"]
     storage, base = Storage.for_uri(str(tmp_path))
@@ -47,7 +48,7 @@ def test_only_columns_a_dictionary_compresses_get_one(tmp_path):
 
 
 def test_the_decision_follows_the_values_not_the_type():
-    cfg = HoodieConfig({})
+    cfg = BaseFileSettings()
     few = pa.table({"x": pa.array([1.5, 2.5] * 5000), "s": pa.array(["a", "bb"] * 5000)})
     many = pa.table({"x": pa.array(np.arange(10_000) / 7.0), "s": pa.array([f"s{i}" for i in range(10_000)])})
     assert dictionary_columns(few, cfg) == ["x", "s"]
