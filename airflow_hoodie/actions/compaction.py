@@ -61,7 +61,6 @@ from airflow_hoodie.table.file_group.base_file_writer import (
 )
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
-from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceRead,
     SliceReadOptions,
@@ -208,7 +207,7 @@ def slices_to_compact(table: HoodieTable, slices: Iterable[FileSlice], compactio
     """The slices with only the log files a compaction at ``compaction_instant`` may merge
     (``LogFileLayout.logs_to_compact``: on table version 8+ those whose delta commit
     completed before it; a pending delta commit's log stays for the next plan)."""
-    layout = log_file_layout(table.config.table_version)
+    layout = table.format.log_file_layout
     if not layout.names_logs_by_write_instant:
         return list(slices)
     done = timeline.completion_times()

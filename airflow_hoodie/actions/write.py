@@ -463,7 +463,7 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
         table_type=client.table.table_type, table_name=client.table_name or "", avro_schema=dict(avro),
         config=cfg,
         ordering_fields=tuple(ordering_fields_for_merge(cfg)), operation=operation,
-        table_version=client.table.format.version,
+        table_format=client.table.format,
         key_generator=None if client.table.config.populate_meta_fields else key_generator_props(cfg),
     )
 
