@@ -101,11 +101,6 @@ class TableFormat:
         return LogFileLayout(self.version)
 
     @property
-    def metadata_record_schema(self) -> str:
-        """The schema file of this table's metadata-table records (``metadata_record``)."""
-        return self.release.metadata_record_schema
-
-    @property
     def stats_index_version(self) -> str:
         """The column-stats / partition-stats index version a new index definition gets."""
         return self.release.stats_index_version
@@ -118,42 +113,47 @@ class TableFormat:
 
     # ------------------------------------------------------------ the timeline layout
     @property
+    def _layout_2(self) -> bool:
+        """Hudi 1.x's timeline layout (``.hoodie/timeline``, LSM history); the one layout test."""
+        return self.timeline_layout >= _LSM_LAYOUT
+
+    @property
     def has_completion_times(self) -> bool:
         """Completed instants carry their completion time (layout 2); layout 1 has none."""
-        return self.timeline_layout >= _LSM_LAYOUT
+        return self._layout_2
 
     @property
     def waits_out_clock_skew(self) -> bool:
         """New instant times wait out the expected clock skew (Hudi 1.x's
         SkewAdjustingTimeGenerator, which comes with layout 2's completion-time order)."""
-        return self.timeline_layout >= _LSM_LAYOUT
+        return self._layout_2
 
     @property
     def archives_to_lsm(self) -> bool:
         """Archival writes an LSM tree under :attr:`history_folder` (layout 2); layout 1
         appends archive log files under :attr:`archive_folder`."""
-        return self.timeline_layout >= _LSM_LAYOUT
+        return self._layout_2
 
     @property
     def archival_rules(self) -> str:
         """Which archiver's rules choose the instants to archive: Hudi 1.x's
         TimelineArchiverV2 (``"1.x"``) with layout 2, else 0.14's (``"0.14"``);
         ``actions.archive_rules`` holds them."""
-        return "1.x" if self.timeline_layout >= _LSM_LAYOUT else "0.14"
+        return "1.x" if self._layout_2 else "0.14"
 
     @property
     def rolls_back_metadata_at_rollback_time(self) -> bool:
         """Rolling back an instant rolls the metadata table's delta commit of it back at the
         data rollback's own instant time (Hudi 1.x, layout 2); before, a delta commit records
         the rollback and a suffixed rollback undoes the target."""
-        return self.timeline_layout >= _LSM_LAYOUT
+        return self._layout_2
 
     @property
     def suffixes_metadata_service_instants(self) -> bool:
         """The metadata table's compaction and clean take the latest delta commit's time plus a
         suffix (``001``, ``002``; layout 1, HoodieTableMetadataUtil); layout 2 takes new
         instant times."""
-        return self.timeline_layout < _LSM_LAYOUT
+        return not self._layout_2
 
     def history_path(self, meta_path: str) -> str:
         """Where a layout 2 table archives (``.hoodie/timeline/history`` by default)."""

@@ -116,8 +116,8 @@ class LogFileLayout:
 
 
 def log_file_layout(of: Any) -> LogFileLayout:
-    """The layout of a table version given as an int, or of what knows its table's format: a
-    ``TableFormat`` (``.log_file_layout``) or a ``HoodieTable`` (``.format``)."""
+    """The layout of a table version given as an int, or a ``TableFormat``'s
+    (``.log_file_layout``; not imported here: the format module imports this one)."""
     if isinstance(of, LogFileLayout):
         return of
     if isinstance(of, int):
@@ -125,9 +125,6 @@ def log_file_layout(of: Any) -> LogFileLayout:
     layout = getattr(of, "log_file_layout", None)
     if isinstance(layout, LogFileLayout):
         return layout
-    fmt = getattr(of, "format", None)
-    if fmt is not None and isinstance(getattr(fmt, "log_file_layout", None), LogFileLayout):
-        return fmt.log_file_layout
     raise TypeError(f"Cannot tell the log-file layout of {type(of).__name__}")
 
 

@@ -155,7 +155,7 @@ class LogWriter:
         """The writer ``instant_time`` uses to add blocks to the slice based at
         ``base_instant`` (None: a group without base file) of a table whose log-file ``layout``
         is given (a ``LogFileLayout``, or what :func:`log_file_layout` reads one from: a table
-        version, a ``TableFormat``, a ``HoodieTable``): version 6 names the files with the base
+        version or a ``TableFormat``): version 6 names the files with the base
         instant and appends where it can; version 8+ names them with ``instant_time`` and never
         appends (:mod:`~airflow_hoodie.table.file_group.log_file_layout`)."""
         rules = log_file_layout(layout)
