@@ -42,7 +42,7 @@ from airflow_hoodie.actions.archive_rules import (  # noqa: F401 - the rules, fo
     oldest_commit_to_retain_for_pending,
     oldest_instant_to_retain_for_clustering,
     oldest_instant_to_retain_for_compaction,
-    rules_for_layout,
+    rules_for,
 )
 from airflow_hoodie.actions.service_common import (
     crash_point,
@@ -254,7 +254,7 @@ def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, settings: Archiv
 def _newest_archived(table: HoodieTable) -> str | None:
     """Timeline layout 2: the newest instant time the LSM history's latest snapshot holds
     (from its manifest's file names); None on layout 1, whose archive log has no such index."""
-    if table.format.timeline_layout < 2 or not table.storage.exists(table.history_path):
+    if not table.format.archives_to_lsm or not table.storage.exists(table.history_path):
         return None
     return LsmTimelineWriter(table.storage, table.history_path).newest_archived_instant()
 
@@ -304,15 +304,15 @@ def _delete_archived_instants(table: HoodieTable, chosen: Sequence[Instant], all
 
 def _archive(table: HoodieTable, settings: ArchiveSettings, data_table_earliest: str | None = None) -> dict[str, Any]:
     started = time.time()
-    layout = table.format.timeline_layout
-    merged = recover_merge(table) if layout == 1 else 0
+    fmt = table.format
+    merged = 0 if fmt.archives_to_lsm else recover_merge(table)
     tl = _finish_killed_deletions(table, table.reload_timeline())
     ctx = dataclasses.replace(archive_context(table, tl), data_table_earliest=data_table_earliest)
-    chosen = instants_to_archive(tl.instants, settings, ctx, rules_for_layout(layout))
+    chosen = instants_to_archive(tl.instants, settings, ctx, rules_for(fmt))
     if not chosen:
-        merge = merge_archive_files_if_needed(table, settings) if layout == 1 else 0
+        merge = 0 if fmt.archives_to_lsm else merge_archive_files_if_needed(table, settings)
         reason = nothing_to_archive_reason(
-            tl.instants, settings, ctx, rules_for_layout(layout), metadata_delta_commits_since_compaction(table),
+            tl.instants, settings, ctx, rules_for(fmt), metadata_delta_commits_since_compaction(table),
             settings.metadata_max_delta_commits)
         return {"instant": None, "action": "archive", "reason": f"nothing to archive: {reason}",
                 "merged_files": merge + merged}
@@ -324,26 +324,26 @@ def _archive(table: HoodieTable, settings: ArchiveSettings, data_table_earliest:
         return table.storage.read_bytes(path) if table.storage.exists(path) else b""
 
     crash_point("archive.before_write")
-    if layout == 1:
-        entries = archive_entries(files, read)
-        archive_file = table.storage.uri(write_archive_entries(table, entries, settings.batch))
-        written = len(entries)
-    else:
+    if fmt.archives_to_lsm:
         lsm = LsmTimelineWriter(table.storage, table.history_path, settings.lsm)
         records = lsm_records(chosen, files, read)
         name = lsm.write(records)
         archive_file = table.storage.uri(table.storage.join(table.history_path, name) if name else table.history_path)
         written = len(records)
+    else:
+        entries = archive_entries(files, read)
+        archive_file = table.storage.uri(write_archive_entries(table, entries, settings.batch))
+        written = len(entries)
     crash_point("archive.after_write")
     deleted = _delete_archived_instants(table, chosen, tl.all_instants)
     # after the active files are gone, as Hudi: merge small archive logs (0.14) or compact
     # and clean the LSM timeline's layers (1.x)
     compacted: list[str] = []
     merge = 0
-    if layout == 1:
-        merge = merge_archive_files_if_needed(table, settings)
-    else:
+    if fmt.archives_to_lsm:
         compacted = lsm.compact_and_clean()
+    else:
+        merge = merge_archive_files_if_needed(table, settings)
     table.reload_timeline()
     return {
         "instant": chosen[-1].timestamp, "action": "archive", "state": "completed",

@@ -24,6 +24,7 @@ from airflow_hoodie.actions.service_common import (
 )
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.settings.archive import ArchiveSettings
+from airflow_hoodie.table.table_format import TableFormat
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
@@ -56,7 +57,7 @@ class ArchiveContext:
 @dataclass(frozen=True)
 class ArchiveRules:
     """Where Hudi 1.x's TimelineArchiverV2 selects differently from 0.14's archiver; the
-    table's timeline layout picks the rules (:func:`rules_for_layout`)."""
+    table's format names the rules (:func:`rules_for`)."""
 
     #: 0.14 archives completed cleans and rollbacks by their own keep.min/max counts; 1.x
     #: archives them only with commits: those requested before the newest commit archived
@@ -82,8 +83,13 @@ RULES_1_X = ArchiveRules(cleans_follow_commits=True, metadata_fence_by_completio
                          compaction_by_completion=True)
 
 
-def rules_for_layout(timeline_layout: int) -> ArchiveRules:
-    return RULES_1_X if timeline_layout >= 2 else RULES_0_14
+#: the rules of each archiver a table format names (``TableFormat.archival_rules``)
+_RULES = {"0.14": RULES_0_14, "1.x": RULES_1_X}
+
+
+def rules_for(fmt: TableFormat) -> ArchiveRules:
+    """The archival rules of a table of format ``fmt`` (its timeline layout's archiver)."""
+    return _RULES[fmt.archival_rules]
 
 
 def _sorted(instants: Sequence[Instant]) -> list[Instant]:

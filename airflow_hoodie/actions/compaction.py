@@ -73,7 +73,6 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceReadOptions,
     read_file_slice_counted,
 )
-from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
@@ -206,7 +205,7 @@ def slices_to_compact(table: HoodieTable, slices: Iterable[FileSlice], compactio
     """The slices with only the log files a compaction at ``compaction_instant`` may merge
     (``LogFileLayout.logs_to_compact``: on table version 8+ those whose delta commit
     completed before it; a pending delta commit's log stays for the next plan)."""
-    layout = log_file_layout(table.config.table_version)
+    layout = table.format.log_file_layout
     if not layout.names_logs_by_write_instant:
         return list(slices)
     done = timeline.completion_times()

@@ -42,7 +42,6 @@ from airflow_hoodie.table.file_group.file_naming import (
     make_write_token,
     parse_log_file_name,
 )
-from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.file_group.slice_keys import derived_record_keys
 from airflow_hoodie.table.log.data_block import avro_data_block
 from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
@@ -56,6 +55,7 @@ from airflow_hoodie.table.schema.meta_fields import (
     without_meta_values,
 )
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.table_format import TableFormat
 
 
 @dataclass
@@ -93,9 +93,9 @@ class WriteContext:
     #: latest write wins (commit-time ordering, OverwriteWithLatestAvroPayload)
     ordering_fields: tuple[str, ...]
     operation: str
+    #: the table's format: its log-file layout decides how log files are named and appended
+    table_format: TableFormat
     stage_id: int = 0
-    #: the table version: decides how log files are named and appended (log_file_layout)
-    table_version: int = 6
     #: the ordering field whose value a delete block keeps per key: the write's own ordering
     #: fields when it names them, else the table's (``ordering_fields``)
     delete_ordering_fields: tuple[str, ...] = ()
@@ -340,7 +340,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
                 for k, o, op in zip(deletes.column(RECORD_KEY).to_pylist(), order, hard)]
         order_type = deletes.schema.field(field).type if has_order else None
         blocks.append(delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
-    layout = log_file_layout(ctx.table_version)
+    layout = ctx.table_format.log_file_layout
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     writer = LogWriter.for_instant(storage, part_dir, task.file_id, task.base_instant, ctx.instant_time, token,
                                    layout, max_file_size=ctx.log_settings.max_file_size,

@@ -14,6 +14,7 @@ from airflow_hoodie.config_keys.merge import MERGE_MODE, MERGE_STRATEGY_ID
 from airflow_hoodie.config_keys.write import ORDERING_FIELDS, PRECOMBINE_FIELD, WRITE_TABLE_VERSION
 from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
 from airflow_hoodie.table import properties as tp
+from airflow_hoodie.table.hudi_release import release_of
 from airflow_hoodie.table.record_merger import MergeMode
 
 PAYLOAD_OPTION = "hoodie.datasource.write.payload.class"
@@ -52,7 +53,7 @@ def write_ordering_fields(config: HoodieConfig) -> list[str]:
     if ORDERING_FIELDS in config:
         return config.get_list(ORDERING_FIELDS)
     version = (_named(config, WRITE_TABLE_VERSION) or "6").strip()
-    if version.isdigit() and int(version) >= 8:
+    if version.isdigit() and not release_of(int(version)).precombine_defaults_to_ts:
         return explicit_ordering_fields(config)
     return config.get_list(PRECOMBINE_FIELD)
 

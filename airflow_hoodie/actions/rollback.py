@@ -40,7 +40,6 @@ from airflow_hoodie.table.file_group.file_naming import (
     make_write_token,
     parse_log_file_name,
 )
-from airflow_hoodie.table.file_group.log_file_layout import log_file_layout
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.log_block import serialize_block
@@ -90,7 +89,7 @@ def _files_from_listing(table: HoodieTable, instant_time: str) -> list[tuple[str
     files, and on table version 8+ the log files the instant named (its own)."""
     view = table.file_system_view()
     found = [(bf.partition_path, bf.file_name, mk.IO_CREATE) for bf in view.base_files_written_at(instant_time)]
-    if log_file_layout(table.config.table_version).names_logs_by_write_instant:
+    if table.format.log_file_layout.names_logs_by_write_instant:
         found.extend((lf.partition_path, lf.file_name, mk.IO_APPEND)
                      for fg in view.all_file_groups() for lf in fg.all_log_files()
                      if lf.base_instant == instant_time)
@@ -118,7 +117,7 @@ def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
                 io = mk.IO_APPEND if ".log." in name else mk.IO_CREATE
                 if (part, name, io) not in entries:
                     entries.append((part, name, io))
-    layout = log_file_layout(table.config.table_version)
+    layout = table.format.log_file_layout
     # Hudi 1.x leaves a file deletion's request without file id and base instant ("")
     blank = "" if layout.rollback_deletes_logs else None
     requests: dict[tuple[str, str], dict[str, Any]] = {}
@@ -212,7 +211,7 @@ def rollback_instant(table: HoodieTable, target: str, rollback_time: str | None 
     part_meta: dict[str, dict[str, Any]] = {}
     deleted_total = 0
     # Hudi 1.x records "no log file touched" as empty maps, 0.x as null
-    no_logs = (lambda: {}) if log_file_layout(table.config.table_version).rollback_deletes_logs else (lambda: None)
+    no_logs = (lambda: {}) if table.format.log_file_layout.rollback_deletes_logs else (lambda: None)
     for req in plan.get("RollbackRequests") or []:
         part = req["partitionPath"]
         pm = part_meta.setdefault(part, {"partitionPath": part, "successDeleteFiles": [], "failedDeleteFiles": [],
@@ -255,7 +254,7 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     mdt = metadata_table_of(table)
     timeline = mdt.reload_timeline()
     undoable = timeline.get(target) is not None and not merged_by_compaction(timeline, target)
-    if undoable and mdt.format.timeline_layout >= 2:
+    if undoable and mdt.format.rolls_back_metadata_at_rollback_time:
         # Hudi 1.x rolls the metadata table's delta commit of the target back at the data
         # rollback's own time: its log files go, and with them every record of the target
         rollback_instant(mdt, target, rollback_time=ts, latest_only=False)
@@ -290,7 +289,7 @@ def undo_metadata_commit(table: HoodieTable, instant_time: str) -> None:
             "attempt that never completed, so it cannot be undone. Rebuild the metadata table (run a write with "
             "hoodie.metadata.enable=false, then one with it true), then run the service again.")
     appended: list[tuple[str, str]] = []
-    if not log_file_layout(mdt.config.table_version).names_logs_by_write_instant:
+    if not mdt.format.log_file_layout.names_logs_by_write_instant:
         # no markers, and log names that carry their slice, not their writer: the logs that
         # hold the attempt's blocks are found by their headers (metadata-table logs are small)
         for fs in mdt.file_system_view().latest_file_slices():

@@ -470,7 +470,7 @@ def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation
         ordering_fields=tuple(ordering_fields_for_merge(cfg)), operation=operation,
         delete_ordering_fields=tuple(write_ordering_fields(cfg))
         if PRECOMBINE_FIELD in cfg or ORDERING_FIELDS in cfg else (),
-        table_version=client.table.format.version,
+        table_format=client.table.format,
         key_generator=None if client.table.config.populate_meta_fields else key_generator_props(cfg),
     )
 

@@ -41,8 +41,10 @@ from airflow_hoodie.errors import (
     HoodieNotSupportedError,
 )
 from airflow_hoodie.table import properties as tp
+from airflow_hoodie.table.hudi_release import release_of
 from airflow_hoodie.table.keygen.keygen_config import CLASS_TO_TYPE
 from airflow_hoodie.table.record_merger import MergeMode
+from airflow_hoodie.table.table_format import WRITABLE_TABLE_VERSIONS, TableFormat
 
 
 OPERATIONS = ("insert", "upsert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
@@ -86,9 +88,6 @@ def key_generator_props(config: HoodieConfig) -> dict[str, str]:
     return props
 
 
-#: the table versions a write may create a table at (and writes at)
-CREATABLE_TABLE_VERSIONS = (6, 8, 9)
-
 #: the time-based key generator settings Hudi persists in a new table's hoodie.properties
 #: (HoodieTableConfig.PERSISTED_CONFIG_LIST), with their Hudi 0.x streamer spellings
 _PERSISTED_KEYGEN_KEYS = tuple(
@@ -103,10 +102,10 @@ def write_table_version(config: HoodieConfig) -> int:
     we write it, before anything is written."""
     raw = (config.get(WRITE_TABLE_VERSION) or "6").strip()
     version = int(raw) if raw.lstrip("-").isdigit() else None
-    if version not in CREATABLE_TABLE_VERSIONS:
+    if version is None or not TableFormat.for_version(version).writable:
         raise HoodieNotSupportedError(
             f"{WRITE_TABLE_VERSION}={raw!r}: airflow-hoodie writes Hudi table versions "
-            f"{', '.join(map(str, CREATABLE_TABLE_VERSIONS))} (Hudi 0.14/0.15, 1.0, 1.1); nothing was written. "
+            f"{', '.join(map(str, WRITABLE_TABLE_VERSIONS))} (Hudi 0.14/0.15, 1.0, 1.1); nothing was written. "
             f"Set {WRITE_TABLE_VERSION} to one of them.")
     return version
 
@@ -126,7 +125,7 @@ def _merge_props_1x(version: int, mode: MergeMode, payload: str | None) -> dict[
     """The merge keys of a new version 8/9 table as Hudi 1.x writes them: version 8 names the
     payload class and strategy id of the mode as well; version 9 only the mode, plus the
     payload class (as legacy) and strategy id when a payload class was asked for."""
-    if version == 8:
+    if release_of(version).names_merge_payload_and_strategy:
         if mode is MergeMode.EVENT_TIME_ORDERING:
             payload_class = payload if payload in (DEFAULT_PAYLOAD, EVENT_TIME_AVRO_PAYLOAD) else DEFAULT_PAYLOAD
         else:
@@ -147,6 +146,7 @@ def _table_config_1x(config: HoodieConfig, version: int, table_name: str, table_
     the timeline under ``timeline``/``history`` in layout 2, the ordering fields under the
     version's key, the merge mode spelled out; no base file format, time zone or meta-field
     switch unless they differ from Hudi's defaults."""
+    release = release_of(version)
     ordering = _ordering_fields_checked(explicit_ordering_fields(config), avro_schema)
     mode, payload = inferred_merge_mode(config, ordering)
     keygen_class = key_generator_class(config)
@@ -171,10 +171,10 @@ def _table_config_1x(config: HoodieConfig, version: int, table_name: str, table_
         tp.DROP_PARTITION_COLUMNS: tp.DEFAULTS[tp.DROP_PARTITION_COLUMNS],
         tp.DATABASE_NAME: config.get(tp.DATABASE_NAME) or "default",
         tp.CREATE_SCHEMA: json.dumps(avro_schema, separators=(",", ":")),
-        (tp.ORDERING_FIELDS if version >= 9 else tp.PRECOMBINE_FIELD): ",".join(ordering),
+        release.ordering_fields_key: ",".join(ordering),
         **_merge_props_1x(version, mode, payload),
     }
-    if version >= 9:
+    if release.declares_table_format:
         props[tp.TABLE_FORMAT] = "native"
     if not config.get_bool(tp.POPULATE_META_FIELDS):
         props[tp.POPULATE_META_FIELDS] = "false"
@@ -197,7 +197,7 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
     if table_type not in (tp.COPY_ON_WRITE, tp.MERGE_ON_READ):
         raise HoodieConfigError(f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
     version = write_table_version(config)
-    if version != 6:
+    if release_of(version).table_properties_1x:
         return _table_config_1x(config, version, table_name, table_type, avro_schema)
     write_merge_mode(config)  # CUSTOM refused at every version
     defaults = {k: tp.DEFAULTS[k] for k in (tp.VERSION, tp.TIMELINE_LAYOUT_VERSION, tp.ARCHIVELOG_FOLDER)}
@@ -301,6 +301,7 @@ def with_table_settings(config: HoodieConfig, table: tp.TableConfig | None) -> H
         return config
     extra: dict[str, str] = {}
     version = table.table_version
+    # not a branch on the version: the asked one must be the table's own (never upgraded)
     if WRITE_TABLE_VERSION in config and write_table_version(config) != version:
         raise HoodieNotSupportedError(
             f"The table is Hudi table version {version} but the write asks for {WRITE_TABLE_VERSION}="

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 from airflow_hoodie.actions.archive_reasons import nothing_to_archive_reason
 from airflow_hoodie.actions.archive_rules import (
     ArchiveContext,
+    ArchiveRules,
     instants_to_archive,
-    rules_for_layout,
 )
 from airflow_hoodie.actions.clean import earliest_commit_to_retain
 from airflow_hoodie.actions.compaction import compaction_due
@@ -40,7 +40,7 @@ def _commits_after(views: Sequence[InstantView], kind: str) -> int:
 
 
 def maintenance_due(instants: Sequence[Instant], views: Sequence[InstantView], config: HoodieConfig, is_mor: bool,
-                    now_ts: str, timeline_layout: int, archive_context: ArchiveContext,
+                    now_ts: str, archive_rules: ArchiveRules, archive_context: ArchiveContext,
                     metadata_delta_commits: int | None, metadata_max_delta_commits: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pending = {v.kind for v in views if v.state != "COMPLETED"}
@@ -56,7 +56,7 @@ def maintenance_due(instants: Sequence[Instant], views: Sequence[InstantView], c
                 "reason": f"{since_clustering} commits since the last clustering ({CLUSTERING_MAX_COMMITS}={every})"
                 + ("; a clustering plan is pending" if "clustering" in pending else "")})
     out.append(_clean_due(instants, views, config))
-    out.append(_archival_due(instants, config, timeline_layout, archive_context, metadata_delta_commits,
+    out.append(_archival_due(instants, config, archive_rules, archive_context, metadata_delta_commits,
                              metadata_max_delta_commits))
     return out
 
@@ -80,10 +80,9 @@ def _clean_due(instants: Sequence[Instant], views: Sequence[InstantView], config
             "reason": f"{since} commits since the last clean ({CLEAN_MAX_COMMITS}={every}); {policy}{at}"}
 
 
-def _archival_due(instants: Sequence[Instant], config: HoodieConfig, layout: int, ctx: ArchiveContext,
+def _archival_due(instants: Sequence[Instant], config: HoodieConfig, rules: ArchiveRules, ctx: ArchiveContext,
                   metadata_delta_commits: int | None, metadata_max_delta_commits: int) -> dict[str, Any]:
     settings = ArchiveSettings.from_config(config)
-    rules = rules_for_layout(layout)
     chosen = instants_to_archive(instants, settings, ctx, rules)
     if chosen:
         commits = sum(1 for i in chosen if i.action in Action.COMMITS)

@@ -19,6 +19,7 @@ from airflow_hoodie.actions.archive import archive_context
 from airflow_hoodie.actions.archive_reasons import (
     metadata_delta_commits_since_compaction,
 )
+from airflow_hoodie.actions.archive_rules import rules_for
 from airflow_hoodie.actions.transaction.heartbeat import Heartbeats
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.archive import MAX_COMMITS, MIN_COMMITS
@@ -84,7 +85,7 @@ def table_health(base_uri: str, storage_options: Mapping[str, str] | None = None
     health["metadata_table"] = _metadata_table(table, views, mdt_lag)
     health["lock"] = _lock(table, dict(config or {}).get(PROVIDER))
     health["maintenance_due"] = maintenance_due(
-        timeline.instants, views, cfg, bool(table.is_mor), now_ts, table.format.timeline_layout,
+        timeline.instants, views, cfg, bool(table.is_mor), now_ts, rules_for(table.format),
         archive_context(table, timeline), mdt_lag, cfg.get_int(COMPACT_MAX_DELTA_COMMITS))
     health["timeline"] = [v.to_dict() for v in views]
     health["summary"] = summary(health)

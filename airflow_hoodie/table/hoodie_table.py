@@ -232,7 +232,7 @@ class HoodieTable:
         Hudi 1.x orders file slices and incremental reads by completion time, so it must
         not go back: it is past the instant's own time and every completion this table's
         loaded timeline has seen."""
-        if self.format.timeline_layout < 2:
+        if not self.format.has_completion_times:
             return None
         done = self.timeline.completion_times().values()
         return self._generate_time(max([instant.timestamp, *done]))
@@ -242,7 +242,7 @@ class HoodieTable:
         (Hudi's SkewAdjustingTimeGenerator), so a writer whose clock lags by up to
         ``hoodie.time.generator.max_expected_clock_skew_ms`` still takes a later time."""
         ts = new_instant_time(utc=self.config.timeline_timezone == "UTC", after=after, table=self.base_uri)
-        if self.format.timeline_layout >= 2:
+        if self.format.waits_out_clock_skew:
             skew_ms = self.write_config.get_int(MAX_EXPECTED_CLOCK_SKEW_MS)
             if skew_ms > 0:
                 time.sleep(skew_ms / 1000.0)
@@ -253,10 +253,18 @@ class HoodieTable:
         before anything reads or changes it; see :mod:`supported_features`."""
         check_supported(self.config, self.timeline.timestamps, f"The table at {self.base_uri}")
 
+    #: (the config it was resolved from, the format): resolved again only when the config
+    #: object changes (:meth:`reload_config`, :meth:`update_config`, a caller assigning one)
+    _resolved_format: tuple[TableConfig, TableFormat] | None = None
+
     @property
     def format(self) -> TableFormat:
-        """The table's version and timeline layout, resolved from its config."""
-        return TableFormat.of(self.config)
+        """The table's version and timeline layout, resolved once from its config; every
+        version-dependent choice is asked of it."""
+        resolved = self._resolved_format
+        if resolved is None or resolved[0] is not self.config:
+            resolved = self._resolved_format = (self.config, TableFormat.of(self.config))
+        return resolved[1]
 
     def timeline_writer(self) -> TimelineWriter:
         """The one writer of this table's instant files, in its version's timeline layout."""
@@ -370,11 +378,9 @@ class HoodieTable:
         self.config = TableConfig.load(self.storage, self.base_path)
         return self.config
 
-    def archived_timeline(self):  # -> ArchivedTimeline (imported lazily: needs the log reader)
-
-        if self.timeline_layout_2:
-            return ArchivedTimeline.load_lsm(self.storage, self.history_path)
-        return ArchivedTimeline.load(self.storage, self.base_path, self.config.archivelog_folder)
+    def archived_timeline(self) -> ArchivedTimeline:
+        """The archived instants, where the table's timeline layout keeps them."""
+        return self.format.archived_timeline(self.storage, self.base_path)
 
     def file_system_view(self, timeline: Timeline | None = None,
                          through_metadata_table: bool | None = None) -> FileSystemView:
@@ -429,15 +435,9 @@ class HoodieTable:
         return Storage.join(self.meta_path, AUX_FOLDER)
 
     @property
-    def timeline_layout_2(self) -> bool:
-        """Table version 8+: instants under ``.hoodie/timeline``, history in an LSM tree."""
-        return (self.config.get("hoodie.timeline.layout.version") or "").strip() == "2" or self.config.table_version >= 8
-
-    @property
     def history_path(self) -> str:
-        """Where a version 8+ table archives (``.hoodie/timeline/history`` by default)."""
-        timeline = self.config.get("hoodie.timeline.path") or "timeline"
-        return Storage.join(self.meta_path, timeline, self.config.get("hoodie.timeline.history.path") or "history")
+        """Where a timeline layout 2 table archives (``.hoodie/timeline/history`` by default)."""
+        return self.format.history_path(self.meta_path)
 
     @property
     def archive_path(self) -> str:

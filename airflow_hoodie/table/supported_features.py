@@ -12,11 +12,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from airflow_hoodie.errors import HoodieNotSupportedError
-
-#: table versions our reader understands: 6 (Hudi 0.14/0.15), 8 (1.0), 9 (1.1), and 5 (0.12/0.13),
-#: whose upgrade to 6 (Hudi's FiveToSixUpgradeHandler) only drops compaction plans copied under
-#: ``.aux`` and compacts the metadata table: nothing a reader sees
-READABLE_TABLE_VERSIONS = (5, 6, 8, 9)
+from airflow_hoodie.table.table_format import READABLE_TABLE_VERSIONS, TableFormat
 
 BASE_FILE_FORMAT = "hoodie.table.base.file.format"
 MULTIPLE_BASE_FILE_FORMATS = "hoodie.table.multiple.base.file.formats.enable"
@@ -102,7 +98,7 @@ def check_merge_supported(props: Mapping[str, str], where: str) -> None:
 def check_supported(props: Mapping[str, str], timestamps: list[str], where: str) -> None:
     """Refuse a table (``hoodie.properties`` + its instant times) using a feature we do not handle."""
     version = int(props.get("hoodie.table.version") or 6)
-    if version not in READABLE_TABLE_VERSIONS:
+    if not TableFormat.for_version(version).readable:
         raise _refuse(where, f"Hudi table version {version}",
                       f"Supported table versions: {', '.join(map(str, READABLE_TABLE_VERSIONS))} (Hudi 0.12/0.13, "
                       "0.14/0.15, 1.0, 1.1). Upgrade or downgrade the table with Hudi to one of them.")

@@ -242,8 +242,8 @@ def test_the_metadata_table_fence_goes_by_completion_time_in_1x() -> None:
 
 
 def test_layout_picks_the_rules() -> None:
-    assert ar.rules_for_layout(1) is ar.RULES_0_14
-    assert ar.rules_for_layout(2) is ar.RULES_1_X
+    assert ar.rules_for(table_format.TableFormat(6, 1)) is ar.RULES_0_14
+    assert ar.rules_for(table_format.TableFormat(9, 2)) is ar.RULES_1_X
 
 
 def test_clustering_files_belong_to_their_replacecommit() -> None:

@@ -52,6 +52,7 @@ def test_a_write_task_freezes_the_heap_it_starts_with(unfrozen, monkeypatch, tmp
     from airflow_hoodie.settings.log_file import LogFileSettings
     from airflow_hoodie.spark.bulk_insert import _write_task
     from airflow_hoodie.table.schema.avro_convert import arrow_schema_to_avro
+    from airflow_hoodie.table.table_format import TableFormat
 
     monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls: _FakeTask()))
     rows = _rows(range(20), ["a", "b"])
@@ -60,7 +61,7 @@ def test_a_write_task_freezes_the_heap_it_starts_with(unfrozen, monkeypatch, tmp
                        table_type="COPY_ON_WRITE", table_name="t",
                        avro_schema=arrow_schema_to_avro(rows.schema, "t_record", "hoodie.t"),
                        file_settings=BaseFileSettings.from_config(cfg), log_settings=LogFileSettings.from_config(cfg),
-                       ordering_fields=("ts",), operation="bulk_insert")
+                       ordering_fields=("ts",), operation="bulk_insert", table_format=TableFormat.for_version(6))
     out = list(_write_task(ctx, key_generator_props(cfg), ["ts"], 1000, iter(rows.to_batches())))
     assert len(out[0].column(0)) == 2  # a file per partition path
     assert gc.get_freeze_count() > 10_000  # the imported modules' objects at least

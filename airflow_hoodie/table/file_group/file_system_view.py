@@ -41,6 +41,7 @@ from airflow_hoodie.table.metadata_table.files_listing import (
 )
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.table_format import TableFormat
 from airflow_hoodie.table.timeline.instant import (
     Action,
     Instant,
@@ -134,7 +135,7 @@ class FileSystemView:
         partitions.update(f.partition_path for f in bases)
         partitions.update(f.partition_path for f in logs)
         self._partitions = sorted(partitions)
-        if self.config.table_version >= 8:
+        if TableFormat.of(self.config).log_file_layout.slices_by_completion_time:
             self._groups = self._slice_by_completion_time(bases, logs)
         else:
             self._groups = build_file_groups(bases, logs)

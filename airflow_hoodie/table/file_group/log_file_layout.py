@@ -30,21 +30,27 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
+from airflow_hoodie.table.hudi_release import release_of
 from airflow_hoodie.table.timeline.instant import normalize_instant_time
-
-#: first table version whose log files are named by the writing delta commit (Hudi 1.0)
-FIRST_INSTANT_NAMED_LOG_VERSION = 8
 
 
 @dataclass(frozen=True)
 class LogFileLayout:
-    """The log-file rules of one table version (see module doc)."""
+    """The log-file rules of one table version (see module doc); a table's comes from its
+    ``TableFormat.log_file_layout``."""
 
     table_version: int
 
     @property
     def names_logs_by_write_instant(self) -> bool:
-        return self.table_version >= FIRST_INSTANT_NAMED_LOG_VERSION
+        return release_of(self.table_version).names_logs_by_write_instant
+
+    @property
+    def slices_by_completion_time(self) -> bool:
+        """Whether a log file joins the slice its delta commit *completed* in (a file named by
+        its writer says nothing of the slice), as Hudi 1.x's file-system view does; else the
+        slice of the base instant its name carries."""
+        return self.names_logs_by_write_instant
 
     @property
     def appends_to_existing_log(self) -> bool:
@@ -109,21 +115,17 @@ class LogFileLayout:
         return out
 
 
-def log_file_layout(version: Any) -> LogFileLayout:
-    """The layout of a table version, given as an int, a ``TableFormat`` (``.version``), a
-    ``TableConfig`` (``.table_version``) or a ``HoodieTable`` (``.format``)."""
-    if isinstance(version, LogFileLayout):
-        return version
-    if isinstance(version, int):
-        return LogFileLayout(version)
-    fmt = getattr(version, "format", None)
-    if fmt is not None and hasattr(fmt, "version"):
-        return LogFileLayout(int(fmt.version))
-    if hasattr(version, "table_version"):
-        return LogFileLayout(int(version.table_version))
-    if hasattr(version, "version"):
-        return LogFileLayout(int(version.version))
-    raise TypeError(f"Cannot tell the table version of {type(version).__name__}")
+def log_file_layout(of: Any) -> LogFileLayout:
+    """The layout of a table version given as an int, or a ``TableFormat``'s
+    (``.log_file_layout``; not imported here: the format module imports this one)."""
+    if isinstance(of, LogFileLayout):
+        return of
+    if isinstance(of, int):
+        return LogFileLayout(of)
+    layout = getattr(of, "log_file_layout", None)
+    if isinstance(layout, LogFileLayout):
+        return layout
+    raise TypeError(f"Cannot tell the log-file layout of {type(of).__name__}")
 
 
-__all__ = ["FIRST_INSTANT_NAMED_LOG_VERSION", "LogFileLayout", "log_file_layout"]
+__all__ = ["LogFileLayout", "log_file_layout"]

@@ -11,6 +11,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieConfigError,
 )
+from airflow_hoodie.table.hudi_release import release_of
 from airflow_hoodie.table.keygen.key_generator import KeyGenerator
 from airflow_hoodie.config_keys.keygen import COMPLEX_NEW_ENCODING, COMPLEX_TABLE_ENCODING
 from airflow_hoodie.table.keygen.keygen_config import KEYGEN_PACKAGE
@@ -82,7 +83,7 @@ def _single_field_prefixed(cfg: HoodieConfig) -> bool:
                 f"hoodie.table.complex.keygen.encoding={recorded!r} must be FIELD_PREFIXED or VALUE_ONLY."
             )
         return recorded == "FIELD_PREFIXED"
-    if _table_version(cfg) >= 9:
+    if release_of(_table_version(cfg)).locks_complex_key_encoding:
         return True
     return not cfg.get_bool(COMPLEX_NEW_ENCODING.key)
 

@@ -147,19 +147,20 @@ class LogWriter:
         base_instant: str | None,
         instant_time: str,
         write_token: str,
-        table_version: Any,
+        layout: Any,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         ext: str = LOG_EXTENSION,
         known_log_files: Sequence[str] | None = None,
     ) -> "LogWriter":
         """The writer ``instant_time`` uses to add blocks to the slice based at
-        ``base_instant`` (None: a group without base file) of a table of ``table_version``
-        (an int, ``TableFormat``, ``TableConfig`` or ``HoodieTable``): version 6 names the
-        files with the base instant and appends where it can; version 8+ names them with
-        ``instant_time`` and never appends (:mod:`~airflow_hoodie.table.file_group.log_file_layout`)."""
-        layout = log_file_layout(table_version)
-        return cls(storage, partition_dir, file_id, layout.log_file_instant(base_instant, instant_time),
-                   write_token, max_file_size, ext, append_to_existing=layout.appends_to_existing_log,
+        ``base_instant`` (None: a group without base file) of a table whose log-file ``layout``
+        is given (a ``LogFileLayout``, or what :func:`log_file_layout` reads one from: a table
+        version or a ``TableFormat``): version 6 names the files with the base
+        instant and appends where it can; version 8+ names them with ``instant_time`` and never
+        appends (:mod:`~airflow_hoodie.table.file_group.log_file_layout`)."""
+        rules = log_file_layout(layout)
+        return cls(storage, partition_dir, file_id, rules.log_file_instant(base_instant, instant_time),
+                   write_token, max_file_size, ext, append_to_existing=rules.appends_to_existing_log,
                    known_log_files=known_log_files)
 
     # ------------------------------------------------------------------ state

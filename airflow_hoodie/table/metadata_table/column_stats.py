@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.hudi_release import release_of
 from airflow_hoodie.table.metadata_table.index_keys import column_stats_key
 from airflow_hoodie.table.metadata_table.metadata_record import encode_record
 from airflow_hoodie.table.storage.storage import Storage
@@ -223,7 +224,7 @@ def stats_payload(name: str, rng: ColumnRange, index_version: str, table_version
         "minValue": wrap_value(rng, rng.min, index_version), "maxValue": wrap_value(rng, rng.max, index_version),
         "valueCount": rng.value_count, "nullCount": rng.null_count, "totalSize": rng.total_size,
         "totalUncompressedSize": rng.total_uncompressed_size, "isDeleted": False}
-    if table_version >= 8:
+    if release_of(table_version).typed_column_stats:
         payload["isTightBound"] = tight
         payload["valueType"] = value_type_info(rng, index_version)
     return payload
@@ -233,7 +234,7 @@ def deleted_payload(name: str, column: str, table_version: int) -> dict[str, Any
     payload: dict[str, Any] = {"fileName": name, "columnName": column, "minValue": None, "maxValue": None,
                                "valueCount": None, "nullCount": None, "totalSize": None,
                                "totalUncompressedSize": None, "isDeleted": True}
-    if table_version >= 8:
+    if release_of(table_version).typed_column_stats:
         payload["isTightBound"] = False
         payload["valueType"] = None
     return payload

@@ -95,7 +95,7 @@ def committed_damage(storage: Storage, damaged: Iterable[DamagedBlock]) -> list[
 def _committed_ends(storage: Storage, mdt_base: str) -> tuple[dict[str, int], str | None, bool]:
     """(log file name -> end of its committed bytes, the active timeline's first instant,
     whether log files are named by their writing instant) of the metadata table."""
-    from airflow_hoodie.table.file_group.log_file_layout import log_file_layout  # noqa: PLC0415
+    from airflow_hoodie.table.table_format import TableFormat  # noqa: PLC0415
     from airflow_hoodie.table.timeline.timeline import Timeline  # noqa: PLC0415 - the timeline imports the table layer
 
     try:
@@ -117,7 +117,7 @@ def _committed_ends(storage: Storage, mdt_base: str) -> tuple[dict[str, int], st
             if name and end > ends.get(name, 0):
                 ends[name] = end
     first = timeline.instants[0].timestamp if timeline.instants else None
-    return ends, first, log_file_layout(config.table_version).names_logs_by_write_instant
+    return ends, first, TableFormat.of(config).log_file_layout.names_logs_by_write_instant
 
 
 def refuse_damaged_slice(storage: Any, file_slice: Any, partition: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 import fastavro
 
+from airflow_hoodie.table.hudi_release import release_of
 from airflow_hoodie.table.schema.meta_fields import META_COLUMNS
 
 ALL_PARTITIONS_KEY = "__all_partitions__"
@@ -26,16 +27,14 @@ TYPE_PARTITION_LIST = 1
 TYPE_FILE_LIST = 2
 
 
-#: the schema file of each table version's metadata records: Hudi 1.x added fields (secondary
-#: index, typed column-stats values) that its readers expect in every block's schema
-_SCHEMA_FILES = {6: "HoodieMetadataRecord.avsc", 8: "HoodieMetadataRecord_1x.avsc", 9: "HoodieMetadataRecord_1x.avsc"}
-
-
 @lru_cache(maxsize=None)
 def metadata_record_schema(table_version: int = 6) -> dict[str, Any]:
     """The writer schema of metadata records: meta fields, then HoodieMetadataRecord's, in
-    the form the Hudi release of ``table_version`` writes."""
-    text = resources.files(__package__).joinpath(_SCHEMA_FILES[table_version]).read_text("utf-8")
+    the form the Hudi release of ``table_version`` writes (``HudiRelease.metadata_record_schema``:
+    Hudi 1.x added fields, secondary index and typed column-stats values, that its readers
+    expect in every block's schema)."""
+    schema_file = release_of(table_version).metadata_record_schema
+    text = resources.files(__package__).joinpath(schema_file).read_text("utf-8")
     schema = json.loads(text)
     meta = [{"name": name, "type": ["null", "string"], "doc": "", "default": None} for name in META_COLUMNS]
     return {**schema, "fields": meta + schema["fields"]}
