@@ -23,6 +23,7 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.archive_reasons import (
     metadata_delta_commits_since_compaction,
     nothing_to_archive_reason,
@@ -70,6 +71,9 @@ from airflow_hoodie.config_keys.archive import (
     MIN_COMMITS,
 )
 from airflow_hoodie.config_keys.metadata_table import (
+    CLEANER_COMMITS_RETAINED as METADATA_CLEANER_COMMITS_RETAINED,
+)
+from airflow_hoodie.config_keys.metadata_table import (
     COMPACT_MAX_DELTA_COMMITS as METADATA_COMPACT_MAX_DELTA_COMMITS,
 )
 from airflow_hoodie.errors import HoodieTimelineError
@@ -87,10 +91,7 @@ from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
 )
-from airflow_hoodie.table.metadata_table.metadata_compaction import (
-    CLEANER_COMMITS_RETAINED as METADATA_CLEANER_COMMITS_RETAINED,
-)
-from airflow_hoodie.table.metadata_table.removal import (
+from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
 )
@@ -232,7 +233,7 @@ def run_archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
     """Archive what the rules allow; then merge small archive files if enabled. Under
     the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
     timeline that archival deletes from."""
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     with transaction_manager_for(table, config).transaction("archive the timeline"):
         return _archive(table, config)
 
@@ -259,11 +260,11 @@ def data_table_earliest(data_timeline: Timeline) -> str | None:
     return min(found) if found else None
 
 
-def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, config: HoodieConfig) -> dict[str, Any] | None:
+def archive_metadata_table(data: HoodieTable, mdt: HoodieTable, settings: ArchiveSettings) -> dict[str, Any] | None:
     """Archive the metadata table's own timeline, as Hudi's writer does after the metadata
-    table's compaction and clean (under the data table's lock, inside its commit). Skipped
-    while too few instants are completed for any rule to archive one."""
-    settings = metadata_table_settings(config)
+    table's compaction and clean (under the data table's lock, inside its commit), with
+    ``settings`` from :func:`metadata_table_settings`. Skipped while too few instants are
+    completed for any rule to archive one."""
     done = [i for i in mdt.timeline.instants if is_completed(i)]
     if (sum(1 for i in done if i.action in Action.COMMITS) <= settings.max_commits
             and all(sum(1 for i in done if i.action == a) <= settings.max_commits

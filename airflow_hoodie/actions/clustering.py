@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions import service_common as sc
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
@@ -246,7 +247,7 @@ def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: 
     Hudi 1.x tables) under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     table.check_records_writable("Scheduling a clustering")
     with transaction_manager_for(table, config).transaction("schedule a clustering"):
         result = _schedule_clustering(table, config, instant_time)
@@ -375,7 +376,7 @@ def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     with executing(transaction_manager_for(table, config), "clustering", instant_time) as token:
         return _execute_clustering(table, instant_time, executor, config, storage_options, started, token)
 

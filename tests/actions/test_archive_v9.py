@@ -18,7 +18,7 @@ import pytest
 
 import airflow_hoodie.table.table_format as table_format
 from airflow_hoodie.actions import archive as ar
-from airflow_hoodie.actions.archive import archive_metadata_table, run_archive
+from airflow_hoodie.actions.archive import archive_metadata_table, metadata_table_settings, run_archive
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -163,7 +163,7 @@ def test_the_metadata_table_of_a_v9_table_archives_into_its_own_lsm_timeline(
     data, mdt = HoodieTable.load(str(path)), HoodieTable.load(str(path / ".hoodie" / "metadata"))
     config = HoodieConfig({**SMALL, "hoodie.metadata.compact.max.delta.commits": "2"})
 
-    result = archive_metadata_table(data, mdt, config)
+    result = archive_metadata_table(data, mdt, metadata_table_settings(config))
 
     # only what precedes the data table's first commit: the metadata table's own bootstrap
     assert result["archived_instants"] == [f"0000000000000000{i}" for i in range(4)]
