@@ -437,10 +437,8 @@ def file_stats_rows(table: HoodieTable, file: str) -> list[dict[str, Any]]:
     table, partition folders included), one row per indexed column."""
     from airflow_hoodie.table.metadata_table.column_stats import VALUE_TYPES, comparable_value  # noqa: PLC0415
     from airflow_hoodie.table.metadata_table.index_keys import column_stats_key  # noqa: PLC0415
-    from airflow_hoodie.table.metadata_table.stats_index_writer import (  # noqa: PLC0415
-        indexed_columns,
-        kept_stats_partitions,
-    )
+    from airflow_hoodie.actions.metadata_table.stats_index_writer import indexed_columns  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions  # noqa: PLC0415
     from airflow_hoodie.table.metadata_table.stats_reader import (  # noqa: PLC0415
         index_partition_files,
         read_index_records,

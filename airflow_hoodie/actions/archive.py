@@ -23,6 +23,7 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.archive_reasons import (
     metadata_delta_commits_since_compaction,
     nothing_to_archive_reason,
@@ -80,7 +81,7 @@ from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
 )
-from airflow_hoodie.table.metadata_table.removal import (
+from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
 )
@@ -220,7 +221,7 @@ def run_archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
     the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
     timeline that archival deletes from."""
     settings = ArchiveSettings.from_config(config)
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     with transaction_manager_for(table, settings.lock).transaction("archive the timeline"):
         return _archive(table, settings)
 

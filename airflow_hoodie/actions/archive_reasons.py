@@ -25,7 +25,7 @@ from airflow_hoodie.actions.service_common import is_completed, is_pending
 from airflow_hoodie.config_keys.archive import MAX_COMMITS, MIN_COMMITS
 from airflow_hoodie.config_keys.compaction import MAX_DELTA_COMMITS
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.removal import (
+from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
 )

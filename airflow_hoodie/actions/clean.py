@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.service_common import (
     action_instant,
@@ -318,7 +319,7 @@ def execute_clean(table: HoodieTable, instant: Instant, executor: Executor, lock
         if current is not None and current.state == State.COMPLETED:
             return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed",
                     "reason": "completed by another task"}
-        table.complete(Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), meta)
+        commit.complete(table, Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT), meta)
     table.reload_timeline()
     return {"instant": instant.timestamp, "action": Action.CLEAN, "state": "completed",
             "files_deleted": meta["totalFilesDeleted"], "failed": sum(1 for r in results if not r[2]),
@@ -333,7 +334,7 @@ def run_clean(table: HoodieTable, config: HoodieConfig, executor: Executor,
     concurrency) clean is what rolls back failed writes: those whose heartbeat expired.
     """
     settings = CleanSettings.from_config(config)
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     tm = transaction_manager_for(table, settings.lock)
     if tm.failed_writes_policy == LAZY:
         table.reload_timeline()  # the table may have been loaded long before this clean

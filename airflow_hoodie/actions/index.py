@@ -181,7 +181,7 @@ def metadata_footers(table: Any, refs: list[FileRef], prune_by_ranges: bool = Tr
         comparable_value,
     )
     from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, column_stats_key  # noqa: PLC0415
-    from airflow_hoodie.table.metadata_table.stats_index_writer import kept_stats_partitions  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions  # noqa: PLC0415
     from airflow_hoodie.table.metadata_table.stats_reader import (  # noqa: PLC0415
         index_partition_files,
         read_index_records,

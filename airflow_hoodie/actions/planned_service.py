@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.rollback import undo_metadata_commit
 from airflow_hoodie.actions.service_common import (
     crash_point,
@@ -132,8 +133,8 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     body = service.commit_body(plan, stats, schema)
 
     def finish() -> None:  # under the lock, only while the plan is still ours
-        table.complete(Instant(instant_time, pending, State.INFLIGHT), body,
-                       lambda: reconcile_with_markers(table, instant_time, {s["path"] for s in stats}))
+        commit.complete(table, Instant(instant_time, pending, State.INFLIGHT), body,
+                        lambda: reconcile_with_markers(table, instant_time, {s["path"] for s in stats}))
 
     done = complete_once(transaction_manager_for(table, lock), table, instant_time, service.action,
                          [s["path"] for s in stats], finish, token)

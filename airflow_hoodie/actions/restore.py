@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.rollback import rollback_instant, rollback_that_removed
 from airflow_hoodie.actions.service_common import (
     deserialize_plan,
@@ -46,7 +47,7 @@ def restore_to(table: HoodieTable, instant_time: str, config: HoodieConfig | Non
     """Decided and done under the table lock; refused while a task still runs on an
     instant it would undo (a live heartbeat): that task would go on writing into a table
     that no longer has its instant."""
-    table.prepare_for_change(config, restoring=True)
+    commit.prepare_for_change(table, config, restoring=True)
     tm = transaction_manager_for(table, LockSettings.from_config(config))
     with tm.transaction(f"restore to {instant_time}"):
         _refuse_beside_running_tasks(table, tm, instant_time)
@@ -121,7 +122,7 @@ def _restore(table: HoodieTable, instant_time: str) -> dict[str, Any]:
         "hoodieRestoreMetadata": rollbacks, "version": 1,
         "restoreInstantInfo": plan["instantsToRollback"],
     }
-    table.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), meta, ensure_locks_held)
+    commit.complete(table, Instant(ts, Action.RESTORE, State.INFLIGHT), meta, ensure_locks_held)
     # Hudi 0.14 keeps the rollbacks only inside the restore metadata, not on the timeline
     for metas in rollbacks.values():
         for rb_meta in metas:

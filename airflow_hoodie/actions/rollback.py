@@ -17,6 +17,14 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping, Sequence
 
+from airflow_hoodie.actions import commit
+from airflow_hoodie.actions.metadata_table.metadata_compaction import (
+    merged_by_compaction,
+)
+from airflow_hoodie.actions.metadata_table.metadata_writer import update_files_partition
+from airflow_hoodie.actions.metadata_table.record_index_writer import (
+    record_index_change,
+)
 from airflow_hoodie.actions.rollback_identity import (
     RollbackRecord,
     record_rollback,
@@ -48,16 +56,8 @@ from airflow_hoodie.table.log.log_writer import latest_log_file
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.files_change import files_change
 from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
-from airflow_hoodie.table.metadata_table.metadata_compaction import merged_by_compaction
-from airflow_hoodie.table.metadata_table.metadata_writer import (
-    metadata_table_of,
-    update_files_partition,
-)
-from airflow_hoodie.table.metadata_table.record_index import (
-    has_record_index,
-    record_index_change,
-)
-from airflow_hoodie.table.metadata_table.removal import has_metadata_table
+from airflow_hoodie.table.metadata_table.partitions import has_metadata_table
+from airflow_hoodie.table.metadata_table.record_index import has_record_index
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 
@@ -234,8 +234,8 @@ def rollback_instant(table: HoodieTable, target: str, rollback_time: str | None 
     writer.delete_instant_files(target, action, completed_first=True)
     mk.delete_marker_dir(storage, table.base_path, target)
     # a write that never completed put no file in any listing
-    table.complete(Instant(ts, Action.ROLLBACK, State.INFLIGHT), md, ensure_locks_held,
-                   changes_listing=target_completed and not mirrored)
+    commit.complete(table, Instant(ts, Action.ROLLBACK, State.INFLIGHT), md, ensure_locks_held,
+                    changes_listing=target_completed and not mirrored)
     if hasattr(table, "reload_timeline"):
         table.reload_timeline()
     return ts
@@ -249,9 +249,10 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     (HoodieTableMetadataUtil's rollback suffix): its rollback block hides the target's
     records from every reader. On Hudi 1.x tables that rollback runs alone, at ``ts``. Returns
     whether the metadata table was kept in step."""
-    if not table.metadata_enabled or not files_partition_ready(table.reload_config()):
+    settings = commit.metadata_settings(table)
+    if settings is None or not files_partition_ready(table.reload_config()):
         return False
-    mdt = metadata_table_of(table)
+    mdt = table.metadata_table()
     timeline = mdt.reload_timeline()
     undoable = timeline.get(target) is not None and not merged_by_compaction(timeline, target)
     if undoable and mdt.format.rolls_back_metadata_at_rollback_time:
@@ -265,7 +266,7 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     # the record index gets the keys' locations without the target (record_index.py)
     index_change = record_index_change(table, Instant(ts, Action.ROLLBACK, State.INFLIGHT), md) \
         if has_record_index(table.config) else None
-    update_files_partition(table, ts, files_change(Action.ROLLBACK, md), index_change)
+    update_files_partition(table, ts, files_change(Action.ROLLBACK, md), settings, index_change)
     if undoable:
         rollback_instant(mdt, target, rollback_time=ts + METADATA_ROLLBACK_SUFFIX, latest_only=False)
     return True
@@ -279,7 +280,7 @@ def undo_metadata_commit(table: HoodieTable, instant_time: str) -> None:
     of the inflight compaction or clustering, which its metadata writer mirrors."""
     if not has_metadata_table(table, reload=True):
         return
-    mdt = metadata_table_of(table)
+    mdt = table.metadata_table()
     timeline = mdt.reload_timeline()
     if timeline.get(instant_time) is None:
         return
@@ -342,7 +343,7 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
     a retry whose earlier try completed its rollback returns that rollback instead of rolling
     back the write before it (:mod:`rollback_identity`)."""
     settings = ActionSettings.from_config(config)
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     tm = transaction_manager_for(table, settings.lock)
     write_id = settings.write_id if instant_time is None else None
     with tm.transaction("roll back an instant"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.service_common import find_instant
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
@@ -37,7 +38,7 @@ def create_savepoint(table: HoodieTable, instant_time: str, user: str = "", comm
     """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is
     reported). Under the table lock, so a clean planned meanwhile either sees the
     savepoint or ran entirely before it (and then the check below refuses)."""
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     with transaction_manager_for(table, LockSettings.from_config(config)).transaction(f"savepoint {instant_time}"):
         return _create_savepoint(table, instant_time, user, comments)
 
@@ -80,7 +81,7 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
     sp = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
     if not table.storage.exists(writer.path_of(sp)):
         writer.create_inflight(sp)
-    table.complete(sp, meta, ensure_locks_held, changes_listing=False)
+    commit.complete(table, sp, meta, ensure_locks_held, changes_listing=False)
     table.reload_timeline()
     return {"instant": instant_time, "action": Action.SAVEPOINT, "state": "completed",
             "files": sum(len(v) for v in files.values()), "partitions": len(files)}
@@ -88,7 +89,7 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
 
 def delete_savepoint(table: HoodieTable, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Remove the savepoint at ``instant_time`` (idempotent), under the table lock."""
-    table.prepare_for_change(config)
+    commit.prepare_for_change(table, config)
     with transaction_manager_for(table, LockSettings.from_config(config)).transaction(f"delete savepoint {instant_time}"):
         return _delete_savepoint(table, instant_time)
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.file_group_write import FileGroupTask
 from airflow_hoodie.actions.rollback import discard_after_rollback, rollback_instant
 from airflow_hoodie.actions.transaction.conflict_resolution import (
@@ -172,7 +173,7 @@ class WriteClient:
             self.table = HoodieTable.load(self.base_uri, self.storage_options or None)
             # the write's settings from the start: its first instant time already honours
             # hoodie.time.generator.max_expected_clock_skew_ms
-            self.table.write_config = self.config
+            commit.use_write_options(self.table, self.config)
         except HoodieTableNotFoundError:
             self.table = None
         if self.table is not None:
@@ -220,7 +221,7 @@ class WriteClient:
             raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
         props = table_config_from_write_config(self.config, self.table_name, avro_schema)
         self.table = HoodieTable.create(self.base_uri, props, self.storage_options or None)
-        self.table.write_config = self.config
+        commit.use_write_options(self.table, self.config)
         return self.table
 
     @property
@@ -254,7 +255,7 @@ class WriteClient:
             if failed_writes(self.table, tm):
                 # a rollback changes the table: set up as a write would be, or the metadata
                 # table misses the log files a failed v6 MERGE_ON_READ write leaves listed
-                self.table.prepare_for_change(self.config)
+                commit.prepare_for_change(self.table, self.config)
             return rollback_failed_writes(self.table, tm)
         return []
 
@@ -286,7 +287,7 @@ class WriteClient:
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
         if self.table is not None:
-            self.table.prepare_for_change(self.config)
+            commit.prepare_for_change(self.table, self.config)
         with self.txn.transaction("start a write"):
             if self.table is not None and self.txn.is_occ:
                 # under the lock no other instant can take this time (Hudi 1.x does the same)
@@ -294,7 +295,7 @@ class WriteClient:
                 if last is not None and instant_time <= last.timestamp:
                     instant_time = self.new_instant_time()
             if self.table is not None:
-                self.table.ensure_metadata_table()
+                commit.ensure_metadata_table(self.table)
             # the heartbeat first, as Hudi's startCommit does: a pending write without one
             # is judged failed, so it must exist before the instant does
             self.txn.heartbeats.start(instant_time)
@@ -358,7 +359,7 @@ class WriteClient:
 
         with self.txn.transaction(f"commit {instant_time}"):
             try:
-                done = self.table.complete(own, meta, pre_commit)
+                done = commit.complete(self.table, own, meta, pre_commit)
             except HoodieWriteConflictError:
                 # still under the lock: the rollback's metadata-table delta commit and the
                 # services it runs must not interleave with another writer's (Hudi's writers

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.rollback import rollback_instant
 from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
@@ -158,7 +159,7 @@ def settle_previous_try(base_uri: str, storage_options: Mapping[str, str] | None
     if found.completed is not None:
         return {**result_of(found, base_uri), "retry_of_completed_write": True}
     if found.pending:
-        table.prepare_for_change(config)
+        commit.prepare_for_change(table, config)
     lock = LockSettings.from_config(config)
     for instant in found.pending:
         # the rollback changes the metadata table: under the table lock, as every such change

@@ -48,3 +48,7 @@ register(
               "drops it; unset keeps an existing one true"),
     ConfigKey(BLOOM_FILTER_FILE_GROUP_COUNT, "4", "File groups of a new bloom_filters partition"),
 )
+
+#: HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED: the metadata table's cleaner
+#: (KEEP_LATEST_COMMITS) keeps this many commits; fixed, not a key a writer sets
+CLEANER_COMMITS_RETAINED = 20

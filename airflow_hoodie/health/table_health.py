@@ -30,7 +30,7 @@ from airflow_hoodie.health.files import file_figures, written_rows
 from airflow_hoodie.health.maintenance import maintenance_due
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.removal import (
+from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
 )

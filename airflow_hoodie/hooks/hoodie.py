@@ -71,7 +71,7 @@ from airflow_hoodie.storage_secrets import (
     is_secret_option,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.triggers.driver_tracking import NO_WAIT_CONF, submitted_driver
+from airflow_hoodie.hooks.driver_tracking import NO_WAIT_CONF, submitted_driver
 
 
 def _parse_mapping(value: Any, what: str) -> dict[str, str]:

@@ -50,7 +50,7 @@ from airflow_hoodie.links import (
     HoodieTableHealthLink,
     SparkUILink,
 )
-from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
+from airflow_hoodie.hooks.driver_tracking import STANDALONE, DriverRef, driver_state
 from airflow_hoodie.triggers.write import (
     ACTIVE_DRIVER_STATES,
     HoodieWriteTrigger,

@@ -26,7 +26,11 @@ from airflow_hoodie.config_keys.metadata_table import (
 )
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.action import ActionSettings
-from airflow_hoodie.settings.clean import KEEP_LATEST_COMMITS, METADATA_CLEANER_COMMITS_RETAINED, policy_of
+from airflow_hoodie.settings.clean import (
+    KEEP_LATEST_COMMITS,
+    METADATA_CLEANER_COMMITS_RETAINED,
+    policy_of,
+)
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.timeline.lsm_timeline_writer import LsmSettings
 

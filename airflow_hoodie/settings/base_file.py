@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.bloom import DYNAMIC_MAX_ENTRIES, FILTER_TYPE, FPP, NUM_ENTRIES
+from airflow_hoodie.config_keys.bloom import (
+    DYNAMIC_MAX_ENTRIES,
+    FILTER_TYPE,
+    FPP,
+    NUM_ENTRIES,
+)
 from airflow_hoodie.config_keys.keygen import RECORDKEY_FIELD
 
 PARQUET_COMPRESSION_CODEC = "hoodie.parquet.compression.codec"

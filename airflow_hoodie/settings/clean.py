@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.clean import COMMITS_RETAINED, FILE_VERSIONS_RETAINED, HOURS_RETAINED, POLICY
+from airflow_hoodie.config_keys.clean import (
+    COMMITS_RETAINED,
+    FILE_VERSIONS_RETAINED,
+    HOURS_RETAINED,
+    POLICY,
+)
+from airflow_hoodie.config_keys.metadata_table import (
+    CLEANER_COMMITS_RETAINED as METADATA_CLEANER_COMMITS_RETAINED,
+)
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.settings.lock import LockSettings
@@ -18,9 +26,6 @@ KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
 KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
 POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, KEEP_LATEST_BY_HOURS)
-#: HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED: a metadata table's cleaner
-#: keeps this many commits (KEEP_LATEST_COMMITS), whatever the data table's settings
-METADATA_CLEANER_COMMITS_RETAINED = 20
 
 
 def policy_of(config: HoodieConfig) -> str:

@@ -13,7 +13,10 @@ from airflow_hoodie.config_keys.compaction import (
     TARGET_IO_MB,
     TRIGGER_STRATEGY,
 )
-from airflow_hoodie.config_keys.write import PARQUET_MAX_FILE_SIZE, PARQUET_SMALL_FILE_LIMIT
+from airflow_hoodie.config_keys.write import (
+    PARQUET_MAX_FILE_SIZE,
+    PARQUET_SMALL_FILE_LIMIT,
+)
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.settings.lock import LockSettings

@@ -8,13 +8,11 @@ how a table is located and validated lives in one place.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.time_generator import MAX_EXPECTED_CLOCK_SKEW_MS
-from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.errors import (
-    HoodieConcurrentWriterError,
     HoodieCorruptedDataError,
     HoodieNotSupportedError,
     HoodieTableExistsError,
@@ -27,23 +25,14 @@ from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
 )
-from airflow_hoodie.table.metadata_table.files_change import files_change
-from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
-from airflow_hoodie.table.metadata_table.maintenance import (
-    ensure_files_partition,
-    prepare_metadata_table,
-    unmaintained_partitions,
-)
-from airflow_hoodie.table.metadata_table.metadata_writer import update_files_partition
-from airflow_hoodie.table.metadata_table.record_index import ensure_record_index, has_record_index, record_index_change
-from airflow_hoodie.table.metadata_table.removal import has_metadata_table
+from airflow_hoodie.table.metadata_table.damage import load_metadata_config
+from airflow_hoodie.table.metadata_table.files_listing import metadata_table_path
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.supported_features import check_supported
-from airflow_hoodie.table.table_format import CompletedMetadata, TableFormat
+from airflow_hoodie.table.table_format import TableFormat
 from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
 from airflow_hoodie.table.timeline.instant import Instant, new_instant_time
-from airflow_hoodie.table.timeline.temp_files import remove_stale_temp_files
 from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline, TimelineWriter
 
 TEMP_FOLDER = ".temp"
@@ -88,7 +77,8 @@ def refuse_unwritable_records(config: TableConfig, what: str) -> None:
 class HoodieTable:
     """A Hudi table at ``base_uri``: storage, config, active and archived timeline."""
 
-    def __init__(self, storage: Storage, base_path: str, config: TableConfig, base_uri: str | None = None) -> None:
+    def __init__(self, storage: Storage, base_path: str, config: TableConfig, base_uri: str | None = None,
+                 clock_skew_ms: int | None = None) -> None:
         self.storage = storage
         self.base_path = base_path
         self.base_uri = base_uri or storage.uri(base_path)
@@ -100,11 +90,16 @@ class HoodieTable:
         #: that keeps the metadata table plans on it (:meth:`planning_view`); table services
         #: list storage
         self.use_metadata_table = False
-        #: hoodie.metadata.enable of the change in progress (set by :meth:`prepare_for_change`):
-        #: None before it, so a change that skipped it cannot complete beside a metadata table
+        #: hoodie.metadata.enable of the change in progress, set only by
+        #: ``actions.commit.prepare_for_change``: None before it, so a change that skipped it
+        #: cannot complete beside a metadata table
         self.metadata_enabled: bool | None = None
-        #: the write options of the change in progress (the metadata table's services read theirs)
+        #: the write options of the change in progress, set only by ``actions.commit``
+        #: (its instant times wait out their expected clock skew)
         self.write_config = HoodieConfig({})
+        #: the expected clock skew its instant times wait out, when given explicitly (the
+        #: metadata table takes its data table's); None: the change's ``write_config``
+        self.clock_skew_ms = clock_skew_ms
         #: the storage options it was opened with: the table lock and the services' tasks
         #: reach the same store with them (an S3 endpoint, a region)
         self.storage_options: dict[str, Any] = {}
@@ -243,10 +238,17 @@ class HoodieTable:
         ``hoodie.time.generator.max_expected_clock_skew_ms`` still takes a later time."""
         ts = new_instant_time(utc=self.config.timeline_timezone == "UTC", after=after, table=self.base_uri)
         if self.format.waits_out_clock_skew:
-            skew_ms = self.write_config.get_int(MAX_EXPECTED_CLOCK_SKEW_MS)
+            skew_ms = self.expected_clock_skew_ms()
             if skew_ms > 0:
                 time.sleep(skew_ms / 1000.0)
         return ts
+
+    def expected_clock_skew_ms(self) -> int:
+        """``hoodie.time.generator.max_expected_clock_skew_ms`` of the change in progress (or
+        the one this table was opened with)."""
+        if self.clock_skew_ms is not None:
+            return self.clock_skew_ms
+        return self.write_config.get_int(MAX_EXPECTED_CLOCK_SKEW_MS)
 
     def check_supported(self) -> None:
         """Refuse a table using a feature we do not handle (format, merger, bootstrap ...)
@@ -279,39 +281,6 @@ class HoodieTable:
         """Refuse to write records into a table we cannot keep true (see
         :func:`refuse_unwritable_records`)."""
         refuse_unwritable_records(self.config, f"{what}: the table at {self.base_uri}")
-
-    def complete(self, instant: Instant, metadata: CompletedMetadata,
-                 pre_commit: Callable[[], None] | None = None, changes_listing: bool = True) -> Instant:
-        """Complete ``instant`` (inflight) with ``metadata``: the one commit path of every
-        action (write, compaction, clustering, clean, rollback, restore, savepoint).
-
-        Runs the caller's ``pre_commit`` step (conflict check, lost-lock check, marker
-        reconciliation), then the table's own: the metadata-table delta commit of this
-        instant (or, without one, a check that no writer built a metadata table meanwhile:
-        completing would leave its listing without our change), then serializes ``metadata``
-        for the table's version and writes the completed instant file. Callers that run
-        concurrently hold the lock. ``changes_listing=False``: the instant adds or removes no file a listing holds (a
-        savepoint, the rollback of a write that never completed)."""
-        if pre_commit is not None:
-            pre_commit()
-        body = self.format.serialize_completed(instant.action, metadata)
-        if changes_listing and self.metadata_enabled and files_partition_ready(self.reload_config()):
-            blocked = unmaintained_partitions(self)
-            if blocked:
-                raise HoodieConcurrentWriterError(
-                    f"Another writer added the metadata-table partition(s) {', '.join(blocked)} to {self.base_uri} "
-                    f"while this task ran ({instant.action} {instant.timestamp}); airflow-hoodie cannot keep them true, "
-                    "so nothing of this task is visible. Retry the task; it stops before changing anything and says "
-                    "what to do.")
-            index_change = record_index_change(self, instant, metadata) if has_record_index(self.config) else None
-            update_files_partition(self, instant.timestamp, files_change(instant.action, metadata), index_change)
-        elif changes_listing and has_metadata_table(self, reload=True):
-            raise HoodieConcurrentWriterError(
-                f"Another writer created (or is building) a metadata table under {self.base_uri}/.hoodie/metadata "
-                f"while this task ran without one ({instant.action} {instant.timestamp}); completing would leave its "
-                "file listing stale. Nothing of this task is visible. Retry the task: it then keeps the metadata "
-                "table true, or drops it first with hoodie.metadata.enable=false, as a Hudi writer does.")
-        return self.timeline_writer().complete(instant, body, self.completion_time(instant))
 
     def check_no_pending_restore(self) -> None:
         """A restore killed half way leaves a table that is neither before nor after it
@@ -346,29 +315,6 @@ class HoodieTable:
                 "file: the instant becomes pending again and, once its heartbeat window has passed (2 minutes by "
                 "default), the next write (or clean, with LAZY failed-write cleaning) rolls it back.") from exc
 
-    def prepare_for_change(self, config: HoodieConfig | None = None, restoring: bool = False) -> None:
-        """Before a write or table service changes anything: the version must be one we
-        write, no restore may be half done (``restoring``: the change is the restore that
-        finishes it), and the metadata table must be one the change keeps true (with
-        ``hoodie.metadata.enable=false`` it goes, so no reader is left with a stale listing;
-        see :mod:`metadata_table.maintenance`)."""
-
-        self.check_writable()
-        if not restoring:
-            self.check_no_pending_restore()
-        self.check_latest_commit()
-        self.write_config = config or HoodieConfig({})
-        self.metadata_enabled = self.write_config.get_bool(METADATA_ENABLE)
-        prepare_metadata_table(self, self.metadata_enabled)
-        remove_stale_temp_files(self.storage, self.meta_path)
-
-    def ensure_metadata_table(self) -> None:
-        """A write (under the table lock, before its instant exists) builds the metadata table
-        when it is enabled and missing; see :mod:`metadata_table.maintenance`."""
-        if self.metadata_enabled:
-            ensure_files_partition(self)
-            ensure_record_index(self, self.write_config)
-
     def update_config(self, updates: Mapping[str, str], deletes: tuple[str, ...] = ()) -> TableConfig:
         """Change ``hoodie.properties`` (e.g. metadata partitions) with Hudi's backup protocol."""
         self.config = self.config.update(self.storage, self.base_path, updates, deletes)
@@ -381,6 +327,15 @@ class HoodieTable:
     def archived_timeline(self) -> ArchivedTimeline:
         """The archived instants, where the table's timeline layout keeps them."""
         return self.format.archived_timeline(self.storage, self.base_path)
+
+    def metadata_table(self) -> HoodieTable:
+        """The metadata table as a table of its own (MERGE_ON_READ, HFile base files), built from
+        its own ``.hoodie/metadata/.hoodie/hoodie.properties``, as hudi-rs's
+        ``new_metadata_table()`` does. Its instants are taken under this table's lock and wait
+        out this change's expected clock skew (Hudi 1.x tables), passed to it explicitly."""
+        path = metadata_table_path(self.base_path)
+        return HoodieTable(self.storage, path, load_metadata_config(self.storage, path),
+                           clock_skew_ms=self.expected_clock_skew_ms())
 
     def file_system_view(self, timeline: Timeline | None = None,
                          through_metadata_table: bool | None = None) -> FileSystemView:

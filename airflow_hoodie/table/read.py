@@ -42,7 +42,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     read_file_slice,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.stats_index_writer import kept_stats_partitions
+from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions
 from airflow_hoodie.table.metadata_table.stats_pruning import (
     prune_partitions_by_stats,
     prune_slices_by_stats,

@@ -17,7 +17,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hoodie.actions.write_identity import result_of
 from airflow_hoodie.hooks.hoodie import HoodieHook
-from airflow_hoodie.triggers.driver_tracking import STANDALONE, DriverRef, driver_state
+from airflow_hoodie.hooks.driver_tracking import STANDALONE, DriverRef, driver_state
 
 FAILED_DRIVER_STATES = ("FAILED", "KILLED", "ERROR", "UNKNOWN")
 ACTIVE_DRIVER_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING")

@@ -12,7 +12,7 @@ from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition
+from airflow_hoodie.actions.metadata_table.files_bootstrap import initialize_files_partition
 from airflow_hoodie.table.metadata_table.files_listing import load_files_listing
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.storage.storage import Storage

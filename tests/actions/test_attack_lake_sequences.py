@@ -44,7 +44,8 @@ from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata_table.column_stats import unwrap_value
 from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready, load_files_listing
 from airflow_hoodie.table.metadata_table.record_index import has_record_index, read_record_index
-from airflow_hoodie.table.metadata_table.stats_index_writer import indexed_columns, listed_partitions
+from airflow_hoodie.actions.metadata_table.stats_index_writer import indexed_columns
+from airflow_hoodie.table.metadata_table.partitions import listed_partitions
 from airflow_hoodie.table.metadata_table.stats_reader import index_partition_files, read_index_records
 from airflow_hoodie.table.read import read_table
 from tests.table.normalize import hudi_rs_rows, normalize_table

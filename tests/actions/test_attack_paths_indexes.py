@@ -32,7 +32,8 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata_table.bloom_filter_index import bloom_filter_of, read_footer_bloom_filter
 from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, partition_stats_key
-from airflow_hoodie.table.metadata_table.stats_index_writer import indexed_columns, listed_partitions
+from airflow_hoodie.actions.metadata_table.stats_index_writer import indexed_columns
+from airflow_hoodie.table.metadata_table.partitions import listed_partitions
 from airflow_hoodie.table.metadata_table.stats_reader import index_partition_files, read_index_records
 from airflow_hoodie.table.read import read_table
 from tests.actions.test_attack_lake_sequences import Lake, lake_config, lake_rows, stored_value

@@ -1,4 +1,4 @@
-"""One commit path: every action completes its instant through ``HoodieTable.complete``,
+"""One commit path: every action completes its instant through ``actions.commit.complete``,
 which serializes the metadata for the table's version and runs the pre-commit steps.
 
 Before, instants were completed in six places (write client, planned services, clean,
@@ -13,6 +13,7 @@ import json
 import pytest
 
 from airflow_hoodie.actions import clean as cl
+from airflow_hoodie.actions import commit
 from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.actions import restore as rs
@@ -24,7 +25,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
-from airflow_hoodie.table.metadata_table.removal import remove_metadata_table
+from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.table_format import TableFormat
@@ -37,12 +38,12 @@ _INSIDE = contextvars.ContextVar("inside_table_complete", default=False)
 def test_every_action_completes_through_the_table(tmp_path, monkeypatch):
     seen: list[str] = []
     bypassed: list[str] = []
-    table_complete, writer_complete = HoodieTable.complete, TimelineWriter.complete
+    table_complete, writer_complete = commit.complete, TimelineWriter.complete
 
-    def via_table(self, instant, metadata, *args, **kwargs):
+    def via_table(table, instant, metadata, *args, **kwargs):
         token = _INSIDE.set(True)
         try:
-            return table_complete(self, instant, metadata, *args, **kwargs)
+            return table_complete(table, instant, metadata, *args, **kwargs)
         finally:
             _INSIDE.reset(token)
 
@@ -50,7 +51,7 @@ def test_every_action_completes_through_the_table(tmp_path, monkeypatch):
         (seen if _INSIDE.get() else bypassed).append(instant.action)
         return writer_complete(self, instant, content, completion_time)
 
-    monkeypatch.setattr(HoodieTable, "complete", via_table)
+    monkeypatch.setattr(commit, "complete", via_table)
     monkeypatch.setattr(TimelineWriter, "complete", via_writer)
 
     base = str(tmp_path / "t")

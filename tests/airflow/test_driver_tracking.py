@@ -6,7 +6,7 @@ import pytest
 
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.hooks.spark_submit import CapturingSparkSubmitHook
-from airflow_hoodie.triggers.driver_tracking import KUBERNETES, STANDALONE, YARN, DriverRef, driver_state, submitted_driver
+from airflow_hoodie.hooks.driver_tracking import KUBERNETES, STANDALONE, YARN, DriverRef, driver_state, submitted_driver
 
 
 def _hook(**kw):

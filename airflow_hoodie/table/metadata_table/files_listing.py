@@ -38,7 +38,7 @@ from airflow_hoodie.table.metadata_table.metadata_record import (
     TYPE_FILE_LIST,
     TYPE_PARTITION_LIST,
 )
-from airflow_hoodie.table.metadata_table.removal import (
+from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_FOLDER,
     METADATA_PARTITIONS,
 )

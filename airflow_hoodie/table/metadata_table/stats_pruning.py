@@ -35,7 +35,7 @@ from airflow_hoodie.table.metadata_table.column_stats import (
 from airflow_hoodie.table.metadata_table.damage import damage_message
 from airflow_hoodie.table.metadata_table.index_keys import column_stats_key, partition_stats_key
 from airflow_hoodie.table.metadata_table.partition_stats import PARTITION_STATS_PARTITION
-from airflow_hoodie.table.metadata_table.stats_index_writer import kept_stats_partitions
+from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions
 from airflow_hoodie.table.metadata_table.stats_reader import index_partition_files, read_index_records
 
 if TYPE_CHECKING:

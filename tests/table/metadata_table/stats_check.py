@@ -31,7 +31,9 @@ from airflow_hoodie.table.metadata_table.column_stats import (
 from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, partition_stats_key
 from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema
 from airflow_hoodie.table.metadata_table.partition_stats import partition_ranges
-from airflow_hoodie.table.metadata_table.stats_index_writer import index_version, indexed_columns, listed_partitions
+from airflow_hoodie.actions.metadata_table.stats_index_writer import indexed_columns
+from airflow_hoodie.table.metadata_table.partitions import listed_partitions
+from airflow_hoodie.table.metadata_table.stats_partitions import index_version
 from airflow_hoodie.table.metadata_table.stats_reader import index_partition_files, read_index_records
 
 

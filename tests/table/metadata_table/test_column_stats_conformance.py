@@ -36,7 +36,8 @@ from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.index_keys import column_stats_key, partition_id, xxh64
 from airflow_hoodie.table.metadata_table.partition_stats import partition_ranges, partition_stats_records
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
-from airflow_hoodie.table.metadata_table.stats_index_writer import index_version, indexed_columns
+from airflow_hoodie.actions.metadata_table.stats_index_writer import indexed_columns
+from airflow_hoodie.table.metadata_table.stats_partitions import index_version
 from airflow_hoodie.table.read import read_table
 from tests.table.metadata_table.stats_check import assert_stats_describe_storage, data_files
 from tests.table.table_files import copy_conformance_table

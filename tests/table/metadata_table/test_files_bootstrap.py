@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.files_bootstrap import (
+from airflow_hoodie.actions.metadata_table.files_bootstrap import (
     initialize_files_partition,
 )
 from airflow_hoodie.table.metadata_table.files_listing import load_files_listing

@@ -16,7 +16,7 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.plans import CompactionPlan
-from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition
+from airflow_hoodie.actions.metadata_table.files_bootstrap import initialize_files_partition
 from airflow_hoodie.table.metadata_table.files_listing import load_files_listing
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.read import read_table
@@ -89,7 +89,7 @@ def test_the_metadata_table_compacts_after_ten_delta_commits_and_lists_storage_a
     latest = compaction[:-3]
     assert compaction.endswith("001") and latest in deltas
     assert len([d for d in deltas if d <= latest]) == 10  # the initializing one counts, as in Hudi
-    from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_through
+    from airflow_hoodie.actions.metadata_table.metadata_compaction import compacted_through
 
     assert compacted_through(timeline) == latest
     # the plan names the slice it merged; the new base holds exactly the listing of then
@@ -196,7 +196,7 @@ def test_a_pending_data_instant_before_the_latest_delta_commit_holds_compaction_
 
 
 def test_a_crashed_compaction_is_finished_before_the_next_delta_commit(tmp_path, monkeypatch):
-    from airflow_hoodie.table.metadata_table import metadata_compaction as mc
+    from airflow_hoodie.actions.metadata_table import metadata_compaction as mc
 
     conf = {**CONF, MAX_DELTAS: "3"}
     base = _new_table(tmp_path, conf)
@@ -291,7 +291,7 @@ def test_delta_commits_archived_from_the_metadata_timeline_still_count(tmp_path)
 def test_a_metadata_table_with_a_partition_we_do_not_compact_is_not_compacted(tmp_path):
     """Hudi compacts every metadata partition at once and the archival barrier relies on it;
     we compact ``files`` and ``record_index``, so another partition keeps compaction off."""
-    from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_services
+    from airflow_hoodie.actions.metadata_table.metadata_compaction import run_table_services
     from airflow_hoodie.table.properties import TableConfig
 
     def mdt_of(table: HoodieTable) -> HoodieTable:

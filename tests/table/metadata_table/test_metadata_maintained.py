@@ -207,7 +207,7 @@ def test_a_write_that_fails_after_its_metadata_delta_commit_leaves_a_true_listin
 def test_rolling_back_a_write_whose_metadata_records_were_compacted_keeps_the_listing_true(tmp_path):
     """No rollback block reaches records a metadata-table compaction merged into a base
     file; the rollback's own delta commit tombstones the files it deleted instead."""
-    from airflow_hoodie.table.metadata_table.metadata_compaction import compacted_through
+    from airflow_hoodie.actions.metadata_table.metadata_compaction import compacted_through
     from airflow_hoodie.table.timeline.timeline import Timeline
     from tests.actions.services_fixtures import batch, table_config
 

@@ -22,8 +22,8 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
+from airflow_hoodie.actions.metadata_table.record_index_writer import file_group_count
 from airflow_hoodie.table.metadata_table.record_index import (
-    file_group_count,
     file_group_index,
     index_info,
     location_of,

@@ -16,7 +16,7 @@ from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.metadata_table.stats_index_writer import listed_partitions
+from airflow_hoodie.table.metadata_table.partitions import listed_partitions
 from tests.actions.services_fixtures import Model, batch, load, snapshot, table_config, write
 from tests.actions.table_versions import table_version  # noqa: F401 - the fixture
 from airflow_hoodie.table.read import read_table

@@ -1,4 +1,5 @@
-"""Initialize a metadata table whose ``files`` partition holds a given listing.
+"""Initialize a metadata table whose ``files`` partition holds a given listing, and the
+initialization instants of the partitions built after it.
 
 What Hudi's HoodieBackedTableMetadataWriter does when it builds the metadata table of an
 existing table from the file system: a MERGE_ON_READ table under ``.hoodie/metadata``, of
@@ -6,33 +7,38 @@ the data table's version, with HFile base files, one ``files-0000-0`` file group
 HFile, written by the delta commit ``00000000000000010`` (version 6; ``00000000000000000``
 with an empty delete-block log on versions 8 and 9), holds the
 ``__all_partitions__`` record and one file list per partition; then the data table lists
-``files`` in ``hoodie.table.metadata.partitions``. It is the first half of keeping the
-metadata table in step with our writes (later changes would append HFile log blocks),
-and builds the metadata tables the listing benchmark and tests read.
+``files`` in ``hoodie.table.metadata.partitions``. Every later data instant appends to it
+(:mod:`metadata_writer`); a write with the metadata table enabled builds it when missing
+(:func:`maintenance.ensure_files_partition`), and the listing benchmark and tests build the
+metadata tables they read with it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+from airflow_hoodie.actions import commit
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
-from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
+from airflow_hoodie.table.metadata_table.partitions import METADATA_PARTITIONS
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.log.delete_block import delete_block
 from airflow_hoodie.table.log.log_writer import LogWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
 
-if TYPE_CHECKING:  # the table imports this module
+if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
 #: Hudi's first metadata-table instant (SOLO_COMMIT_TIMESTAMP + "010") on table version 6
 INIT_INSTANT = "00000000000000010"
 #: Hudi 1.x (versions 8, 9) counts its initialization instants from SOLO_COMMIT_TIMESTAMP + "000"
 INIT_PREFIX = "00000000000000"
+#: the operation suffix of a partition built on an existing metadata table (v6 writer)
+INIT_SUFFIX = 10
 FILE_GROUP = "files-0000-0"
 WRITE_TOKEN = "0-0-0"
 
@@ -82,13 +88,29 @@ def initialization_instant(table_version: int, taken: set[str]) -> str:
     """The instant initializing a metadata-table partition on a table of this version: on
     Hudi 1.x the first of ``00000000000000000``, ``…001``, … the metadata table has not
     used (several partitions built together take consecutive ones); version 6 builds
-    ``files`` at ``00000000000000010`` (later partitions: record_index._init_instant)."""
+    ``files`` at ``00000000000000010`` (later partitions: :func:`partition_init_instant`)."""
     if table_version < 8:
         return INIT_INSTANT
     offset = 0
     while f"{INIT_PREFIX}{offset:03d}" in taken:
         offset += 1
     return f"{INIT_PREFIX}{offset:03d}"
+
+
+def partition_init_instant(table: HoodieTable, mdt_timeline: Timeline) -> str:
+    """The instant building a partition on an existing metadata table (the record index, a
+    statistics partition). createIndexInitTimestamp of the v6 writer: the latest completed data instant (or
+    Hudi's solo-commit time) + ``010``, ``011``, ... the first the metadata table lacks;
+    Hudi 1.x counts ``…000``, ``…001``, ... instead (:func:`initialization_instant`)."""
+    if table.config.table_version >= 8:
+        return initialization_instant(table.config.table_version, {i.timestamp for i in mdt_timeline.instants})
+    last = table.reload_timeline().completed().last()
+    base = last.timestamp if last is not None else "00000000000000"
+    taken = {i.timestamp for i in mdt_timeline.instants}
+    offset = 0
+    while f"{base}{INIT_SUFFIX + offset:03d}" in taken:
+        offset += 1
+    return f"{base}{INIT_SUFFIX + offset:03d}"
 
 
 def write_empty_log(mdt: HoodieTable, partition: str, file_id: str, instant: str) -> None:
@@ -107,11 +129,12 @@ def write_empty_log(mdt: HoodieTable, partition: str, file_id: str, instant: str
 
 def initialize_files_partition(table: HoodieTable, listing: Mapping[str, Mapping[str, int]]) -> str:
     """Build ``.hoodie/metadata`` with ``listing`` (partition -> file name -> size) and list
-    the ``files`` partition in the table config; returns the base HFile's path."""
+    the ``files`` partition in the table config; returns the base HFile's path. The new
+    metadata table's instants wait out the data change's expected clock skew (Hudi 1.x)."""
     storage, mdt = table.storage, metadata_table_path(table.base_path)
     config = TableConfig(metadata_table_properties(table))
-    metadata_table = type(table)(storage, mdt, config.save(storage, mdt, create=True))
-    metadata_table.write_config = table.write_config
+    metadata_table = type(table)(storage, mdt, config.save(storage, mdt, create=True),
+                                 clock_skew_ms=table.expected_clock_skew_ms())
     version = metadata_table.format.version
     init = initialization_instant(version, set())
     writer = metadata_table.timeline_writer()
@@ -129,6 +152,6 @@ def initialize_files_partition(table: HoodieTable, listing: Mapping[str, Mapping
         fileId=FILE_GROUP, path=f"{FILES_PARTITION}/{name}", prevCommit="null", numWrites=len(listing) + 1,
         numInserts=len(listing) + 1, totalWriteBytes=len(data), partitionPath=FILES_PARTITION,
         fileSizeInBytes=len(data)))
-    metadata_table.complete(Instant(init, Action.DELTA_COMMIT, State.INFLIGHT), meta)
+    commit.complete(metadata_table, Instant(init, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     table.update_config({METADATA_PARTITIONS: FILES_PARTITION})
     return path

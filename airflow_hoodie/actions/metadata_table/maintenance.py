@@ -1,4 +1,6 @@
-"""Which of a table's metadata-table partitions a change keeps true, drops or cannot touch.
+"""Which of a table's metadata-table partitions a change keeps true, drops or cannot touch,
+and building the metadata table when a write keeps it and it is missing (table versions 6,
+8 and 9 alike).
 
 Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, default true):
 - disabled: the whole metadata table goes, as a Hudi writer with it disabled does;
@@ -9,7 +11,7 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
   when that key is false, or when we cannot keep them (base files other than parquet, an
   index-definition version other than V1/V2), because stale statistics make Spark prune
   files that hold matches: wrong answers, silently;
-- ``record_index``: kept true, in the same delta commit (:mod:`record_index`);
+- ``record_index``: kept true, in the same delta commit (:mod:`record_index_writer`);
 - anything else (secondary and expression indexes): the job stops before it changes
   anything, naming them.
 """
@@ -17,21 +19,27 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
+from airflow_hoodie.actions.metadata_table.files_bootstrap import initialize_files_partition
+from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
+from airflow_hoodie.settings.metadata_table import MetadataTableSettings
+from airflow_hoodie.actions.metadata_table.stats_index_writer import ensure_stats_partitions
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.metadata_table.damage import metadata_properties_missing
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
-from airflow_hoodie.table.metadata_table.record_index import RECORD_INDEX_PARTITION
-from airflow_hoodie.table.metadata_table.removal import (
+from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
     has_metadata_table,
-    remove_metadata_table,
+    listed_in,
 )
+from airflow_hoodie.table.metadata_table.record_index import RECORD_INDEX_PARTITION
+from airflow_hoodie.table.metadata_table.stats_partitions import FILE_GROUP_PREFIX, index_version
 from airflow_hoodie.table.storage.storage import Storage
 
-if TYPE_CHECKING:  # the table imports this module
+if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
 log = logging.getLogger(__name__)
@@ -41,7 +49,7 @@ DROPPABLE = ("column_stats", "partition_stats", "bloom_filters")
 
 
 def _listed(table: HoodieTable, key: str) -> list[str]:
-    return [p.strip() for p in (table.config.get(key) or "").split(",") if p.strip()]
+    return listed_in(table.config, key)
 
 
 def _drop_partitions(table: HoodieTable, names: list[str]) -> None:
@@ -53,21 +61,17 @@ def _drop_partitions(table: HoodieTable, names: list[str]) -> None:
             table.storage.delete_dir(folder)
 
 
-def _unkeepable_stats(table: HoodieTable) -> list[str]:
+def _unkeepable_stats(table: HoodieTable, settings: MetadataTableSettings) -> list[str]:
     """Listed statistics partitions this change must drop: disabled by their key, or ones we
     cannot keep true."""
-    from airflow_hoodie.config_keys import metadata_table as keys  # noqa: PLC0415
-    from airflow_hoodie.table.metadata_table.stats_index_writer import index_version  # noqa: PLC0415
-
-    enable_key = {"column_stats": keys.COLUMN_STATS_ENABLE, "partition_stats": keys.PARTITION_STATS_ENABLE,
-                  "bloom_filters": keys.BLOOM_FILTER_ENABLE}
-    config = table.write_config
+    enabled = {"column_stats": settings.column_stats_enabled, "partition_stats": settings.partition_stats_enabled,
+               "bloom_filters": settings.bloom_filter_enabled}
     listed = [p for p in _listed(table, METADATA_PARTITIONS) if p in DROPPABLE]
     parquet = (table.config.get("hoodie.table.base.file.format") or "PARQUET").upper() == "PARQUET"
     known_version = index_version(table) in ("V1", "V2")
     out = []
     for p in listed:
-        disabled = config is not None and (config.get(enable_key[p]) or "").lower() == "false"
+        disabled = enabled[p] is False
         if disabled or not parquet or (p != "bloom_filters" and not known_version) or not _hudi_layout(table, p):
             out.append(p)
     if "column_stats" in out and "partition_stats" in listed and "partition_stats" not in out:
@@ -78,10 +82,6 @@ def _unkeepable_stats(table: HoodieTable) -> list[str]:
 def _hudi_layout(table: HoodieTable, partition: str) -> bool:
     """Whether a statistics partition's folder holds Hudi's file groups <prefix>-0000-0 ..
     <prefix>-<n-1>-0 (anything else we cannot keep true, so it is dropped)."""
-    import re  # noqa: PLC0415
-
-    from airflow_hoodie.table.metadata_table.stats_index_writer import FILE_GROUP_PREFIX  # noqa: PLC0415
-
     folder = Storage.join(metadata_table_path(table.base_path), partition)
     if not table.storage.exists(folder):
         return False
@@ -99,12 +99,12 @@ def unmaintained_partitions(table: HoodieTable) -> list[str]:
             or p == RECORD_INDEX_PARTITION and p in inflight]
 
 
-def prepare_metadata_table(table: HoodieTable, enabled: bool) -> None:
-    """Make the metadata table one our change keeps true: drop it when disabled, drop the
-    statistics partitions, refuse the ones we cannot keep."""
+def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings | None) -> None:
+    """Make the metadata table one our change keeps true: drop it when disabled (``settings``
+    None), drop the statistics partitions, refuse the ones we cannot keep."""
     if not has_metadata_table(table):
         return
-    if not enabled:
+    if settings is None:
         remove_metadata_table(table)
         return
     if metadata_properties_missing(table.storage, metadata_table_path(table.base_path)):
@@ -121,7 +121,7 @@ def prepare_metadata_table(table: HoodieTable, enabled: bool) -> None:
             "cannot keep true yet; nothing was changed. Run this job with hoodie.metadata.enable=false to drop the "
             "whole metadata table first, as a Hudi writer with it disabled does (Hudi rebuilds it, and the record "
             "index with a full scan), or run the job with Hudi itself.")
-    stale = _unkeepable_stats(table)
+    stale = _unkeepable_stats(table, settings)
     if stale:
         _drop_partitions(table, stale)
     # a folder without its files partition listed is one being built (or whose building
@@ -142,18 +142,15 @@ def committed_listing(table: HoodieTable) -> dict[str, dict[str, int]]:
     return listing
 
 
-def ensure_files_partition(table: HoodieTable) -> bool:
+def ensure_files_partition(table: HoodieTable, settings: MetadataTableSettings) -> bool:
     """Under the table lock, before a write's instant exists: build the metadata table from
     the committed files when there is none (or only a half-built one), as a Hudi writer with
-    it enabled does. Returns whether the table now has one."""
-    from airflow_hoodie.table.metadata_table.files_bootstrap import initialize_files_partition  # noqa: PLC0415
-
-    from airflow_hoodie.table.metadata_table.stats_index_writer import ensure_stats_partitions  # noqa: PLC0415
-
+    it enabled does, then the statistics partitions ``settings`` enable. Returns whether the
+    table now has one."""
     table.reload_config()
     if FILES_PARTITION not in _listed(table, METADATA_PARTITIONS):
         if has_metadata_table(table):
             remove_metadata_table(table)
         initialize_files_partition(table, committed_listing(table))
-    ensure_stats_partitions(table)
+    ensure_stats_partitions(table, settings)
     return True

@@ -6,6 +6,10 @@ pod) and reports its state through a different API; the apache-spark provider al
 speaks all three (the standalone REST ``--status`` call, the YARN ResourceManager REST
 API, the Kubernetes pod phase), so this module only picks the right one and maps its
 answer onto Spark standalone's driver states, which the trigger understands.
+
+It lives with the hooks because the hook that submits a job names its driver
+(:func:`submitted_driver`) and the triggers and operators that watch it read its state
+(:func:`driver_state`): hooks import nothing from triggers, operators or sensors.
 """
 
 from __future__ import annotations

@@ -1,11 +1,18 @@
-"""Keeping the ``files`` partition of a table's metadata table true, one instant at a time.
+"""Keeping a table's metadata table true, one data instant at a time: the delta commit that
+mirrors it into ``files``, ``record_index`` and the statistics partitions.
 
-Hudi's HoodieBackedTableMetadataWriter, for table version 6: every data-table instant is
-mirrored by a metadata-table delta commit *with the same instant time*, completed before
-the data instant. It appends one HFile data block (HoodieMetadataRecords keyed by
-partition, plus ``__all_partitions__``) to a new log version of the ``files-0000-0`` file
-group, as Hudi's Spark writer does on every commit. Readers take such a block only once
-the data instant completed too (files_listing.valid_data_instants), so a data instant that
+Hudi's HoodieBackedTableMetadataWriter, for table versions 6, 8 and 9: every data-table
+instant is mirrored by a metadata-table delta commit *with the same instant time*, completed
+before the data instant (through the one commit path, ``actions.commit.complete``). First
+the metadata table's own services run (:mod:`metadata_compaction`: compaction, clean,
+archival). Then the delta commit appends one HFile data block (HoodieMetadataRecords keyed
+by partition, plus ``__all_partitions__``) to a new log version of the ``files-0000-0`` file
+group, as Hudi's Spark writer does on every commit; in the same delta commit, the instant's
+record-index records (:mod:`record_index_writer`) and the column_stats, partition_stats and
+bloom_filters records of the files it wrote or deleted (:mod:`stats_index_writer`). The
+record schema and log layout are the table version's (Hudi 1.x's records carry more fields;
+its log files are named by the writing instant). Readers take such a block only once the
+data instant completed too (files_listing.valid_data_instants), so a data instant that
 fails after this step leaves nothing visible, and a retry writes the same records again
 (merging them is idempotent: a file keeps its largest size, a tombstone removes it).
 """
@@ -15,38 +22,30 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
+from airflow_hoodie.actions import commit
+from airflow_hoodie.actions.metadata_table.metadata_compaction import run_table_services
+from airflow_hoodie.actions.metadata_table.record_index_writer import RecordIndexChange, append_record_index
+from airflow_hoodie.settings.metadata_table import MetadataTableSettings
+from airflow_hoodie.actions.metadata_table.stats_index_writer import append_stats, stats_for_change
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
-from airflow_hoodie.table.metadata_table.damage import load_metadata_config, refuse_damaged_slice
+from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
 from airflow_hoodie.table.metadata_table.files_change import FilesChange
-from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
+from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
-from airflow_hoodie.table.metadata_table.metadata_compaction import run_table_services
 from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
-from airflow_hoodie.table.metadata_table.record_index import RecordIndexChange, append_record_index
-from airflow_hoodie.table.metadata_table.stats_index_writer import append_stats, stats_for_change
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
 
-if TYPE_CHECKING:  # the table imports this module
+if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
 #: the file group Hudi keeps the files partition in (one, for every table size)
 FILES_FILE_GROUP = "files-0000-0"
-
-
-def metadata_table_of(table: HoodieTable) -> HoodieTable:
-    """The metadata table as a table of its own (MERGE_ON_READ, HFile base files)."""
-    path = metadata_table_path(table.base_path)
-    mdt = type(table)(table.storage, path, load_metadata_config(table.storage, path))
-    # its instants are taken under the data table's lock, with the data write's settings
-    # (the expected clock skew of Hudi 1.x tables among them)
-    mdt.write_config = table.write_config
-    return mdt
 
 
 def _files_slice(mdt: HoodieTable) -> FileSlice:
@@ -74,13 +73,15 @@ def _begin(writer: TimelineWriter, timeline: Timeline, instant_time: str) -> boo
 
 
 def update_files_partition(table: HoodieTable, instant_time: str, change: FilesChange,
+                           settings: MetadataTableSettings,
                            record_index: RecordIndexChange | None = None) -> str | None:
     """Mirror ``change`` (what data instant ``instant_time`` did to the file listing) into the
     metadata table as its delta commit ``instant_time``; returns the log file written, or
     None when there was nothing to write or it was written before. ``record_index``: the
-    instant's record-index records, appended in the same delta commit (:mod:`record_index`)."""
-    mdt = metadata_table_of(table)
-    services = run_table_services(table, mdt)  # Hudi's writer runs them before its next delta commit
+    instant's record-index records, appended in the same delta commit (:mod:`record_index_writer`);
+    ``settings``: the change's, which the metadata table's services follow."""
+    mdt = table.metadata_table()
+    services = run_table_services(table, mdt, settings)  # Hudi's writer runs them before its next delta commit
     writer = mdt.timeline_writer()
     # the services read the timeline (each one that acted read it again): loaded anew only
     # when the archiver moved instants out of it (on an object store, a LIST and a HEAD saved)
@@ -117,6 +118,6 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
         append_record_index(mdt, instant_time, record_index, meta)
     # column_stats, partition_stats and bloom_filters of the files this instant wrote or
     # deleted, in the same delta commit (:mod:`stats_index_writer`)
-    append_stats(mdt, instant_time, stats_for_change(table, instant_time, change), meta)
-    mdt.complete(Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), meta)
+    append_stats(mdt, instant_time, stats_for_change(table, instant_time, change, settings), meta)
+    commit.complete(mdt, Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     return result.log_path

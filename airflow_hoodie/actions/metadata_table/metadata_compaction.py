@@ -1,4 +1,5 @@
-"""The metadata table's own table services: compaction, clean and archival, as Hudi 0.14 runs them.
+"""The metadata table's own table services: compaction, clean and archival, as Hudi runs them
+on table versions 6, 8 and 9.
 
 HoodieBackedTableMetadataWriter.performTableServices, which Hudi's data writer runs before
 its next delta commit on the metadata table (we run it at the same point: right before the
@@ -8,7 +9,8 @@ delta commit of the data instant being completed, under the data table's lock):
 2. clean (``cleanIfNecessary``): not within three completed instants of the latest
    compaction (a reader that opened the log files just before it must not lose them), else
    KEEP_LATEST_COMMITS with 20 commits retained (the metadata table's fixed cleaner
-   config), as clean ``<latest delta commit>002``;
+   config), as clean ``<latest delta commit>002`` (version 6; Hudi 1.x gives its services a
+   fresh instant time);
 3. compaction (``compactIfNecessary``), only when no data-table instant at or before the
    latest delta commit is pending (a compacted base file at T stands for every data
    instant up to T: one still pending could yet fail, and Hudi then refuses to roll it
@@ -16,7 +18,7 @@ delta commit of the data instant being completed, under the data table's lock):
    ``_data_instants_holding_compaction``) and no compaction of the metadata table is pending: once
    ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
    compaction (all of them, the initializing one included, before the first), compaction
-   ``<latest delta commit>001`` merges the latest slice of every file group of the ``files``
+   ``<latest delta commit>001`` (version 6; a fresh instant time on 8 and 9) merges the latest slice of every file group of the ``files``
    ``record_index``, ``column_stats``, ``partition_stats`` and ``bloom_filters`` partitions
    into new base HFiles (Hudi compacts all partitions at
    once; with a partition we do not compact, there is no compaction at all).
@@ -39,15 +41,16 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.metadata_table import COMPACT_MAX_DELTA_COMMITS, MAX_DELTA_COMMITS_WHEN_PENDING
+from airflow_hoodie.actions import commit
+from airflow_hoodie.config_keys.metadata_table import MAX_DELTA_COMMITS_WHEN_PENDING
 from airflow_hoodie.errors import HoodieTimelineError
-from airflow_hoodie.settings.archive import ArchiveSettings
 from airflow_hoodie.settings.clean import CleanSettings
+from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_naming import base_file_name, make_write_token
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
+from airflow_hoodie.table.metadata_table import record_index as ri
 from airflow_hoodie.table.metadata_table.files_listing import (
     FILES_PARTITION,
     _Merger,
@@ -55,13 +58,19 @@ from airflow_hoodie.table.metadata_table.files_listing import (
     merge_file_slice,
 )
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
-from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema_json
-from airflow_hoodie.table.metadata_table import record_index as ri
-from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    encode_record,
+    metadata_record_schema_json,
+)
+from airflow_hoodie.table.metadata_table.partitions import (
+    METADATA_PARTITIONS,
+    METADATA_PARTITIONS_INFLIGHT,
+    listed_in,
+)
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
-if TYPE_CHECKING:  # the table imports this module
+if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
 #: HoodieTableMetadataUtil's operation suffixes on metadata-table instant times
@@ -271,7 +280,7 @@ def _execute_compaction(table: HoodieTable, mdt: HoodieTable, instant_time: str)
     for op in plan.operations or []:
         stat = _compact_operation(table, mdt, instant_time, op, schema)
         meta.add_write_stat(op.partition_path or FILES_PARTITION, stat)
-    mdt.complete(Instant(instant_time, Action.COMPACTION, State.INFLIGHT), meta)
+    commit.complete(mdt, Instant(instant_time, Action.COMPACTION, State.INFLIGHT), meta)
 
 
 def _data_instants_holding_compaction(table: HoodieTable, instant_time: str) -> list[str]:
@@ -290,16 +299,17 @@ def _other_partitions(table: HoodieTable) -> list[str]:
     partition at once, and the data table's archival barrier relies on that: blocks of the
     instants it archives must all be in base files. With such a partition the metadata table
     is not compacted (and the barrier stays put)."""
-    listed = [p.strip() for p in (table.config.get(METADATA_PARTITIONS) or "").split(",") if p.strip()]
-    building = [p.strip() for p in (table.config.get(METADATA_PARTITIONS_INFLIGHT) or "").split(",") if p.strip()]
+    listed = listed_in(table.config, METADATA_PARTITIONS)
+    building = listed_in(table.config, METADATA_PARTITIONS_INFLIGHT)
     return [p for p in listed if p not in COMPACTED_PARTITIONS] + building
 
 
-def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, config: HoodieConfig) -> str | None:
+def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str,
+                          settings: MetadataTableSettings) -> str | None:
     timeline = mdt.timeline
     since = len(_delta_commits_since_compaction(timeline))
-    due = since >= config.get_int(COMPACT_MAX_DELTA_COMMITS)
-    limit = config.get_int(MAX_DELTA_COMMITS_WHEN_PENDING)
+    due = since >= settings.compact_max_delta_commits
+    limit = settings.max_delta_commits_when_pending
     if not due and since <= limit:
         return None  # nothing to decide: the data timeline need not be read
     pending_data = _data_instants_holding_compaction(table, latest)
@@ -327,23 +337,27 @@ def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str, con
 
 
 # ---------------------------------------------------------------------------- clean
-def _clean_inputs() -> Any:
-    # the data table's cleaner rules, run on the metadata table with its fixed config;
-    # imported here: the cleaner lives with the actions, which import this layer
+def _cleaner() -> Any:
+    """The data table's cleaner (actions.clean), run on the metadata table with its fixed
+    config. Imported when a clean runs: the cleaner reaches the planned services, the
+    rollback and, through them, the commit path, which imports this module."""
     from airflow_hoodie.actions import clean  # noqa: PLC0415
 
     return clean
 
 
 def _archiver() -> Any:
-    # the data table's archival rules, with the metadata table's settings (as for clean)
+    """The data table's archiver (actions.archive), with the metadata table's settings; imported
+    when archival runs, as the cleaner is."""
     from airflow_hoodie.actions import archive  # noqa: PLC0415
 
     return archive
 
 
 def _execute_clean(mdt: HoodieTable, instant_time: str) -> None:
-    clean = _clean_inputs()
+    """Run the metadata table's clean plan ``instant_time``, with the data table's cleaner
+    rules and the metadata table's fixed cleaner config."""
+    clean = _cleaner()
     started = time.time()
     timeline = mdt.reload_timeline()
     requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
@@ -359,7 +373,7 @@ def _execute_clean(mdt: HoodieTable, instant_time: str) -> None:
             mdt.storage.delete(mdt.storage.join(mdt.base_path, partition, uri.rsplit("/", 1)[-1]))
             results.append((partition, uri, True))
     meta = clean.build_clean_metadata(plan, instant_time, results, int((time.time() - started) * 1000))
-    mdt.complete(Instant(instant_time, Action.CLEAN, State.INFLIGHT), meta)
+    commit.complete(mdt, Instant(instant_time, Action.CLEAN, State.INFLIGHT), meta)
 
 
 def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
@@ -377,7 +391,7 @@ def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
     if _serviced_after(timeline, (Action.CLEAN,), latest):
         return done
     instant_time = _service_instant(mdt, latest, CLEAN_SUFFIX)
-    clean = _clean_inputs()
+    clean = _cleaner()
     instant, _plan, _reason = clean.plan_clean(mdt, CleanSettings.of_metadata_table(), instant_time)
     if instant is not None:
         _execute_clean(mdt, instant.timestamp)
@@ -388,10 +402,11 @@ def _clean_if_necessary(mdt: HoodieTable, latest: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- entry point
-def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesResult:
-    """performTableServices on ``mdt``, the metadata table of ``table`` (whose write options,
-    ``table.write_config``, carry the metadata keys)."""
-    config = table.write_config
+def run_table_services(table: HoodieTable, mdt: HoodieTable,
+                       settings: MetadataTableSettings | None = None) -> TableServicesResult:
+    """performTableServices on ``mdt``, the metadata table of ``table``, with the data change's
+    metadata-table ``settings`` (None: every key at its default)."""
+    settings = settings or MetadataTableSettings.defaults()
     result = TableServicesResult()
     timeline = mdt.reload_timeline()
     for inst in [i for i in timeline.instants if i.action == Action.COMPACTION and not i.is_completed]:
@@ -409,11 +424,11 @@ def run_table_services(table: HoodieTable, mdt: HoodieTable) -> TableServicesRes
         return result
     latest = deltas[-1]
     result.cleaned = _clean_if_necessary(mdt, latest)
-    compacted = _compact_if_necessary(table, mdt, latest, config)
+    compacted = _compact_if_necessary(table, mdt, latest, settings)
     if compacted is not None:
         result.compacted.append(compacted)
         mdt.reload_timeline()
-    archived = _archiver().archive_metadata_table(table, mdt, ArchiveSettings.of_metadata_table(config))
+    archived = _archiver().archive_metadata_table(table, mdt, settings.archive)
     if archived is not None:
         result.archived = list(archived.get("archived_instants") or [])
     return result

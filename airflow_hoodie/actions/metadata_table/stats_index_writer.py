@@ -1,4 +1,5 @@
-"""Keeping ``column_stats``, ``partition_stats`` and ``bloom_filters`` true, commit by commit.
+"""Keeping ``column_stats``, ``partition_stats`` and ``bloom_filters`` true, commit by commit
+(table versions 6, 8 and 9; partition_stats from version 8, as Hudi 1.x builds it).
 
 Every data instant that changes the file listing is mirrored by one metadata-table delta
 commit (:mod:`metadata_writer`); the statistics of the files that instant wrote go into the
@@ -14,7 +15,10 @@ siblings):
 - each partition it wrote: the range over its new files, merged by the reader (:mod:`partition_stats`).
 
 A partition of these is built (from the latest file slices, at Hudi's initialization instant)
-when its ``hoodie.metadata.index.*.enable`` key is true and the table lacks it.
+when its ``hoodie.metadata.index.*.enable`` key is true and the table lacks it. The records
+are those of the table version: column-stats index version V1 on 6 and 8 (Hudi 1.x records
+the covered columns in its index definition), V2 from 9; their layouts and encodings are
+the format layer's (``table.metadata_table.column_stats``, ``stats_partitions``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import json
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from airflow_hoodie.actions import commit
+from airflow_hoodie.actions.metadata_table.files_bootstrap import partition_init_instant, write_empty_log
+from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
@@ -42,7 +49,6 @@ from airflow_hoodie.table.metadata_table.column_stats import (
     read_log_column_ranges,
     table_column_ranges,
 )
-from airflow_hoodie.table.metadata_table.files_bootstrap import write_empty_log
 from airflow_hoodie.table.metadata_table.files_change import FilesChange
 from airflow_hoodie.table.metadata_table.files_listing import metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
@@ -52,50 +58,23 @@ from airflow_hoodie.table.metadata_table.partition_stats import (
     partition_ranges,
     partition_stats_records,
 )
-from airflow_hoodie.table.metadata_table.record_index import _init_instant, file_group_index
-from airflow_hoodie.table.metadata_table.removal import METADATA_PARTITIONS
+from airflow_hoodie.table.metadata_table.partitions import METADATA_PARTITIONS, listed_partitions
+from airflow_hoodie.table.metadata_table.record_index import file_group_index
+from airflow_hoodie.table.metadata_table.stats_partitions import (
+    DEFAULT_INDEX_DEFS_PATH,
+    FILE_GROUP_PREFIX,
+    INDEX_DEFS_PATH_KEY,
+    index_definitions,
+    index_version,
+    kept_stats_partitions,
+)
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
     from airflow_hoodie.table.storage.storage import Storage
 
-#: the statistics partitions, with the file-id prefix of their file groups
-FILE_GROUP_PREFIX = {COLUMN_STATS_PARTITION: "col-stats-", PARTITION_STATS_PARTITION: "partition-stats-",
-                     BLOOM_FILTERS_PARTITION: "bloom-filters-"}
-STATS_PARTITIONS = tuple(FILE_GROUP_PREFIX)
-INDEX_DEFS_PATH_KEY = "hoodie.table.index.defs.path"
-DEFAULT_INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
-
-
-def listed_partitions(table: HoodieTable) -> list[str]:
-    return [p.strip() for p in (table.config.get(METADATA_PARTITIONS) or "").split(",") if p.strip()]
-
-
-def kept_stats_partitions(table: HoodieTable) -> list[str]:
-    return [p for p in listed_partitions(table) if p in STATS_PARTITIONS]
-
-
 # ------------------------------------------------------------------ index definitions
-def _index_defs(table: HoodieTable) -> dict[str, Any]:
-    rel = table.config.get(INDEX_DEFS_PATH_KEY)
-    if not rel:
-        return {}
-    path = table.storage.join(table.base_path, rel)
-    if not table.storage.exists(path):
-        return {}
-    return (json.loads(table.storage.read_bytes(path).decode("utf-8")) or {}).get("indexDefinitions") or {}
-
-
-def index_version(table: HoodieTable) -> str:
-    """The column-stats index-definition version: what the table's definition says, else
-    Hudi's current one for the table version (V2 from table version 9, V1 before)."""
-    definition = _index_defs(table).get(COLUMN_STATS_PARTITION) or {}
-    if definition.get("version"):
-        return str(definition["version"])
-    return "V2" if table.config.table_version >= 9 else "V1"
-
-
 def _table_columns(table: HoodieTable, writer_schema: str | None = None) -> list[str] | None:
     """Top-level fields of ``writer_schema`` (a commit's own), else of the table's latest
     schema, meta fields first when populated."""
@@ -112,21 +91,18 @@ def _table_columns(table: HoodieTable, writer_schema: str | None = None) -> list
 
 
 def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = None,
-                    writer_schema: str | None = None) -> list[str] | None:
+                    writer_schema: str | None = None,
+                    settings: MetadataTableSettings | None = None) -> list[str] | None:
     """The columns column_stats covers: the table's index definition (Hudi 1.x records it),
     else ``hoodie.metadata.index.column.stats.column.list`` (after Hudi's three meta fields
     on 1.x), else every top-level column up to ``max.columns.to.index`` (on version 6,
-    every column: Hudi 0.14 had no cap). None: every column of each file."""
-    from airflow_hoodie.config_keys.metadata_table import (  # noqa: PLC0415
-        COLUMN_STATS_COLUMN_LIST,
-        COLUMN_STATS_MAX_COLUMNS,
-    )
-
-    definition = _index_defs(table).get(COLUMN_STATS_PARTITION) or {}
+    every column: Hudi 0.14 had no cap). None: every column of each file. ``settings``: the
+    change's (None: every key at its default)."""
+    definition = index_definitions(table).get(COLUMN_STATS_PARTITION) or {}
     if definition.get("sourceFields"):
         return list(definition["sourceFields"])
-    config = table.write_config
-    listed = [c.strip() for c in (config.get(COLUMN_STATS_COLUMN_LIST) or "").split(",") if c.strip()]
+    settings = settings or MetadataTableSettings.defaults()
+    listed = list(settings.column_stats_columns)
     one_x = table.config.table_version >= 8
     if listed:
         return list(dict.fromkeys((list(INDEXED_META_FIELDS) if one_x else []) + listed))
@@ -138,7 +114,7 @@ def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = Non
         return list(file_columns)
     data = [c for c in file_columns if not c.startswith("_hoodie_")]
     cols = [c for c in INDEXED_META_FIELDS if c in file_columns] + data
-    return cols[: int(config.get(COLUMN_STATS_MAX_COLUMNS) or 32)]
+    return cols[: settings.column_stats_max_columns]
 
 
 def _write_index_definition(table: HoodieTable, columns: Sequence[str]) -> None:
@@ -147,7 +123,7 @@ def _write_index_definition(table: HoodieTable, columns: Sequence[str]) -> None:
         return
     rel = table.config.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
     path = table.storage.join(table.base_path, rel)
-    defs = _index_defs(table) if table.config.get(INDEX_DEFS_PATH_KEY) else {}
+    defs = index_definitions(table) if table.config.get(INDEX_DEFS_PATH_KEY) else {}
     defs[COLUMN_STATS_PARTITION] = {
         "indexName": COLUMN_STATS_PARTITION, "indexType": COLUMN_STATS_PARTITION,
         "indexFunction": COLUMN_STATS_PARTITION, "sourceFields": list(columns), "indexOptions": {},
@@ -211,7 +187,8 @@ class StatsBatch:
 
 
 def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mapping[str, Mapping[str, int | None]],
-                    instant_time: str | None, writer_schema: str | None = None) -> StatsBatch:
+                    instant_time: str | None, settings: MetadataTableSettings,
+                    writer_schema: str | None = None) -> StatsBatch:
     """The statistics records of ``files`` (partition -> file name -> size, None when
     deleted) for the kept ``partitions``; log files take the blocks of ``instant_time``
     (every block when None, as when a partition is built). ``writer_schema``: the commit's
@@ -221,7 +198,7 @@ def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mappin
         return batch
     version = table.config.table_version
     ivs = index_version(table)
-    columns = indexed_columns(table, writer_schema=writer_schema)
+    columns = indexed_columns(table, writer_schema=writer_schema, settings=settings)
     col_files: list[FileColumnStats] = []
     blooms: dict[tuple[str, str], Any] = {}
     new_ranges: list[tuple[str, list[ColumnRange]]] = []
@@ -243,7 +220,7 @@ def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mappin
                     continue
                 ranges, bloom, names_in_file = _parquet_stats(table.storage, path, columns, want_bloom)
                 if columns is None:
-                    columns = indexed_columns(table, names_in_file)
+                    columns = indexed_columns(table, names_in_file, settings=settings)
                     ranges = [r for r in ranges if r.column in set(columns or [])]
                 if want_bloom and bloom is not None:
                     blooms[(part, name)] = bloom
@@ -332,9 +309,11 @@ def _latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, in
     return out
 
 
-def stats_for_change(table: HoodieTable, instant_time: str, change: FilesChange) -> StatsBatch:
+def stats_for_change(table: HoodieTable, instant_time: str, change: FilesChange,
+                     settings: MetadataTableSettings) -> StatsBatch:
     """What data instant ``instant_time`` changes in the kept statistics partitions."""
-    return stats_for_files(table, kept_stats_partitions(table), change.files, instant_time, change.writer_schema)
+    return stats_for_files(table, kept_stats_partitions(table), change.files, instant_time, settings,
+                           change.writer_schema)
 
 
 # ------------------------------------------------------------------ writing
@@ -398,27 +377,26 @@ def _latest_files(table: HoodieTable) -> dict[str, dict[str, int | None]]:
     return out
 
 
-def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], group_counts: Mapping[str, int]) -> str:
+def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], group_counts: Mapping[str, int],
+                                settings: MetadataTableSettings) -> str:
     """Build ``partitions`` from the table's latest file slices as one delta commit of the
     metadata table at Hudi's initialization instant, then list them; returns that instant.
     Runs under the table lock, before the write's own instant exists."""
-    from airflow_hoodie.table.metadata_table.metadata_writer import metadata_table_of  # noqa: PLC0415
-
-    mdt = metadata_table_of(table)
+    mdt = table.metadata_table()
     storage, mdt_base = table.storage, metadata_table_path(table.base_path)
     files = _latest_files(table)
     if COLUMN_STATS_PARTITION in partitions and table.config.table_version >= 8:
-        columns = indexed_columns(table)
+        columns = indexed_columns(table, settings=settings)
         if columns is None:
             first = next((table.storage.join(table.base_path, p, n) if p else table.storage.join(table.base_path, n)
                           for p, names in sorted(files.items()) for n in sorted(names) if n.endswith(".parquet")), None)
             if first is not None:
-                columns = indexed_columns(table, _parquet_stats(storage, first, None, False)[2])
+                columns = indexed_columns(table, _parquet_stats(storage, first, None, False)[2], settings=settings)
         if columns:
             _write_index_definition(table, columns)
-    batch = stats_for_files(table, partitions, files, None)
+    batch = stats_for_files(table, partitions, files, None, settings)
     writer = mdt.timeline_writer()
-    instant = _init_instant(table, mdt.reload_timeline())
+    instant = partition_init_instant(table, mdt.reload_timeline())
     writer.create_requested(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
     writer.transition_to_inflight(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
     version = mdt.format.version
@@ -446,27 +424,24 @@ def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], g
             meta.add_write_stat(partition, WriteStat.new(
                 fileId=file_id, path=f"{partition}/{name}", prevCommit="null", numWrites=len(group),
                 numInserts=len(group), totalWriteBytes=len(data), partitionPath=partition, fileSizeInBytes=len(data)))
-    mdt.complete(Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta)
+    commit.complete(mdt, Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     table.update_config({METADATA_PARTITIONS: ",".join(sorted(set(listed_partitions(table)) | set(partitions)))})
     return instant
 
 
-def ensure_stats_partitions(table: HoodieTable) -> list[str]:
+def ensure_stats_partitions(table: HoodieTable, settings: MetadataTableSettings) -> list[str]:
     """Under the table lock, on ``table.config`` as the caller (ensure_files_partition) read
     it under that lock: build the statistics partitions whose enable key is true and
     the table lacks (partition stats from table version 8, with column stats). Returns the
     partitions built."""
-    from airflow_hoodie.config_keys import metadata_table as keys  # noqa: PLC0415
-
-    config = table.write_config
     listed = set(listed_partitions(table))
     wanted = []
-    if (config.get(keys.COLUMN_STATS_ENABLE) or "").lower() == "true":
+    if settings.column_stats_enabled:
         wanted.append(COLUMN_STATS_PARTITION)
-    if ((config.get(keys.PARTITION_STATS_ENABLE) or "").lower() == "true" and table.config.table_version >= 8
+    if (settings.partition_stats_enabled and table.config.table_version >= 8
             and (COLUMN_STATS_PARTITION in listed or COLUMN_STATS_PARTITION in wanted)):
         wanted.append(PARTITION_STATS_PARTITION)
-    if (config.get(keys.BLOOM_FILTER_ENABLE) or "").lower() == "true":
+    if settings.bloom_filter_enabled:
         wanted.append(BLOOM_FILTERS_PARTITION)
     missing = [p for p in wanted if p not in listed]
     if not missing:
@@ -476,8 +451,8 @@ def ensure_stats_partitions(table: HoodieTable) -> list[str]:
         raise HoodieNotSupportedError(
             f"{', '.join(missing)} of {table.base_uri}: airflow-hoodie reads statistics from parquet base files only "
             f"(this table's are {base}). Leave the hoodie.metadata.index.*.enable keys unset.")
-    counts = {COLUMN_STATS_PARTITION: int(config.get(keys.COLUMN_STATS_FILE_GROUP_COUNT) or 2),
-              PARTITION_STATS_PARTITION: int(config.get(keys.PARTITION_STATS_FILE_GROUP_COUNT) or 1),
-              BLOOM_FILTERS_PARTITION: int(config.get(keys.BLOOM_FILTER_FILE_GROUP_COUNT) or 4)}
-    initialize_stats_partitions(table, missing, counts)
+    counts = {COLUMN_STATS_PARTITION: settings.column_stats_file_groups,
+              PARTITION_STATS_PARTITION: settings.partition_stats_file_groups,
+              BLOOM_FILTERS_PARTITION: settings.bloom_filter_file_groups}
+    initialize_stats_partitions(table, missing, counts, settings)
     return missing
