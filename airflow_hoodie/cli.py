@@ -391,7 +391,7 @@ def _check_partition_filters(path: str, filters: list[tuple[str, str, Any]],
                              storage_options: dict[str, str] | None) -> None:
     """An empty answer to ``region=EU`` where the partitions are ``eu`` looks like "no
     data"; a filter naming a partition value that no partition has is an error instead."""
-    from airflow_hoodie.table.read import PartitionSpec
+    from airflow_hoodie.table.partition_spec import PartitionSpec
 
     table = HoodieTable.load(path, storage_options=storage_options)
     spec = PartitionSpec.from_config(table.config)
