@@ -33,6 +33,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     read_file_slice,
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.merge_config import MergeConfig
 from airflow_hoodie.table.metadata_table.stats_index_writer import kept_stats_partitions
 from airflow_hoodie.table.metadata_table.stats_pruning import (
     prune_partitions_by_stats,
@@ -51,7 +52,7 @@ from airflow_hoodie.table.read_plan import (
     slices_to_read,
     visible_commits,
 )
-from airflow_hoodie.table.record_merger import MergeConfig, unify_tables
+from airflow_hoodie.table.record_merger import unify_tables
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
 from airflow_hoodie.table.schema.meta_fields import COMMIT_TIME
 from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_schema
