@@ -5,7 +5,8 @@ The metadata table's modules are imported when the command runs, not when the CL
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -14,7 +15,10 @@ from airflow_hoodie.table.hoodie_table import HoodieTable
 def file_stats_rows(table: HoodieTable, file: str) -> list[dict[str, Any]]:
     """The metadata table's column stats of one data file (``file``: its path under the
     table, partition folders included), one row per indexed column."""
-    from airflow_hoodie.table.metadata_table.column_stats import VALUE_TYPES, comparable_value  # noqa: PLC0415
+    from airflow_hoodie.table.metadata_table.column_stats import (  # noqa: PLC0415
+        VALUE_TYPES,
+        comparable_value,
+    )
     from airflow_hoodie.table.metadata_table.index_keys import column_stats_key  # noqa: PLC0415
     from airflow_hoodie.table.metadata_table.stats_index_writer import (  # noqa: PLC0415
         indexed_columns,

@@ -13,7 +13,6 @@ from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.timeline.instant import Instant, State
 
-
 STATE_NAMES = {"requested": "REQUESTED", "inflight": "INFLIGHT", "completed": "COMPLETED"}
 
 

@@ -7,7 +7,8 @@ import base64
 import datetime as _dt
 import decimal
 import json
-from typing import Any, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 
 def to_jsonable(value: Any) -> Any:

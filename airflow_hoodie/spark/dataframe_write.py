@@ -11,13 +11,17 @@ The last two are engines of the one write flow, :func:`airflow_hoodie.actions.wr
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 
 from airflow_hoodie.actions.write import begin_write, open_for_write, run_write
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
-from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES, DRIVER_FILES_MAX_BYTES
+from airflow_hoodie.actions.write_config import (
+    DRIVER_BATCH_MAX_BYTES,
+    DRIVER_FILES_MAX_BYTES,
+)
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.keyed_records import arrow_schema

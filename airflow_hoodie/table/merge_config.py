@@ -11,8 +11,8 @@ payload is commit-time ordering, with Hudi 0.x's pre-combine of log records by o
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from airflow_hoodie.config_keys.merge import (
     DELETE_FIELD,
@@ -73,7 +73,7 @@ class MergeConfig:
         return ((self.ordering_field,) if self.ordering_field else ()) + self.more_ordering_fields
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> "MergeConfig":
+    def from_properties(cls, props: Mapping[str, str]) -> MergeConfig:
         """Read the merge semantics from table properties (plus optional writer overrides).
 
         Precedence as in Hudi: an explicit merge mode, then the payload class (table config

@@ -9,8 +9,9 @@ back to typed values here; anything that does not map is kept (filters run on ro
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -18,7 +19,11 @@ import pyarrow.dataset as ds
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.keygen.keygen_config import DEFAULT_PARTITION_PATH
-from airflow_hoodie.table.read_filters import Filter, coerce_value, filters_to_expression
+from airflow_hoodie.table.read_filters import (
+    Filter,
+    coerce_value,
+    filters_to_expression,
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,7 @@ class PartitionSpec:
     value_mappable: bool
 
     @classmethod
-    def from_config(cls, props: Mapping[str, str]) -> "PartitionSpec":
+    def from_config(cls, props: Mapping[str, str]) -> PartitionSpec:
         raw = props.get("hoodie.table.partition.fields") or ""
         fields = tuple(f.split(":")[0].strip() for f in raw.split(",") if f.strip())
         keygen = (props.get("hoodie.table.keygenerator.class") or props.get("hoodie.table.keygenerator.type") or "")

@@ -13,16 +13,24 @@ window reads only the file groups its commits wrote when their commit metadata s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow.dataset as ds
 
 from airflow_hoodie.errors import HoodieConfigError, HoodieError, HoodieTimelineError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.schema.meta_fields import COMMIT_TIME
-from airflow_hoodie.table.timeline.clean_horizon import clean_horizon, files_cleaned_from
-from airflow_hoodie.table.timeline.instant import Action, Instant, normalize_instant_time
+from airflow_hoodie.table.timeline.clean_horizon import (
+    clean_horizon,
+    files_cleaned_from,
+)
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    normalize_instant_time,
+)
 from airflow_hoodie.table.timeline.replace_kind import is_clustering_requested
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -173,7 +181,7 @@ class IncrementalWindow:
 
     @classmethod
     def of(cls, table: HoodieTable, commits: Timeline, visible: Timeline, start: str | None, end: str | None
-           ) -> "IncrementalWindow | None":
+           ) -> IncrementalWindow | None:
         latest = visible.last().timestamp
         archived: list[Instant] = []
         if table.timeline.tracks_completion_time:

@@ -14,7 +14,12 @@ import posixpath
 
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.storage.storage import Storage
-from airflow_hoodie.table.timeline.instant import Action, Instant, State, normalize_instant_time
+from airflow_hoodie.table.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    normalize_instant_time,
+)
 from airflow_hoodie.table.timeline.timeline_paths import LAYOUT_2_FOLDER, meta_path
 
 
