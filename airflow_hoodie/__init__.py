@@ -1,7 +1,8 @@
 """airflow-hoodie: Apache Hudi timeline actions as Apache Airflow tasks.
 
-The package is layered (see DESIGN.md): ``airflow_hoodie.table`` is the Hudi v6 table
-format in pure Python, ``airflow_hoodie.actions`` plans and executes timeline actions,
+The package is layered (see DESIGN.md): ``airflow_hoodie.table`` is the Hudi table
+format in pure Python (table versions 6, 8 and 9: Hudi 0.14/0.15 and 1.x tables, each kept at
+its own version), ``airflow_hoodie.actions`` plans and executes timeline actions,
 ``airflow_hoodie.spark`` holds everything that needs a SparkSession, and the hooks,
 operators, sensors and triggers form the Airflow provider.
 """

@@ -122,7 +122,7 @@ def _spark_runs(args: argparse.Namespace, work: str, cfg: dict[str, str],
     """The same upsert through spark/upsert.py: (SINGLE_WRITER times, OCC times)."""
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.spark.session import get_or_create_session
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     spark = get_or_create_session("hoodie-occ-bench", master=args.master)
     try:

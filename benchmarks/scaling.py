@@ -135,7 +135,7 @@ def main() -> None:
 
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.spark.session import get_or_create_session
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
     from airflow_hoodie.table.read import read_table
 
     spark = get_or_create_session("hoodie-scaling", master=args.master)
@@ -190,7 +190,7 @@ def _measured_upsert(spark, path: str, size: int, batch: int, cfg) -> tuple[Any,
     """An upsert of ``batch`` records (20% updates of the table's last keys) into the
     ``size``-row table at ``path``; the batch is cached first, so the time and the peak RSS
     are the write's alone."""
-    from airflow_hoodie.spark.upsert import upsert_dataframe  # noqa: PLC0415
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe  # noqa: PLC0415
 
     n_upd = batch // 5
     ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + batch - n_upd)])
@@ -206,7 +206,7 @@ def _measured_upsert(spark, path: str, size: int, batch: int, cfg) -> tuple[Any,
 
 
 def _load(spark, path: str, size: int, cfg) -> None:
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     shutil.rmtree(path, ignore_errors=True)
     for start in range(0, size, 2_000_000):

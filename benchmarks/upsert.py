@@ -103,7 +103,7 @@ def main() -> None:
 
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.spark.session import get_or_create_session
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
     from airflow_hoodie.table.read import read_table
     from pyspark.sql import functions as F
 

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             load_source,
             require_source,
         )
-        from airflow_hoodie.spark.upsert import upsert_dataframe
+        from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
         config = with_write_id(load_config(args), args.write_id)
         # cheap checks first: a bad call fails in a second, before a JVM starts

@@ -45,6 +45,7 @@ from airflow_hoodie.table.file_group.file_naming import (
 from airflow_hoodie.table.file_group.slice_keys import derived_record_keys
 from airflow_hoodie.table.log.data_block import avro_data_block
 from airflow_hoodie.table.log.delete_block import DeleteRecord, delete_block
+from airflow_hoodie.table.log.log_block import LogBlock
 from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import WriteStat
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
@@ -301,6 +302,19 @@ def _fault_injection_pause() -> None:
         time.sleep(float(pause))
 
 
+def _delete_block(ctx: WriteContext, task: FileGroupTask, deletes: pa.Table, field: str | None) -> LogBlock:
+    """The delete block of a log append. A hard delete (the delete operation) has no ordering
+    value: Hudi writes IntWrapper{0}; a soft delete (_hoodie_is_deleted) keeps its record's
+    ordering value and type (any payload carries the precombine value as its ordering value)."""
+    has_order = bool(field) and field in deletes.column_names
+    order = deletes.column(field).to_pylist() if has_order else [None] * deletes.num_rows
+    hard = deletes.column(OP_COL).to_pylist()
+    keys = [DeleteRecord(k, task.partition_path, None if op == "D" else o)
+            for k, o, op in zip(deletes.column(RECORD_KEY).to_pylist(), order, hard)]
+    order_type = deletes.schema.field(field).type if has_order else None
+    return delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema))
+
+
 def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: FileGroupTask,
                    records: pa.Table, token: str, data_schema: pa.Schema) -> list[dict[str, Any]]:
     """MOR update bucket: Avro data block for upserts, delete block for deletes, one log append."""
@@ -329,17 +343,7 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         for start in range(0, stamped.num_rows, rows_per_block):
             blocks.append(avro_data_block(stamped.slice(start, rows_per_block), avro, ctx.instant_time))
     if deletes.num_rows:
-        # a hard delete (the delete operation) has no ordering value: Hudi writes IntWrapper{0};
-        # a soft delete (_hoodie_is_deleted) keeps its record's ordering value and type
-        # (any payload carries the precombine value as its ordering value)
-        field = fields[0] if fields else None
-        has_order = bool(field) and field in deletes.column_names
-        order = deletes.column(field).to_pylist() if has_order else [None] * deletes.num_rows
-        hard = deletes.column(OP_COL).to_pylist()
-        keys = [DeleteRecord(k, task.partition_path, None if op == "D" else o)
-                for k, o, op in zip(deletes.column(RECORD_KEY).to_pylist(), order, hard)]
-        order_type = deletes.schema.field(field).type if has_order else None
-        blocks.append(delete_block(keys, ctx.instant_time, order_type, schema=_with_meta(ctx.avro_schema)))
+        blocks.append(_delete_block(ctx, task, deletes, fields[0] if fields else None))
     layout = ctx.table_format.log_file_layout
     part_dir = storage.join(base_path, task.partition_path) if task.partition_path else base_path
     writer = LogWriter.for_instant(storage, part_dir, task.file_id, task.base_instant, ctx.instant_time, token,

@@ -37,6 +37,8 @@ from airflow_hoodie.actions.write_config import (
 from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError, HoodieError
+from airflow_hoodie.spark.job_errors import translate_job_error
+from airflow_hoodie.spark.keyed_records import deduplicated, keyed_dataframe
 from airflow_hoodie.spark.worker_heap import freeze_worker_heap
 from airflow_hoodie.table.file_group.partition_metadata import PARTITION_METAFILE
 from airflow_hoodie.table.file_group.file_naming import new_file_id
@@ -127,12 +129,6 @@ def bulk_insert_dataframe(
     records are checked in the write job itself (a separate pass cost a job and a third of
     the time); when ``first_write`` (the table was created for this write) and the write
     fails, the new table is removed too, so a refused first batch leaves nothing behind."""
-    from airflow_hoodie.spark.upsert import (  # noqa: PLC0415 - cycle
-        deduplicated,
-        keyed_dataframe,
-        translate_job_error,
-    )
-
     mode = (cfg.get(SORT_MODE) or "NONE").upper()
     if mode not in SORT_MODES:
         raise HoodieConfigError(f"{SORT_MODE}={mode!r} is not a sort mode; use one of {', '.join(SORT_MODES)}.")

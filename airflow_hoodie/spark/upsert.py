@@ -1,9 +1,10 @@
 """The Spark engines of the write flow: a small batch on the driver, a large one as a DataFrame.
 
 :func:`airflow_hoodie.actions.write.run_write` owns the flow and the timeline; an engine
-does its data-parallel steps. :func:`upsert_dataframe` picks one by Spark's size estimate
-of the batch. :class:`DriverBatchEngine` holds a small batch as Arrow on the driver (one
-Spark job to read it) and sends file work to Spark tasks only when it is big.
+does its data-parallel steps, on every table version (6, 8, 9) alike.
+:func:`airflow_hoodie.spark.dataframe_write.upsert_dataframe` picks one by Spark's size
+estimate of the batch. :class:`DriverBatchEngine` holds a small batch as Arrow on the driver
+(one Spark job to read it) and sends file work to Spark tasks only when it is big.
 :class:`SparkWriteEngine` keeps the records on the executors: keys are computed with
 ``mapInArrow``, deduplication is a window, the index is a join against the keys of the
 candidate file groups (read by tasks), bucket counts are the only thing collected, and
@@ -21,9 +22,7 @@ from typing import Any, Callable, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam
-from pyspark.sql import Window
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from airflow_hoodie.actions.executor import LocalExecutor
@@ -48,18 +47,13 @@ from airflow_hoodie.actions.index import (
 from airflow_hoodie.actions.merge_settings import dedupe_ordering_fields
 from airflow_hoodie.actions.write import (
     ArrowWriteEngine,
-    begin_write,
     file_refs,
-    open_for_write,
     partition_move_merge,
-    run_write,
     update_partition_path,
     uses_record_index,
 )
-from airflow_hoodie.actions.write_client import WriteClient, WriteResult
+from airflow_hoodie.actions.write_client import WriteClient
 from airflow_hoodie.actions.write_config import (
-    DRIVER_BATCH_MAX_BYTES,
-    DRIVER_FILES_MAX_BYTES,
     checked_ordering_field,
     dedupe_enabled,
     key_generator_props,
@@ -68,19 +62,16 @@ from airflow_hoodie.actions.write_records import (
     BUCKET_COL,
     DELETE_OPS,
     OP_COL,
-    OrderingFields,
     dedupe,
-    prepare_batch,
     tag_records,
 )
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieError,
-    HoodieKeyError,
-    HoodieSchemaError,
 )
-from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.executor import SparkExecutor
+from airflow_hoodie.spark.job_errors import translate_job_error
+from airflow_hoodie.spark.keyed_records import keyed_dataframe
 from airflow_hoodie.spark.progress import progress
 from airflow_hoodie.spark.source import SOURCE_FORMATS, read_source  # noqa: F401 - this module's API before spark/source.py
 from airflow_hoodie.spark.worker_heap import freeze_worker_heap
@@ -88,40 +79,9 @@ from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.record_merger import MergeConfig
 from airflow_hoodie.table.schema.meta_fields import (
-    META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
 )
-
-_HOODIE_ERRORS = {"HoodieKeyError": HoodieKeyError, "HoodieSchemaError": HoodieSchemaError}
-
-
-def _arrow_schema(df: Any) -> pa.Schema:
-    """The Arrow schema Spark's own Arrow batches carry: timestamps in the session time zone
-    (PySpark 4 cannot convert a timestamp column without one: every batch with a timestamp
-    failed with a bare AssertionError)."""
-    return to_arrow_schema(df.schema, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone"))
-
-
-def _prepare_batches(props: dict[str, str], operation: str, ordering_field: OrderingFields, batches,
-                     sizes: Any = None):  # executors
-    freeze_worker_heap()
-    for b in batches:
-        t = prepare_batch(pa.Table.from_batches([b]), props, operation, ordering_field)
-        if sizes is not None:
-            g = t.group_by([PARTITION_PATH, OP_COL]).aggregate([([], "count_all")])
-            sizes.add(dict(zip(zip(g.column(PARTITION_PATH).to_pylist(), g.column(OP_COL).to_pylist()),
-                               g.column("count_all").to_pylist())))
-        yield from t.to_batches()
-
-
-def translate_job_error(exc: Exception) -> Exception:
-    text = str(exc)
-    for name, cls in _HOODIE_ERRORS.items():
-        if name in text:
-            line = next((ln for ln in text.splitlines() if name + ":" in ln), text.splitlines()[-1] if text else "")
-            return cls(line.split(name + ":", 1)[-1].strip() or text[-500:])
-    return exc
 
 
 def _write_groups(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list[str], table: pa.Table):
@@ -137,30 +97,6 @@ def _group_writer(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list
         freeze_worker_heap()
         return _write_groups(ctx, tasks, keep, table)
     return write_group
-
-
-def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operation: str,
-                    ordering_field: OrderingFields = None, sizes: Any = None) -> Any:
-    """``df`` with the record key, partition path and operation columns, computed on the
-    executors (which also refuse null ``ordering_field`` values). ``sizes``: an accumulator
-    of :class:`_SummedCounts` that gets the records per (partition path, operation)."""
-
-    out_schema = pa.schema(list(in_schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
-                                              pa.field(OP_COL, pa.string())])
-    return df.mapInArrow(partial(_prepare_batches, props, operation, ordering_field, sizes=sizes),
-                         from_arrow_schema(out_schema))
-
-
-def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
-    """One row per key (per key and partition unless ``global_keys``): the greatest
-    ordering value wins, ties go to the later input row, as Hudi's preCombine does."""
-
-    # several ordering fields compare as a tuple; none under commit-time ordering (later row wins)
-    order = [F.col(f).desc_nulls_last() for f in dedupe_ordering_fields(cfg) if f in prepared.columns]
-    order.append(F.monotonically_increasing_id().desc())
-    part_by = [RECORD_KEY] if global_keys else [RECORD_KEY, PARTITION_PATH]
-    return (prepared.withColumn("__rn", F.row_number().over(Window.partitionBy(*part_by).orderBy(*order)))
-            .filter("__rn = 1").drop("__rn"))
 
 
 SEQ_COL = "__seq"    # input order: a dedupe tie goes to the later row, as in the window it replaced
@@ -546,47 +482,3 @@ class DriverBatchEngine(ArrowWriteEngine):
         progress(message)
 
 
-def driver_batch(df: Any, config: HoodieConfig, size_bytes: int | None = None) -> pa.Table | None:
-    """The batch as Arrow when Spark's own size estimate (the one it uses to choose a
-    broadcast join), or ``size_bytes`` where Spark cannot estimate it, is at most
-    ``hoodie.airflow.write.driver.batch.max.bytes``; else None."""
-    limit = config.get_int(DRIVER_BATCH_MAX_BYTES)
-    if limit <= 0:
-        return None
-    estimate = size_bytes
-    if estimate is None:
-        try:
-            estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-        except Exception:  # noqa: BLE001 - no estimate (e.g. Spark Connect): keep the DataFrame path
-            return None
-    return df.toArrow() if estimate <= limit else None
-
-
-def upsert_dataframe(
-    spark: Any,
-    df: Any,
-    base_uri: str,
-    operation: str,
-    config: HoodieConfig,
-    table_name: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
-    size_bytes: int | None = None,
-) -> WriteResult:
-    """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals.
-    ``size_bytes``: the batch's size where Spark cannot estimate it (:class:`SourceBatch`)."""
-    client = WriteClient(base_uri, config, storage_options, table_name)
-    df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
-    in_schema = _arrow_schema(df)
-    if operation == "bulk_insert":  # Hudi's row-writer path: no index, its own layout
-        cfg, avro = begin_write(client, in_schema, operation)
-        # the row writer meets each record only in its write task, which checks its keys,
-        # partition paths and ordering values before it writes; a first write refused there
-        # is rolled back and takes the table it created with it
-        first_write = client.table is None
-        rolled = open_for_write(client, avro)
-        return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config, first_write)
-    small = driver_batch(df, config, size_bytes)
-    if small is not None:
-        engine = DriverBatchEngine(spark, small, config.get_int(DRIVER_FILES_MAX_BYTES))
-        return run_write(client, engine, small.schema, operation)
-    return run_write(client, SparkWriteEngine(spark, df, in_schema), in_schema, operation)

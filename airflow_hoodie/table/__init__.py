@@ -1,4 +1,6 @@
-"""The Apache Hudi table format, table version 6, in pure Python.
+"""The Apache Hudi table format in pure Python: table versions 6 (Hudi 0.14/0.15), 8 and 9
+(Hudi 1.x), read and written each in its own layout (timeline, log files, metadata table,
+archived history), which one format object per table resolves.
 
 Imports neither Spark nor Airflow, so Spark executors, the Airflow triggerer and the CLI
 can all use it.

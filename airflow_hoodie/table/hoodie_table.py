@@ -33,7 +33,9 @@ from airflow_hoodie.table.supported_features import check_supported
 from airflow_hoodie.table.table_format import TableFormat
 from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
 from airflow_hoodie.table.timeline.instant import Instant, new_instant_time
-from airflow_hoodie.table.timeline.timeline import METAFOLDER, Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
+from airflow_hoodie.table.timeline.timeline_paths import METAFOLDER
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
 TEMP_FOLDER = ".temp"
 AUX_FOLDER = ".aux"

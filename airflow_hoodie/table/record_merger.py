@@ -3,7 +3,8 @@
 A merge-on-read file slice holds several versions of the same record key: the row in the
 base file, rows in log data blocks, entries of delete blocks. Which one wins depends on the
 table's merge semantics, which Hudi 0.14/0.15 (table version 6) derives from the payload
-class in ``hoodie.properties`` (1.x tables also write ``hoodie.record.merge.mode``):
+class in ``hoodie.properties`` (1.x tables, versions 8 and 9, also write
+``hoodie.record.merge.mode``; :mod:`merge_config` reads them once per table):
 
 * **event-time ordering** (``DefaultHoodieRecordPayload``, ``EventTimeAvroPayload``, merge
   mode ``EVENT_TIME_ORDERING``): the version with the greatest ordering (precombine) value
@@ -30,7 +31,6 @@ never with a Python loop over records.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, Union
 
@@ -38,38 +38,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_hoodie.config_keys.merge import (
-    DELETE_FIELD,
-    DELETE_MARKER,
-    MERGE_MODE,
-    OVERWRITE_WITH_LATEST_PAYLOAD,
-    PAYLOAD_CLASS,
-    PAYLOAD_CLASS_ALT,
-)
 from airflow_hoodie.errors import HoodieConfigError, HoodieCorruptedDataError
+from airflow_hoodie.table.merge_config import MergeConfig, MergeMode
 from airflow_hoodie.table.ordering_values import java_comparable
 from airflow_hoodie.table.schema.meta_fields import (
     IS_DELETED,
     RECORD_KEY,
 )
-
-PRECOMBINE_FIELD = "hoodie.table.precombine.field"
-ORDERING_FIELDS = "hoodie.table.ordering.fields"
-WRITE_PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
-TABLE_MERGE_MODE = "hoodie.table.record.merge.mode"
-MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
-
-DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-
-#: payload classes whose merge honours the ordering (precombine) field.
-EVENT_TIME_PAYLOADS = frozenset(
-    {
-        DEFAULT_PAYLOAD,
-        "org.apache.hudi.common.model.EventTimeAvroPayload",
-    }
-)
-#: Hudi's record merger strategy id meaning "overwrite, commit time ordering" (1.x).
-OVERWRITE_MERGER_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
 
 # Column names used internally by the merge; chosen not to clash with user columns.
@@ -78,87 +53,6 @@ _ORDER = "__hoodie_merge_order"  # + the ordering field's position: one column p
 _SEQ = "__hoodie_merge_seq"
 _DEL = "__hoodie_merge_is_delete"
 _SRC = "__hoodie_merge_src"
-
-
-class MergeMode(str, enum.Enum):
-    """How two versions of a record are ordered."""
-
-    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
-    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
-
-
-@dataclass(frozen=True)
-class MergeConfig:
-    """The merge semantics of one table, derived from its ``hoodie.properties``."""
-
-    mode: MergeMode = MergeMode.COMMIT_TIME_ORDERING
-    #: the first ordering field (the one a delete block's ordering value belongs to)
-    ordering_field: str | None = None
-    delete_field: str | None = None
-    delete_marker: str | None = None
-    #: Hudi 0.x semantics of a commit-time payload: log records pre-combined by ordering value
-    log_precombine: bool = False
-    #: ``hoodie.populate.meta.fields=false`` (virtual keys): the table properties the key
-    #: generator computes each record's key from, since the files carry no key
-    virtual_key_props: tuple[tuple[str, str], ...] | None = None
-    #: the ordering fields after the first, compared in order when the ones before tie
-    more_ordering_fields: tuple[str, ...] = ()
-
-    @property
-    def ordering_fields(self) -> tuple[str, ...]:
-        """All ordering fields, in the order they are compared."""
-        return ((self.ordering_field,) if self.ordering_field else ()) + self.more_ordering_fields
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> "MergeConfig":
-        """Read the merge semantics from table properties (plus optional writer overrides).
-
-        Precedence as in Hudi: an explicit merge mode, then the payload class (table config
-        key of 0.14/0.15, then the 1.x name, then the datasource option), else Hudi 0.x's
-        default payload ``OverwriteWithLatestAvroPayload``.
-        """
-        ordering = (props.get(ORDERING_FIELDS) or props.get(PRECOMBINE_FIELD) or "").strip()
-        fields = [f.strip() for f in ordering.split(",") if f.strip()]
-        ordering_field = fields[0] if fields else None
-        mode_value = (props.get(TABLE_MERGE_MODE) or props.get(MERGE_MODE) or "").strip().upper()
-        log_precombine = False
-        if mode_value:
-            if mode_value not in MergeMode.__members__:
-                raise HoodieConfigError(
-                    f"record merge mode {mode_value!r} is not supported for reads; use "
-                    "EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING"
-                )
-            mode = MergeMode(mode_value)
-        else:
-            payload = (
-                props.get(PAYLOAD_CLASS)
-                or props.get(PAYLOAD_CLASS_ALT)
-                or props.get(WRITE_PAYLOAD_CLASS)
-                or OVERWRITE_WITH_LATEST_PAYLOAD
-            ).strip()
-            if props.get(MERGER_STRATEGY, "").strip() == OVERWRITE_MERGER_STRATEGY_ID:
-                mode = MergeMode.COMMIT_TIME_ORDERING
-            elif payload in EVENT_TIME_PAYLOADS:
-                mode = MergeMode.EVENT_TIME_ORDERING
-            else:
-                mode = MergeMode.COMMIT_TIME_ORDERING
-                # version-6 payload semantics: the log scanner pre-combines with the ordering field
-                log_precombine = True
-        return cls(
-            mode=mode,
-            ordering_field=ordering_field,
-            more_ordering_fields=tuple(fields[1:]),
-            log_precombine=log_precombine,
-            delete_field=props.get(DELETE_FIELD) or None,
-            delete_marker=props.get(DELETE_MARKER) or None,
-            virtual_key_props=(tuple(sorted((str(k), str(v)) for k, v in props.items()))
-                               if str(props.get("hoodie.populate.meta.fields", "true")).lower() == "false" else None),
-        )
-
-    @property
-    def uses_ordering(self) -> bool:
-        """Event-time semantics need an ordering field; without one Hudi falls back to latest wins."""
-        return self.mode is MergeMode.EVENT_TIME_ORDERING and self.ordering_field is not None
 
 
 @dataclass(frozen=True)
@@ -583,6 +477,14 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
     merged = pa.concat_tables([data.slice(0, base_rows).filter(keep), from_logs])
     if not counted:
         return MergeResult(merged, 0)
+    return _counted(merged, base_keys, touched, touched_rows, base_deleted, contested, base_won, log_won)
+
+
+def _counted(merged: pa.Table, base_keys: pa.Array | pa.ChunkedArray, touched: pa.Array, touched_rows: pa.Array,
+             base_deleted: pa.Array, contested: pa.Table, base_won: pa.Array | pa.ChunkedArray,
+             log_won: pa.Table) -> MergeResult:
+    """:func:`_merge_over_base`'s result with its counts, from what the merge already computed
+    (which base keys the logs touched, which candidates won): no key is hashed again."""
     # output keys from the base file: the untouched live rows, and every touched key whose
     # winner is not a delete
     touched_count = len(touched_rows)

@@ -25,13 +25,17 @@ from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.log_file_layout import LogFileLayout
 from airflow_hoodie.table.hudi_release import HudiRelease, release_of
 from airflow_hoodie.table.metadata import avro_codec
-from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+)
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline import commit_serde_v2
 from airflow_hoodie.table.timeline.archived_timeline import ArchivedTimeline
 from airflow_hoodie.table.timeline.instant import Action
-from airflow_hoodie.table.timeline.timeline import METAFOLDER, TimelineWriter
+from airflow_hoodie.table.timeline.timeline_paths import METAFOLDER
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
 #: the table versions we write (Hudi 0.14/0.15, 1.0, 1.1); a write may create a table at each
 WRITABLE_TABLE_VERSIONS = (6, 8, 9)

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from airflow_hoodie.health.due_condition import met
 from airflow_hoodie.health.table_health import table_health
 from airflow_hoodie.table.storage.storage import Storage
-from airflow_hoodie.table.timeline.timeline import meta_path
+from airflow_hoodie.table.timeline.timeline_paths import meta_path
 from airflow_hoodie.triggers import timeline_condition
 from airflow_hoodie.triggers.hoodie import HoodieTimelineTrigger
 

@@ -23,7 +23,8 @@ from airflow_hoodie.table.timeline.instant_view import (  # noqa: F401 - the sta
     instant_views,
     normalize_state,
 )
-from airflow_hoodie.table.timeline.timeline import Timeline, meta_path
+from airflow_hoodie.table.timeline.timeline import Timeline
+from airflow_hoodie.table.timeline.timeline_paths import meta_path
 
 #: table-service kinds a HoodiePendingServiceSensor can wait on
 SERVICES = ("compaction", "logcompaction", "clustering")

@@ -29,7 +29,7 @@ from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.table_format import TableFormat
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 from tests.actions.services_fixtures import batch, load, table_config, write
 
 _INSIDE = contextvars.ContextVar("inside_table_complete", default=False)

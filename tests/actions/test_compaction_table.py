@@ -141,7 +141,7 @@ def test_unknown_instant_is_a_clear_error(mor):
 def test_pending_write_blocks_scheduling(mor):
     from airflow_hoodie.errors import HoodieWriteConflictError
     from airflow_hoodie.table.timeline.instant import Action, Instant, State
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
     base, _, _ = mor
     t = load(base)

@@ -191,7 +191,7 @@ def test_spark_paths_fill_the_same_small_file(spark, tmp_path, engine):
     driver) bucket through the same rule: six inserts stay in one file group, each a new
     base file version of it."""
     from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES, DRIVER_FILES_MAX_BYTES
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     extra = {"dataframe": {DRIVER_BATCH_MAX_BYTES: "0"},
              "driver_batch_tasks": {DRIVER_BATCH_MAX_BYTES: str(32 << 20), DRIVER_FILES_MAX_BYTES: "0"},
@@ -217,7 +217,7 @@ def test_spark_paths_fill_the_same_small_file(spark, tmp_path, engine):
 @pytest.mark.parametrize("engine", ["dataframe", "driver_batch_tasks"])
 def test_spark_paths_append_inserts_to_small_slices_with_an_index_that_sees_logs(spark, tmp_path, engine):
     from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES, DRIVER_FILES_MAX_BYTES
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     extra = {"dataframe": {DRIVER_BATCH_MAX_BYTES: "0"},
              "driver_batch_tasks": {DRIVER_BATCH_MAX_BYTES: str(32 << 20), DRIVER_FILES_MAX_BYTES: "0"}}[engine]

@@ -52,7 +52,7 @@ def fake_jobs_dir(tmp_path, monkeypatch):
     for tables that do not exist, so the services' table check before submit is off here
     (tests/airflow/test_service_check.py tests it against real tables).
     """
-    monkeypatch.setattr("airflow_hoodie.operators.hoodie.check_service", lambda *args, **kwargs: None)
+    monkeypatch.setattr("airflow_hoodie.operators.hoodie_base.check_service", lambda *args, **kwargs: None)
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     header = textwrap.dedent(

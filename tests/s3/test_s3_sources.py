@@ -63,7 +63,7 @@ def s3_options(s3: S3Place, flag: str = "--storage-option") -> list[str]:
 @pytest.fixture
 def engines(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The write path each upsert of the test took, in order."""
-    from airflow_hoodie.spark import upsert
+    from airflow_hoodie.spark import dataframe_write as upsert
 
     taken: list[str] = []
     chosen = upsert.driver_batch

@@ -77,7 +77,7 @@ def _write(spark: Any, engine: str, base: str, operation: str, batch: pa.Table, 
     if engine == "arrow":
         write_arrow(base, batch, operation, cfg)
         return
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     config = HoodieConfig(cfg).with_values(engine_conf("driver" if engine == "driver" else None))
     df = spark.createDataFrame(batch)

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.spark import upsert as spark_upsert
+from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 from airflow_hoodie.table.read import read_table
 from tests.spark.test_upsert import engine_conf
 from tests.table.metadata_table.stats_check import assert_stats_describe_storage
@@ -41,11 +42,11 @@ def test_dataframe_bloom_lookup_takes_ranges_and_filters_from_the_metadata_table
                             "hoodie.bloom.index.use.metadata": use, "hoodie.parquet.small.file.limit": "0",
                             **STATS}).with_values(engine_conf(None))
         for start in range(0, 60, 20):
-            spark_upsert.upsert_dataframe(spark, spark.createDataFrame(_rows(range(start, start + 20), 1)), base,
-                                          "upsert", cfg, "t")
+            upsert_dataframe(spark, spark.createDataFrame(_rows(range(start, start + 20), 1)), base,
+                             "upsert", cfg, "t")
         described.clear()
-        spark_upsert.upsert_dataframe(spark, spark.createDataFrame(_rows(range(10, 50, 3), 2)), base, "upsert",
-                                      cfg, "t")
+        upsert_dataframe(spark, spark.createDataFrame(_rows(range(10, 50, 3), 2)), base, "upsert",
+                         cfg, "t")
         results[use] = normalize_table(read_table(base))
         assert results[use] == hudi_rs_rows(base)
         assert_stats_describe_storage(base)

@@ -44,7 +44,7 @@ def _jobs_of(spark, group: str) -> int:
 @pytest.mark.parametrize("mode", ["NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION",
                                   "PARTITION_PATH_REPARTITION_AND_SORT"])
 def test_every_sort_mode_writes_every_row_once_and_hudi_rs_agrees(spark, tmp_path, mode):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / mode)
     data = _rows(300)
@@ -81,7 +81,7 @@ def test_every_sort_mode_writes_every_row_once_and_hudi_rs_agrees(spark, tmp_pat
 def test_partition_path_repartition_groups_by_path_with_a_timestamp_key_generator(spark, tmp_path):
     """Many timestamps make one day's path: the rows are grouped by the path the key
     generator makes, not by the raw field, so each day is still one file."""
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     n = 120
@@ -100,7 +100,7 @@ def test_partition_path_repartition_groups_by_path_with_a_timestamp_key_generato
 
 
 def test_rows_past_the_max_file_size_roll_to_new_file_groups(spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     df = spark.createDataFrame(_rows(300)).coalesce(1)
@@ -113,7 +113,7 @@ def test_rows_past_the_max_file_size_roll_to_new_file_groups(spark, tmp_path):
 
 
 def test_dedupe_before_insert_keeps_the_greatest_ordering_value(spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     data = pa.table({"id": ["x", "x", "y"], "ts": [1, 5, 2], "p": ["a", "a", "a"], "v": [1, 2, 3]})
@@ -124,7 +124,7 @@ def test_dedupe_before_insert_keeps_the_greatest_ordering_value(spark, tmp_path)
 
 
 def test_an_unknown_sort_mode_is_refused_before_anything_is_written(spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = tmp_path / "t"
     with pytest.raises(HoodieConfigError, match="hoodie.bulkinsert.sort.mode"):
@@ -135,7 +135,7 @@ def test_an_unknown_sort_mode_is_refused_before_anything_is_written(spark, tmp_p
 
 
 def test_bulk_insert_without_record_key_generates_unique_keys(spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     data = _rows(40).drop_columns(["id"])

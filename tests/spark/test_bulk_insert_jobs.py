@@ -39,7 +39,7 @@ def _jobs(spark, group: str, fn) -> int:
 
 
 def test_a_first_bulk_insert_runs_the_shuffle_and_the_write_only(spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     df = spark.createDataFrame(_rows(range(60), ["a", "b", "c"])).repartition(3)
@@ -50,7 +50,7 @@ def test_a_first_bulk_insert_runs_the_shuffle_and_the_write_only(spark, tmp_path
 
 def test_records_refused_by_the_write_tasks_leave_nothing_on_a_first_write_and_the_table_on_a_later(
         spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = tmp_path / "t"
     # good rows in two partition paths (their tasks may write files before the bad one fails)

@@ -77,7 +77,7 @@ def _heap_probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def test_the_workers_of_a_bulk_insert_keep_their_heaps_frozen(spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     df = spark.createDataFrame(_rows(range(60), ["a", "b", "c"])).repartition(3)
     upsert_dataframe(spark, df, str(tmp_path / "t"), "bulk_insert", _conf(), "t")

@@ -27,7 +27,7 @@ def _cfg(driver_batch: str | None, table_type: str = "COPY_ON_WRITE", **extra: s
 @pytest.mark.parametrize("operation", ["upsert", "bulk_insert"])
 def test_an_empty_partition_segment_is_refused_and_a_first_write_leaves_nothing(spark, tmp_path, driver_batch,
                                                                                 operation):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = tmp_path / "t"
     with pytest.raises(HoodieKeyError, match="empty segment"):
@@ -44,7 +44,7 @@ def test_an_empty_partition_segment_is_refused_and_a_first_write_leaves_nothing(
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_null_ordering_value_is_refused(spark, tmp_path, driver_batch, table_type):
     """BaseAvroPayload refuses a record whose ordering value is null (Hudi 0.14)."""
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     upsert_dataframe(spark, spark.createDataFrame(rows([1], ts=5, v="five")), base, "upsert",
@@ -59,7 +59,7 @@ def test_a_null_ordering_value_is_refused(spark, tmp_path, driver_batch, table_t
 def test_a_timestamp_ntz_column_is_refused_by_a_table_of_instants(spark, tmp_path, driver_batch):
     """Spark's TIMESTAMP_NTZ arrives as a naive timestamp: stored as UTC it shifted by the
     session's offset (09:00 in New York became 09:00 UTC)."""
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     at = dt.datetime(2024, 1, 2, 9, 0, tzinfo=dt.timezone.utc)
@@ -74,7 +74,7 @@ def test_a_timestamp_ntz_column_is_refused_by_a_table_of_instants(spark, tmp_pat
 
 @pytest.mark.parametrize("driver_batch", ENGINES)
 def test_a_batch_without_a_stored_column_keeps_the_stored_values(spark, tmp_path, driver_batch):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     upsert_dataframe(spark, spark.createDataFrame(rows([1, 2], v="kept")), base, "upsert", _cfg(driver_batch), "t")

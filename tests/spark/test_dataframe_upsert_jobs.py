@@ -18,7 +18,7 @@ from airflow_hoodie.table.read import read_table
 
 @pytest.mark.parametrize("split,max_jobs", [(None, 4), ("4", 5)])
 def test_a_dataframe_upsert_with_duplicates_runs_at_most_five_jobs(spark, tmp_path, split, max_jobs):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     cfg = HoodieConfig({"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",

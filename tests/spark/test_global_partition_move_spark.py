@@ -9,7 +9,7 @@ from airflow_hoodie.table.read import read_table
 
 
 def test_a_moving_record_that_loses_on_ordering_leaves_the_stored_one_in_place(spark, tmp_path):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     cfg = HoodieConfig({"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",

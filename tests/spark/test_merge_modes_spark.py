@@ -12,7 +12,7 @@ from tests.actions.test_merge_modes import rows, tuple_conf, visible
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_dataframe_dedupe_by_ordering_tuple_and_by_commit_time(spark, tmp_path, table_type):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = tmp_path / "t"
     cfg = HoodieConfig(tuple_conf(table_type, **{DRIVER_BATCH_MAX_BYTES: "0"}))

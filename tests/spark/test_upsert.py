@@ -52,7 +52,7 @@ def df_of(spark, batch):
     ("COPY_ON_WRITE", False, "BLOOM", "driver", 9),
 ])
 def test_spark_upserts_match_model(spark, tmp_path, table_type, partitioned, index, driver_batch, version):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     rng = random.Random(7)
     base = str(tmp_path / "t")
@@ -95,7 +95,7 @@ def test_a_small_upsert_runs_few_spark_jobs(spark, tmp_path, driver_batch, fewes
     the driver: reading it is the one Spark job while the files are small, and the index's
     file reads and the file-group writes add one each when they go to Spark tasks. The
     DataFrame path keys, tags and routes in at most five jobs (test_dataframe_upsert_jobs.py)."""
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     cfg = HoodieConfig(conf("COPY_ON_WRITE", True, "SIMPLE")).with_values(engine_conf(driver_batch))
@@ -120,7 +120,7 @@ def test_an_insert_into_small_files_counts_their_bytes(spark, tmp_path, files_ma
     """Inserts packed into existing small files (COW) rewrite those files: their bytes decide
     whether the driver or Spark tasks write them, though the insert was never indexed. A
     base file here is about 1 MB (its bloom filter), over a 100 kB bound."""
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     cfg = HoodieConfig({"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
@@ -144,7 +144,7 @@ def test_an_insert_into_small_files_counts_their_bytes(spark, tmp_path, files_ma
 def test_a_batch_with_timestamp_and_date_columns_is_written_by_both_engines(spark, tmp_path, driver_batch):
     import datetime as dt
 
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     when = [dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.timezone.utc) + dt.timedelta(hours=i) for i in range(4)]
@@ -161,7 +161,7 @@ def test_a_batch_with_timestamp_and_date_columns_is_written_by_both_engines(spar
 
 def test_spark_overwrite_operations_and_read(spark, tmp_path):
     from airflow_hoodie.spark import read
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     model = TableModel(True)
@@ -213,7 +213,8 @@ def test_job_bad_input_fails_before_spark(tmp_path):
 def test_bad_batches_leave_table_unchanged(spark, tmp_path):
     """Same code the job runs after its session starts (the job adds only exit code + message)."""
     from airflow_hoodie.errors import HoodieError, HoodieKeyError
-    from airflow_hoodie.spark.upsert import read_source, upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
+    from airflow_hoodie.spark.source import read_source
 
     base = str(tmp_path / "t")
     c = HoodieConfig(conf())
@@ -276,7 +277,7 @@ def test_spark_upsert_into_a_hudi_1_0_table_without_meta_fields(spark, conforman
     """The corpus's version 8 table keeps no meta fields (hoodie.populate.meta.fields=false):
     every engine path derives the stored keys from its key generator, updates in place, and
     writes the meta columns empty; hudi-rs reads the same."""
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
     from tests.table.table_files import copy_conformance_table
 
     base = str(copy_conformance_table(conformance_next, "cow/v8_simplekeygen_hivestyle_no_metafields", tmp_path))

@@ -24,7 +24,7 @@ def _rows(ids, ts, tag):
 
 
 def test_a_spark_upsert_that_lost_the_race_aborts_cleanly(spark, tmp_path, monkeypatch):
-    from airflow_hoodie.spark.upsert import upsert_dataframe
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     base = str(tmp_path / "t")
     write_arrow(base, _rows(range(10), 1, "a"), "upsert", CONF, table_name="t")

@@ -24,10 +24,16 @@ from typing import TYPE_CHECKING
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.metadata_table.metadata_compaction import run_table_services
-from airflow_hoodie.actions.metadata_table.record_index_writer import RecordIndexChange, append_record_index
-from airflow_hoodie.settings.metadata_table import MetadataTableSettings
-from airflow_hoodie.actions.metadata_table.stats_index_writer import append_stats, stats_for_change
+from airflow_hoodie.actions.metadata_table.record_index_writer import (
+    RecordIndexChange,
+    append_record_index,
+)
+from airflow_hoodie.actions.metadata_table.stats_index_writer import (
+    append_stats,
+    stats_for_change,
+)
 from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
@@ -37,9 +43,13 @@ from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
 from airflow_hoodie.table.metadata_table.files_change import FilesChange
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
-from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    files_partition_records,
+    metadata_record_schema_json,
+)
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable

@@ -30,23 +30,42 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from airflow_hoodie.actions import commit
-from airflow_hoodie.actions.metadata_table.files_bootstrap import partition_init_instant, write_empty_log
-from airflow_hoodie.settings.metadata_table import MetadataTableSettings, RecordIndexSizing
+from airflow_hoodie.actions.metadata_table.files_bootstrap import (
+    partition_init_instant,
+    write_empty_log,
+)
+from airflow_hoodie.settings.metadata_table import (
+    MetadataTableSettings,
+    RecordIndexSizing,
+)
 from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.file_group.slice_keys import slice_record_keys
-from airflow_hoodie.table.log.delete_block import DeleteRecord, decode_delete_block, delete_block
+from airflow_hoodie.table.log.delete_block import (
+    DeleteRecord,
+    decode_delete_block,
+    delete_block,
+)
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.log.log_writer import LogWriter
-from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+    WriteStat,
+)
 from airflow_hoodie.table.metadata_table.damage import refuse_damage
 from airflow_hoodie.table.metadata_table.files_listing import metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
-from airflow_hoodie.table.metadata_table.metadata_record import metadata_record_schema_json
-from airflow_hoodie.table.metadata_table.partitions import METADATA_PARTITIONS, listed_in
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    metadata_record_schema_json,
+)
+from airflow_hoodie.table.metadata_table.partitions import (
+    METADATA_PARTITIONS,
+    listed_in,
+)
 from airflow_hoodie.table.metadata_table.record_index import (
     RECORD_INDEX_PARTITION,
     _index_files,
@@ -60,7 +79,8 @@ from airflow_hoodie.table.metadata_table.record_index import (
     record_index_records,
 )
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable

@@ -145,6 +145,43 @@ def utf8_buffers(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
+def _words_and_tail(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nblocks: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The keys' whole 4-byte blocks as little-endian words (n x nblocks), the sign-extended
+    tail Hadoop mixes in, and each key's tail length (``lengths & 3``)."""
+    n = len(starts)
+    key_len = int(lengths[0])
+    if bool((lengths == key_len).all()) and bool((np.diff(starts) == key_len).all()):
+        # Keys of one length that lie back to back (a run of the array, not keys picked
+        # out of it by block count) are an n x key_len matrix of the chunk's bytes: a
+        # reshape, not a gather through an index matrix.
+        s0 = int(starts[0])
+        block = data[s0 : s0 + n * key_len].reshape(n, key_len)
+        words = np.ascontiguousarray(block[:, : 4 * nblocks]).view("<u4")
+        left = key_len & 3
+        sblock = block.view(np.int8)
+        tail = np.zeros(n, dtype=np.int32)
+        for back, shift in ((3, 16), (2, 8), (1, 0)):
+            if left >= back:
+                tail ^= sblock[:, key_len - back].astype(np.int32) << np.int32(shift)
+        left = np.full(n, left, dtype=np.int64)
+    else:
+        idx = starts[:, None] + np.arange(4 * nblocks, dtype=np.int64)[None, :]
+        words = np.ascontiguousarray(data[idx]).view("<u4").reshape(n, nblocks)
+        # Tail: Hadoop mixes data[len-3] << 16 ^ data[len-2] << 8 ^ data[len-1], sign-extended.
+        left = lengths & 3
+        ends = starts + lengths
+        sdata = data.view(np.int8)
+        tail = np.zeros(n, dtype=np.int32)
+        for back, shift in ((3, 16), (2, 8), (1, 0)):
+            sel = left >= back
+            if sel.any():
+                pos = np.where(sel, ends - back, 0)
+                vals = sdata[pos].astype(np.int32) << np.int32(shift)
+                tail ^= np.where(sel, vals, np.int32(0))
+    return words, tail, left
+
+
 def _hash_group(
     data: np.ndarray,
     starts: np.ndarray,
@@ -162,35 +199,7 @@ def _hash_group(
     n = len(starts)
     m = _M
     with np.errstate(over="ignore"):
-        key_len = int(lengths[0])
-        if bool((lengths == key_len).all()) and bool((np.diff(starts) == key_len).all()):
-            # Keys of one length that lie back to back (a run of the array, not keys picked
-            # out of it by block count) are an n x key_len matrix of the chunk's bytes: a
-            # reshape, not a gather through an index matrix.
-            s0 = int(starts[0])
-            block = data[s0 : s0 + n * key_len].reshape(n, key_len)
-            words = np.ascontiguousarray(block[:, : 4 * nblocks]).view("<u4")
-            left = key_len & 3
-            sblock = block.view(np.int8)
-            tail = np.zeros(n, dtype=np.int32)
-            for back, shift in ((3, 16), (2, 8), (1, 0)):
-                if left >= back:
-                    tail ^= sblock[:, key_len - back].astype(np.int32) << np.int32(shift)
-            left = np.full(n, left, dtype=np.int64)
-        else:
-            idx = starts[:, None] + np.arange(4 * nblocks, dtype=np.int64)[None, :]
-            words = np.ascontiguousarray(data[idx]).view("<u4").reshape(n, nblocks)
-            # Tail: Hadoop mixes data[len-3] << 16 ^ data[len-2] << 8 ^ data[len-1], sign-extended.
-            left = lengths & 3
-            ends = starts + lengths
-            sdata = data.view(np.int8)
-            tail = np.zeros(n, dtype=np.int32)
-            for back, shift in ((3, 16), (2, 8), (1, 0)):
-                sel = left >= back
-                if sel.any():
-                    pos = np.where(sel, ends - back, 0)
-                    vals = sdata[pos].astype(np.int32) << np.int32(shift)
-                    tail ^= np.where(sel, vals, np.int32(0))
+        words, tail, left = _words_and_tail(data, starts, lengths, nblocks)
         if nblocks:
             k = words * m
             k ^= k >> np.uint32(24)

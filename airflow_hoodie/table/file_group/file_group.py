@@ -9,7 +9,7 @@ base instant). Compaction or an update on a COW table starts a new slice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from airflow_hoodie.table.file_group.file_naming import (
     parse_base_file_name,
@@ -165,6 +165,47 @@ class FileGroup:
 
     def all_log_files(self) -> list[LogFile]:
         return [lf for s in self.slices for lf in s.log_files]
+
+
+def build_file_groups_by_completion_time(
+    base_files: Iterable[BaseFile], log_files: Iterable[LogFile], completion_times: Mapping[str, str],
+    timeline_start: str | None, pending_compactions: Iterable[tuple[str, str, str]],
+) -> dict[tuple[str, str], FileGroup]:
+    """Table version 8+: a log file names the delta commit that wrote it, not its slice.
+
+    Hudi 1.x ``HoodieFileGroup.getBaseInstantTime``: the log joins the slice with the
+    latest base instant at or before the log's completion time; a log still pending
+    joins the latest slice; one older than every slice opens its own. A pending
+    compaction's slice (``(partition, fileId, instant)``) is opened first, so logs completed
+    after the plan land in it. ``completion_times``: requested -> completion time of the
+    completed instants; a log older than ``timeline_start`` was written by an archived,
+    hence completed, delta commit.
+    """
+    groups = build_file_groups(base_files, [])
+    for part, fid, ts in pending_compactions:
+        fg = groups.get((part, fid))
+        if fg is not None:
+            fg.add_empty_slice(ts)
+    done = completion_times
+    start = timeline_start
+    for lf in sorted(log_files, key=lambda x: x.sort_key):
+        fg = groups.setdefault((lf.partition_path, lf.file_id), FileGroup(lf.partition_path, lf.file_id))
+        completion = done.get(lf.base_instant)
+        if completion is None and start is not None and lf.base_instant < start:
+            completion = lf.base_instant  # archived delta commit: completed before the active timeline
+        if not fg.slices:
+            target = lf.base_instant
+        elif completion is None:
+            target = fg.slices[-1].base_instant
+        else:
+            before = [s.base_instant for s in fg.slices
+                      if normalize_instant_time(s.base_instant) <= normalize_instant_time(completion)]
+            target = before[-1] if before else lf.base_instant
+        fg.add_empty_slice(target)
+        sl = fg.slice_at(target)
+        assert sl is not None
+        sl.log_files.append(lf)
+    return groups
 
 
 def build_file_groups(

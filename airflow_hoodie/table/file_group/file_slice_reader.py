@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieIOError
 from airflow_hoodie.table.log import log_reader
+from airflow_hoodie.table.merge_config import MergeConfig
 from airflow_hoodie.table.record_merger import (
     DeleteSet,
-    MergeConfig,
     Piece,
     merge_records_counted,
     unify_tables,

@@ -1,13 +1,14 @@
 """Which files of a table are visible, grouped into file groups and slices.
 
-Mirrors Hudi 0.14's ``AbstractTableFileSystemView`` semantics:
+Mirrors Hudi's ``AbstractTableFileSystemView`` (0.14's on table version 6, 1.x's on 8 and 9):
 
 * a file slice exists when its base instant is a completed write, a compaction
   instant (pending ones open the new slice), or older than the active timeline
   (archived); files of failed or in-flight writes stay invisible;
 * the base file a pending compaction is producing is never visible;
-* log files cannot tell which instant wrote their blocks, so they are visible with
-  their slice and the log reader filters blocks by instant;
+* log files are visible with their slice and the log reader filters blocks by instant; on
+  8 and 9 a log names the delta commit that wrote it, not its slice, and joins the slice its
+  completion time falls in (:func:`file_group.build_file_groups_by_completion_time`);
 * file groups replaced by a completed replacecommit (insert overwrite, clustering)
   are hidden; pending clustering and compaction plans are exposed for writers.
 
@@ -31,8 +32,9 @@ from airflow_hoodie.table.file_group.file_group import (
     FileSlice,
     LogFile,
     build_file_groups,
+    build_file_groups_by_completion_time,
 )
-from airflow_hoodie.table.file_group.written_files import CommitFiles, cached_commit_files, commit_files
+from airflow_hoodie.table.file_group.written_files import commit_files, latest_files_per_timeline
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.files_listing import (
     files_partition_ready,
@@ -157,38 +159,11 @@ class FileSystemView:
     def _slice_by_completion_time(
         self, bases: list[BaseFile], logs: list[LogFile]
     ) -> dict[tuple[str, str], FileGroup]:
-        """Table version 8+: a log file names the delta commit that wrote it, not its slice.
-
-        Hudi 1.x ``HoodieFileGroup.getBaseInstantTime``: the log joins the slice with the
-        latest base instant at or before the log's completion time; a log still pending
-        joins the latest slice; one older than every slice opens its own. A pending
-        compaction's slice is opened first, so logs completed after the plan land in it.
-        """
-        groups = build_file_groups(bases, [])
-        for (part, fid), (ts, _op) in self.pending_compaction_operations().items():
-            fg = groups.get((part, fid))
-            if fg is not None:
-                fg.add_empty_slice(ts)
-        done = self.timeline.completion_times()
-        start = self.timeline.first_non_savepoint_commit()
-        for lf in sorted(logs, key=lambda x: x.sort_key):
-            fg = groups.setdefault((lf.partition_path, lf.file_id), FileGroup(lf.partition_path, lf.file_id))
-            completion = done.get(lf.base_instant)
-            if completion is None and start is not None and lf.base_instant < start:
-                completion = lf.base_instant  # archived delta commit: completed before the active timeline
-            if not fg.slices:
-                target = lf.base_instant
-            elif completion is None:
-                target = fg.slices[-1].base_instant
-            else:
-                before = [s.base_instant for s in fg.slices
-                          if normalize_instant_time(s.base_instant) <= normalize_instant_time(completion)]
-                target = before[-1] if before else lf.base_instant
-            fg.add_empty_slice(target)
-            sl = fg.slice_at(target)
-            assert sl is not None
-            sl.log_files.append(lf)
-        return groups
+        """Table version 8+ (:func:`build_file_groups_by_completion_time`), this timeline's
+        completion times and pending compactions deciding each log file's slice."""
+        compactions = [(part, fid, ts) for (part, fid), (ts, _op) in self.pending_compaction_operations().items()]
+        return build_file_groups_by_completion_time(bases, logs, self.timeline.completion_times(),
+                                                    self.timeline.first_non_savepoint_commit(), compactions)
 
     @property
     def lists_through_metadata_table(self) -> bool:
@@ -516,37 +491,9 @@ class FileSystemView:
 
     # -------------------------------------------------------- missing files
     def latest_files_per_timeline(self) -> dict[tuple[str, str], tuple[str, set[str]]]:
-        """``{(partition, fileId): (instant, paths)}``: the files of each live group's latest
-        slice according to the completed commits' metadata (a base file opens a new slice,
-        log files add to it). Groups replaced since are left out; the cleaner never deletes
-        a latest slice, so each of these files must be on storage."""
-        latest: dict[tuple[str, str], tuple[str, set[str]]] = {}
+        """:func:`written_files.latest_files_per_timeline` of this view's timeline, replaced groups left out."""
         ext = self.config.base_file_extension if self.config is not None else ".parquet"
-        for inst, files in self._completed_commit_files():
-            for part, fid, path in files.written:
-                key = (part, fid)
-                prev = latest.get(key)
-                if path.endswith(ext) or prev is None:
-                    paths = {path} if prev is None or prev[0] != inst.timestamp else prev[1] | {path}
-                else:
-                    paths = prev[1] | {path}
-                latest[key] = (inst.timestamp, paths)
-        replaced = self.replaced_file_groups()
-        return {k: v for k, v in latest.items() if k not in replaced}
-
-    def _completed_commit_files(self) -> list[tuple[Instant, CommitFiles]]:
-        """What every completed commit of the timeline wrote, in timeline order.
-
-        Commits this process read before come from :mod:`written_files`; the others are read
-        side by side, so a write over a long active timeline waits a few round trips, not one
-        per commit."""
-        commits = list(self.timeline.completed_commits())
-        known = [cached_commit_files(self.timeline, inst) for inst in commits]
-        todo = [inst for inst, files in zip(commits, known) if files is None]
-        if todo:
-            self.timeline.instant_path(todo[0])  # the timeline folder is found once, not by each thread
-        read = iter(self.storage.side_by_side(lambda inst: commit_files(self.timeline, inst), todo))
-        return [(inst, files if files is not None else next(read)) for inst, files in zip(commits, known)]
+        return latest_files_per_timeline(self.storage, self.timeline, ext, self.replaced_file_groups())
 
     def check_latest_files_present(self) -> None:
         """Refuse to read or write over a table whose timeline names a file that is gone.

@@ -25,6 +25,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Instant
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -109,3 +110,36 @@ def forget_all() -> None:
     with _lock:
         _cache.clear()
         _held = 0
+
+
+def completed_commit_files(storage: Storage, timeline: Timeline) -> list[tuple[Instant, CommitFiles]]:
+    """What every completed commit of the timeline wrote, in timeline order.
+
+    Commits this process read before come from the cache above; the others are read side by
+    side, so a write over a long active timeline waits a few round trips, not one per commit."""
+    commits = list(timeline.completed_commits())
+    known = [cached_commit_files(timeline, inst) for inst in commits]
+    todo = [inst for inst, files in zip(commits, known) if files is None]
+    if todo:
+        timeline.instant_path(todo[0])  # the timeline folder is found once, not by each thread
+    read = iter(storage.side_by_side(lambda inst: commit_files(timeline, inst), todo))
+    return [(inst, files if files is not None else next(read)) for inst, files in zip(commits, known)]
+
+
+def latest_files_per_timeline(storage: Storage, timeline: Timeline, base_file_extension: str,
+                              replaced: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, set[str]]]:
+    """``{(partition, fileId): (instant, paths)}``: the files of each live group's latest
+    slice according to the completed commits' metadata (a base file opens a new slice,
+    log files add to it). Groups in ``replaced`` are left out; the cleaner never deletes
+    a latest slice, so each of these files must be on storage."""
+    latest: dict[tuple[str, str], tuple[str, set[str]]] = {}
+    for inst, files in completed_commit_files(storage, timeline):
+        for part, fid, path in files.written:
+            key = (part, fid)
+            prev = latest.get(key)
+            if path.endswith(base_file_extension) or prev is None:
+                paths = {path} if prev is None or prev[0] != inst.timestamp else prev[1] | {path}
+            else:
+                paths = prev[1] | {path}
+            latest[key] = (inst.timestamp, paths)
+    return {k: v for k, v in latest.items() if k not in replaced}

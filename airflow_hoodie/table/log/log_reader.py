@@ -301,41 +301,11 @@ def _is_committed(
     return timeline_start is not None and instant < timeline_start
 
 
-def scan_log_files(
-    storage: Storage,
-    log_paths: Iterable[str],
-    latest_instant: str | None,
-    valid_instants: Iterable[str],
-    *,
-    timeline_start: str | None = None,
-    inflight_instants: Iterable[str] = (),
-    decode: bool = True,
-    columns: Sequence[str] | None = None,
-    recorded_sizes: Mapping[str, int] | None = None,
-    warn: bool = True,
-) -> LogScanResult:
-    """Select the blocks of a file group's log files the way Hudi's merged log record
-    scanner does (``scanInternalV1``), and decode them.
-
-    ``log_paths`` must be in Hudi's log file order (version, then write token).
-    A data/delete block is skipped when its ``INSTANT_TIME`` is inflight, or not in
-    ``valid_instants`` (the completed commit-timeline instants) unless it is older than
-    ``timeline_start`` (archived), or is after ``latest_instant``. A rollback command
-    block drops every earlier queued block of its ``TARGET_INSTANT_TIME`` and every
-    queued corrupt block. Corrupt blocks themselves are never returned.
-    ``decode=False`` leaves ``table``/``deletes`` unset (only the selection). ``columns``:
-    the fields data blocks are decoded with (None: all; see
-    :func:`airflow_hoodie.table.log.data_block.decode_avro_data_block`).
-
-    Corrupt blocks no rollback cancelled land in ``damaged``; with ``warn`` (a data-table
-    read) the scan logs them in one warning naming each file. ``recorded_sizes``: the
-    sizes the file listing gave (from the metadata table: what it recorded when the file's
-    instants committed); a file now smaller lost committed bytes, and the warning says so,
-    even when it was cut exactly at a block boundary and no block reads as corrupt.
-    """
-    valid = frozenset(valid_instants)
-    inflight = frozenset(inflight_instants)
-    result = LogScanResult()
+def _queued_blocks(storage: Storage, log_paths: Iterable[str], latest_instant: str | None, valid: frozenset[str],
+                   timeline_start: str | None, inflight: frozenset[str], result: LogScanResult
+                   ) -> list[tuple[LogBlock, str]]:
+    """:func:`scan_log_files`'s selection: the (block, path) a rollback block did not cancel,
+    corrupt ones included, counted into ``result`` as they are read."""
     queue: list[tuple[LogBlock, str]] = []
     for path in log_paths:
         result.log_files.append(path)
@@ -375,6 +345,44 @@ def scan_log_files(
                     and b.instant_time != target
                 ]
                 result.rolled_back_blocks += before - len(queue)
+    return queue
+
+
+def scan_log_files(
+    storage: Storage,
+    log_paths: Iterable[str],
+    latest_instant: str | None,
+    valid_instants: Iterable[str],
+    *,
+    timeline_start: str | None = None,
+    inflight_instants: Iterable[str] = (),
+    decode: bool = True,
+    columns: Sequence[str] | None = None,
+    recorded_sizes: Mapping[str, int] | None = None,
+    warn: bool = True,
+) -> LogScanResult:
+    """Select the blocks of a file group's log files the way Hudi's merged log record
+    scanner does (``scanInternalV1``), and decode them.
+
+    ``log_paths`` must be in Hudi's log file order (version, then write token).
+    A data/delete block is skipped when its ``INSTANT_TIME`` is inflight, or not in
+    ``valid_instants`` (the completed commit-timeline instants) unless it is older than
+    ``timeline_start`` (archived), or is after ``latest_instant``. A rollback command
+    block drops every earlier queued block of its ``TARGET_INSTANT_TIME`` and every
+    queued corrupt block. Corrupt blocks themselves are never returned.
+    ``decode=False`` leaves ``table``/``deletes`` unset (only the selection). ``columns``:
+    the fields data blocks are decoded with (None: all; see
+    :func:`airflow_hoodie.table.log.data_block.decode_avro_data_block`).
+
+    Corrupt blocks no rollback cancelled land in ``damaged``; with ``warn`` (a data-table
+    read) the scan logs them in one warning naming each file. ``recorded_sizes``: the
+    sizes the file listing gave (from the metadata table: what it recorded when the file's
+    instants committed); a file now smaller lost committed bytes, and the warning says so,
+    even when it was cut exactly at a block boundary and no block reads as corrupt.
+    """
+    result = LogScanResult()
+    queue = _queued_blocks(storage, log_paths, latest_instant, frozenset(valid_instants), timeline_start,
+                           frozenset(inflight_instants), result)
     shrunk = _shrunk(result.file_sizes, recorded_sizes)
     for block, path in queue:
         if block.corrupt or block.block_type == BlockType.CORRUPT:

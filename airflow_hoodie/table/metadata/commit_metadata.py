@@ -1,6 +1,11 @@
 """Commit metadata: the JSON body of ``.commit``, ``.deltacommit`` and ``.replacecommit`` files.
 
-Hudi writes these files with Jackson from ``HoodieCommitMetadata`` /
+This is the one model of commit metadata for every table version: table version 6 stores
+this JSON; versions 8 and 9 store the same model as Avro, which
+:mod:`~airflow_hoodie.table.timeline.commit_serde_v2` writes from these dataclasses and reads
+back into them.
+
+Hudi 0.x writes these files with Jackson from ``HoodieCommitMetadata`` /
 ``HoodieReplaceCommitMetadata`` and their ``HoodieWriteStat`` / ``HoodieDeltaWriteStat``
 entries: a pretty-printed object (``"key" : value``, two-space indent, ``[ {`` arrays,
 no trailing newline) whose keys follow the Java fields' declaration order. We parse

@@ -1,7 +1,9 @@
-"""``HoodieMetadataRecord``: the one record type of Hudi's metadata table, as Hudi 0.14 writes it.
+"""``HoodieMetadataRecord``: the one record type of Hudi's metadata table, as Hudi writes it
+for each table version.
 
-The schema (``HoodieMetadataRecord.avsc`` beside this module, Hudi 0.14's fields without
-their docs) carries every index's payload; the ``files`` partition fills ``key``, ``type``
+The schema (beside this module, without their docs: ``HoodieMetadataRecord.avsc``, Hudi 0.14's
+fields, for table version 6; ``HoodieMetadataRecord_1x.avsc``, Hudi 1.x's, for 8 and 9)
+carries every index's payload; the ``files`` partition fills ``key``, ``type``
 and ``filesystemMetadata`` and leaves the others null. Blocks and HFiles carry the schema
 with Hudi's five meta fields in front (HoodieAvroUtils.addMetadataFields), as real
 metadata tables do, so Hudi and hudi-rs decode our records with the schema they expect.

@@ -28,12 +28,8 @@ from airflow_hoodie.table.timeline.instant import (
     normalize_instant_time,
 )
 from airflow_hoodie.table.timeline.lsm_timeline import read_records
-from airflow_hoodie.table.timeline.timeline import (
-    METAFOLDER,
-    Timeline,
-    as_json_metadata,
-    collapse_states,
-)
+from airflow_hoodie.table.timeline.timeline import Timeline, as_json_metadata, collapse_states
+from airflow_hoodie.table.timeline.timeline_paths import METAFOLDER
 
 ARCHIVE_FILE_PREFIX = "commits"
 

@@ -1,11 +1,13 @@
 """One instant of a Hudi timeline: a timestamp, an action and a state.
 
 Every change to a Hudi table is an instant that moves requested -> inflight ->
-completed, one file per state under ``.hoodie/``. The file names are the on-disk
-contract with real Hudi (0.14/0.15, timeline layout version 1), so they are spelled
-here exactly as Hudi spells them, including the quirks: a commit's inflight file is
-``T.inflight`` (no action), a savepoint has no requested file, a compaction completes
-as ``T.commit`` and a log compaction as ``T.deltacommit``.
+completed, one file per state under ``.hoodie/`` (``.hoodie/timeline/`` on table versions
+8 and 9). The file names are the on-disk contract with real Hudi (0.14/0.15: timeline layout
+1; 1.x: layout 2, whose completed files also carry the completion time,
+``<requested>_<completion>.<action>``), so they are spelled here exactly as Hudi spells them,
+including the quirks: a commit's inflight file is ``T.inflight`` (no action), a savepoint
+has no requested file, a compaction completes as ``T.commit``, a log compaction as
+``T.deltacommit`` and (on 8 and 9) a clustering as ``T.replacecommit``.
 """
 
 from __future__ import annotations

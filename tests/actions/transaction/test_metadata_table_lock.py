@@ -23,7 +23,7 @@ from airflow_hoodie.actions.transaction import transaction_manager as tm_module
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.errors import HoodieWriteConflictError
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 from tests.actions.test_write import conf
 from tests.actions.transaction.test_occ_writes import OCC, RunsMeanwhile, rows
 from tests.actions.write_model import to_arrow

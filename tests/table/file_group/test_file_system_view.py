@@ -8,7 +8,7 @@ from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
-from airflow_hoodie.table.timeline.timeline import TimelineWriter
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
 T1, T2, T3, T4, T5 = (f"2025010100000000{i}" for i in range(1, 6))
 

@@ -22,7 +22,8 @@ from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 from tests.table.normalize import normalize_table
 from tests.table.table_files import copy_conformance_table, storage_listing
 

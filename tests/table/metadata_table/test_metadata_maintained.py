@@ -178,7 +178,7 @@ def test_a_write_that_fails_after_its_metadata_delta_commit_leaves_a_true_listin
     instant then fails, its rollback R is mirrored as Hudi's metadata writer does it: a delta
     commit R listing the log files left behind, then a rollback R + "006" of the failed
     write's delta commit, so its base files never show."""
-    from airflow_hoodie.table.timeline.timeline import TimelineWriter
+    from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
     from tests.actions.services_fixtures import batch, table_config
 
     base = tmp_path / "t"

@@ -17,7 +17,8 @@ from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.table_format import TableFormat
 from airflow_hoodie.table.timeline import commit_serde_v2
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
 _COMMITS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 

@@ -9,7 +9,8 @@ import pytest
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.storage.storage import Storage
-from airflow_hoodie.table.timeline.timeline import Timeline, TimelineWriter
+from airflow_hoodie.table.timeline.timeline import Timeline
+from airflow_hoodie.table.timeline.timeline_writer import TimelineWriter
 
 
 def _table(conformance, kind, name):

@@ -9,6 +9,10 @@ Subcommands::
     airflow-hoodie show PATH INSTANT             an instant's plan or commit metadata as JSON
     airflow-hoodie read PATH [--query-type ...]  rows of the table
     airflow-hoodie health PATH [--json]          pending/stuck instants, files, services due
+    airflow-hoodie stats PATH FILE               a data file's column statistics (metadata table)
+
+Every table version the provider reads (6, 8 and 9) is shown alike: on 8 and 9 instants
+carry their completion times, and archived instants come from the LSM timeline.
 
 Output is a human-readable table by default and JSON with ``--json`` (one document per
 command, ``read`` prints JSON lines with ``--format jsonl``). Every error the library
@@ -19,81 +23,22 @@ stderr with exit code 2, without a traceback: the message already says what to d
 from __future__ import annotations
 
 import argparse
-import base64
-import datetime as _dt
-import decimal
 import json
 import sys
-from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Iterable, Sequence, TextIO
 
+from airflow_hoodie.cli.file_stats import file_stats_rows
+from airflow_hoodie.cli.instant_details import STATE_NAMES, instant_details
+from airflow_hoodie.cli.output import dump_json, print_table, to_jsonable
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.health.table_health import table_health
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log.log_reader import describe_log_file
-from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.read import normalize_query_time, read_table
 from airflow_hoodie.table.storage.storage import Storage
-from airflow_hoodie.table.timeline.instant import Instant, State
 
 EXIT_OK = 0
 EXIT_ERROR = 2
-
-
-# ----------------------------------------------------------------------------- output
-def to_jsonable(value: Any) -> Any:
-    """Plain JSON data for values from Arrow rows, Avro records and dataclasses."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        try:
-            text = raw.decode("utf-8")
-            if text.isprintable():
-                return text
-        except UnicodeDecodeError:
-            pass
-        return {"base64": base64.b64encode(raw).decode("ascii")}
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
-        return value.isoformat()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if hasattr(value, "value") and hasattr(value, "name") and not isinstance(value, type):
-        return getattr(value, "name")  # enums
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    return str(value)
-
-
-def dump_json(obj: Any, out: TextIO, indent: int | None = 2) -> None:
-    out.write(json.dumps(to_jsonable(obj), indent=indent, ensure_ascii=False))
-    out.write("\n")
-
-
-def _cell(value: Any, width: int = 60) -> str:
-    if value is None:
-        text = ""
-    elif isinstance(value, str):
-        text = value
-    else:
-        text = json.dumps(to_jsonable(value), ensure_ascii=False)
-    text = text.replace("\n", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def print_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], out: TextIO, width: int = 60) -> None:
-    """Column-aligned text table; an empty result prints the header and ``(0 rows)``."""
-    cells = [[_cell(r.get(c), width) for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip() + "\n")
-    out.write("  ".join("-" * w for w in widths) + "\n")
-    for row in cells:
-        out.write("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() + "\n")
-    if not rows:
-        out.write("(0 rows)\n")
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -262,92 +207,6 @@ def cmd_log(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # -------------------------------------------------------------------------------- show
-_STATE_NAMES = {"requested": "REQUESTED", "inflight": "INFLIGHT", "completed": "COMPLETED"}
-
-
-def instant_details(table: HoodieTable, instant: str, state: str | None = None) -> dict[str, Any]:
-    """The content of an instant file as JSON data: commit metadata (JSON) or an Avro plan/metadata.
-
-    ``instant`` is an instant time or an instant file name. Without ``state`` the latest
-    state's file is shown, falling back to the requested file (where plans live) when the
-    latest one is empty.
-    """
-
-    timeline = table.timeline
-    parsed = Instant.parse(instant) if not instant.isdigit() else None
-    ts = parsed.timestamp if parsed else instant
-    current = timeline.get(ts, parsed.action if parsed else None)
-    if current is None:
-        archived = _archived_details(table, ts)
-        if archived is not None:
-            return archived
-        raise HoodieError(
-            f"instant {ts} is not on the active timeline of {table.base_uri}; "
-            "run `airflow-hoodie timeline PATH` to list instants"
-        )
-    wanted = State[_STATE_NAMES[state]] if state else (parsed.state if parsed else None)
-    candidates = [wanted] if wanted else [current.state] + [s for s in (State.INFLIGHT, State.REQUESTED) if s != current.state]
-    data, used = b"", current.state
-    for st in candidates:
-        try:
-            data = timeline.read_details(current, st)
-        except HoodieError:
-            if wanted:
-                raise
-            continue
-        used = st
-        if data:
-            break
-    action = current.action
-    result: dict[str, Any] = {
-        "instant": ts,
-        "action": action,
-        "state": current.state.name,
-        "file_state": used.name,
-        "content_bytes": len(data),
-    }
-    result["content"] = decode_instant_content(data, action)
-    return result
-
-
-def _archived_details(table: HoodieTable, ts: str) -> dict[str, Any] | None:
-    """An archived instant's metadata, from the ``HoodieArchivedMetaEntry`` that holds it."""
-    try:
-        archived = table.archived_timeline()
-    except (ImportError, HoodieError):
-        return None
-    inst = next((i for i in archived.instants if i.timestamp == ts), None)
-    if inst is None:
-        return None
-    state = getattr(inst, "state", None)
-    return {
-        "instant": ts,
-        "action": inst.action,
-        "state": getattr(state, "name", str(state)),
-        "file_state": "ARCHIVED",
-        "content": archived.metadata(ts),
-    }
-
-
-def decode_instant_content(data: bytes, action: str) -> Any:
-    if not data:
-        return None
-    if data[:4] == b"Obj\x01":
-
-        return avro_codec.deserialize(data)
-    text = data.decode("utf-8", errors="replace").strip()
-    if text.startswith("{"):
-        try:
-            from airflow_hoodie.table.metadata.commit_metadata import (
-                parse_commit_metadata,
-            )
-
-            return parse_commit_metadata(data, action).to_dict()
-        except (ImportError, HoodieError, ValueError, KeyError, TypeError):
-            return json.loads(text)
-    return {"raw": text}
-
-
 def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     table = _load_table(args.path, args)
     details = instant_details(table, args.instant, args.state)
@@ -391,7 +250,7 @@ def _check_partition_filters(path: str, filters: list[tuple[str, str, Any]],
                              storage_options: dict[str, str] | None) -> None:
     """An empty answer to ``region=EU`` where the partitions are ``eu`` looks like "no
     data"; a filter naming a partition value that no partition has is an error instead."""
-    from airflow_hoodie.table.read import PartitionSpec
+    from airflow_hoodie.table.partition_spec import PartitionSpec
 
     table = HoodieTable.load(path, storage_options=storage_options)
     spec = PartitionSpec.from_config(table.config)
@@ -432,61 +291,6 @@ def _parse_filter(text: str) -> tuple[str, str, Any]:
 
 
 # ------------------------------------------------------------------------------- stats
-def file_stats_rows(table: HoodieTable, file: str) -> list[dict[str, Any]]:
-    """The metadata table's column stats of one data file (``file``: its path under the
-    table, partition folders included), one row per indexed column."""
-    from airflow_hoodie.table.metadata_table.column_stats import VALUE_TYPES, comparable_value  # noqa: PLC0415
-    from airflow_hoodie.table.metadata_table.index_keys import column_stats_key  # noqa: PLC0415
-    from airflow_hoodie.actions.metadata_table.stats_index_writer import indexed_columns  # noqa: PLC0415
-    from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions  # noqa: PLC0415
-    from airflow_hoodie.table.metadata_table.stats_reader import (  # noqa: PLC0415
-        index_partition_files,
-        read_index_records,
-    )
-
-    if "column_stats" not in kept_stats_partitions(table):
-        raise HoodieError(f"{table.base_uri} keeps no column_stats in its metadata table; write with "
-                          "hoodie.metadata.index.column.stats.enable=true to build it.")
-    partition, _, name = file.strip("/").rpartition("/")
-    columns = indexed_columns(table) or []
-    keys = {column_stats_key(c, partition, name): c for c in columns}
-    records = read_index_records(index_partition_files(table, "column_stats"), keys)
-    rows = []
-    for key, column in keys.items():
-        m = (records.get(key) or {}).get("ColumnStatsMetadata")
-        if m is None:
-            continue
-        vt = m.get("valueType")
-        rows.append({"column": column, "min": _stat_value(comparable_value(m.get("minValue"), vt), vt),
-                     "max": _stat_value(comparable_value(m.get("maxValue"), vt), vt), "null_count": m.get("nullCount"),
-                     "value_count": m.get("valueCount"), "total_size": m.get("totalSize"),
-                     "value_type": VALUE_TYPES[int(vt["typeOrdinal"])] if vt else "V1"})
-    if not rows:
-        raise HoodieError(f"The column_stats partition of {table.base_uri} holds no statistics of {file!r}; give the "
-                          "file's path under the table, partition folders included (see `airflow-hoodie slices`).")
-    return rows
-
-
-def _stat_value(value: Any, vt: Mapping[str, Any] | None) -> Any:
-    """A stored min/max as its logical value (a V2 decimal's unscaled int, a date's epoch days,
-    a timestamp's epoch units)."""
-    import datetime as _dt  # noqa: PLC0415
-    import decimal  # noqa: PLC0415
-
-    if value is None or not vt:
-        return value
-    ordinal = int(vt.get("typeOrdinal") or 0)
-    if ordinal == 10 and vt.get("additionalInfo"):
-        return decimal.Decimal(int(value)).scaleb(-int(str(vt["additionalInfo"]).split(",")[1]))
-    if ordinal == 12:
-        return _dt.date(1970, 1, 1) + _dt.timedelta(days=int(value))
-    per_second = {15: 1_000, 16: 1_000_000, 18: 1_000, 19: 1_000_000}.get(ordinal)
-    if per_second:
-        moment = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=int(value) * (1_000_000 // per_second))
-        return moment.replace(tzinfo=_dt.timezone.utc) if ordinal in (15, 16) else moment
-    return value
-
-
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     table = _load_table(args.path, args)
     rows = file_stats_rows(table, args.file)
@@ -557,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print an instant's plan or metadata as JSON")
     p.add_argument("path")
     p.add_argument("instant", help="instant time (or instant file name)")
-    p.add_argument("--state", choices=sorted(_STATE_NAMES), help="which state's file to show")
+    p.add_argument("--state", choices=sorted(STATE_NAMES), help="which state's file to show")
     common(p)
     p.set_defaults(func=cmd_show)
 
@@ -604,10 +408,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return EXIT_ERROR
     except BrokenPipeError:  # `airflow-hoodie read ... | head`
         return EXIT_OK
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
 
 
 __all__: Iterable[str] = ["main", "build_parser", "instant_details", "slice_rows", "timeline_rows"]
