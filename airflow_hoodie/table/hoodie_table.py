@@ -154,6 +154,8 @@ class HoodieTable:
         with different ones, :class:`HoodieTableExistsError`.
         """
         storage, path = Storage.for_uri(base_uri, storage_options)
+        # not a branch on behaviour: CREATE_DEFAULTS are version 6's own keys (they name version 6),
+        # which a version 8/9 creator spells out itself
         props = dict(CREATE_DEFAULTS) if str(config.get(P.VERSION, "6")) == "6" else {}
         props.update({str(k): str(v) for k, v in config.items()})
         new_cfg = TableConfig(props)

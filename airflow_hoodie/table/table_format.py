@@ -1,6 +1,6 @@
 """The table version and timeline layout of one table, resolved once from hoodie.properties.
 
-Every action completes its instant through :meth:`HoodieTable.complete`, which asks this
+Every action completes its instant through ``actions.commit.complete``, which asks this
 object how the completed instant's metadata is serialized for the table's version. So an
 action never branches on the version: a commit hands over a :class:`CommitMetadata`, a
 clean, rollback, savepoint or restore its Avro record, and the format writes the bytes

@@ -19,19 +19,26 @@ from typing import TYPE_CHECKING, Mapping
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
+from airflow_hoodie.table.log.delete_block import delete_block
+from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
-from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
+from airflow_hoodie.table.metadata_table.files_listing import (
+    FILES_PARTITION,
+    metadata_table_path,
+)
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
-from airflow_hoodie.table.metadata_table.metadata_record import files_partition_records, metadata_record_schema_json
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    files_partition_records,
+    metadata_record_schema_json,
+)
 from airflow_hoodie.table.metadata_table.partitions import METADATA_PARTITIONS
 from airflow_hoodie.table.properties import TableConfig
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
-from airflow_hoodie.table.log.delete_block import delete_block
-from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
+    from airflow_hoodie.table.table_format import TableFormat
 
 #: Hudi's first metadata-table instant (SOLO_COMMIT_TIMESTAMP + "010") on table version 6
 INIT_INSTANT = "00000000000000010"
@@ -77,19 +84,19 @@ _MDT_PROPERTIES_1X = {
 def metadata_table_properties(table: HoodieTable) -> dict[str, str]:
     """hoodie.properties of a new metadata table of ``table``, as the Hudi release of the
     data table's version writes it."""
-    version = table.config.table_version
-    if version < 8:
+    if not table.format.release.initializes_metadata_as_1x:
         return {**_MDT_PROPERTIES, "hoodie.table.name": f"{table.table_name}_metadata"}
-    return {**_MDT_PROPERTIES_1X, "hoodie.table.version": str(version), "hoodie.table.initial.version": str(version),
+    version = str(table.format.version)
+    return {**_MDT_PROPERTIES_1X, "hoodie.table.version": version, "hoodie.table.initial.version": version,
             "hoodie.table.name": f"{table.table_name}_metadata"}
 
 
-def initialization_instant(table_version: int, taken: set[str]) -> str:
+def initialization_instant(fmt: TableFormat, taken: set[str]) -> str:
     """The instant initializing a metadata-table partition on a table of this version: on
     Hudi 1.x the first of ``00000000000000000``, ``…001``, … the metadata table has not
     used (several partitions built together take consecutive ones); version 6 builds
     ``files`` at ``00000000000000010`` (later partitions: :func:`partition_init_instant`)."""
-    if table_version < 8:
+    if not fmt.release.initializes_metadata_as_1x:
         return INIT_INSTANT
     offset = 0
     while f"{INIT_PREFIX}{offset:03d}" in taken:
@@ -102,8 +109,8 @@ def partition_init_instant(table: HoodieTable, mdt_timeline: Timeline) -> str:
     statistics partition). createIndexInitTimestamp of the v6 writer: the latest completed data instant (or
     Hudi's solo-commit time) + ``010``, ``011``, ... the first the metadata table lacks;
     Hudi 1.x counts ``…000``, ``…001``, ... instead (:func:`initialization_instant`)."""
-    if table.config.table_version >= 8:
-        return initialization_instant(table.config.table_version, {i.timestamp for i in mdt_timeline.instants})
+    if table.format.release.initializes_metadata_as_1x:
+        return initialization_instant(table.format, {i.timestamp for i in mdt_timeline.instants})
     last = table.reload_timeline().completed().last()
     base = last.timestamp if last is not None else "00000000000000"
     taken = {i.timestamp for i in mdt_timeline.instants}
@@ -117,7 +124,7 @@ def write_empty_log(mdt: HoodieTable, partition: str, file_id: str, instant: str
     """Hudi 1.x opens every file group it initializes with an empty delete block at the
     initialization instant (HoodieBackedTableMetadataWriter.initializeFileGroups), so the
     group has a file slice even before it holds a record."""
-    if mdt.format.version < 8:
+    if not mdt.format.release.initializes_metadata_as_1x:
         return
     log = LogWriter.for_instant(mdt.storage, mdt.storage.join(mdt.base_path, partition), file_id, None, instant,
                                 WRITE_TOKEN, mdt.format, max_file_size=0)
@@ -136,7 +143,7 @@ def initialize_files_partition(table: HoodieTable, listing: Mapping[str, Mapping
     metadata_table = type(table)(storage, mdt, config.save(storage, mdt, create=True),
                                  clock_skew_ms=table.expected_clock_skew_ms())
     version = metadata_table.format.version
-    init = initialization_instant(version, set())
+    init = initialization_instant(metadata_table.format, set())
     writer = metadata_table.timeline_writer()
     writer.create_requested(Instant(init, Action.DELTA_COMMIT, State.REQUESTED))
     writer.transition_to_inflight(Instant(init, Action.DELTA_COMMIT, State.REQUESTED))

@@ -154,7 +154,7 @@ def _service_instant(mdt: HoodieTable, latest: str, suffix: str) -> str:
     """The instant of a metadata-table compaction (``suffix`` 001) or clean (002) after
     delta commit ``latest``: suffixed on table version 6 (HoodieTableMetadataUtil), a new
     instant time on 8 and 9, as Hudi 1.x's metadata writer takes it."""
-    if mdt.format.timeline_layout >= 2:
+    if not mdt.format.suffixes_metadata_service_instants:
         return mdt.new_instant_time(fresh=False)
     return latest + suffix
 

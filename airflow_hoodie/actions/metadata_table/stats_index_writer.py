@@ -103,14 +103,14 @@ def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = Non
         return list(definition["sourceFields"])
     settings = settings or MetadataTableSettings.defaults()
     listed = list(settings.column_stats_columns)
-    one_x = table.config.table_version >= 8
+    with_meta_fields = table.format.release.column_stats_cover_meta_fields
     if listed:
-        return list(dict.fromkeys((list(INDEXED_META_FIELDS) if one_x else []) + listed))
+        return list(dict.fromkeys((list(INDEXED_META_FIELDS) if with_meta_fields else []) + listed))
     if file_columns is None:
         file_columns = _table_columns(table, writer_schema)
     if file_columns is None:
         return None
-    if not one_x:
+    if not with_meta_fields:
         return list(file_columns)
     data = [c for c in file_columns if not c.startswith("_hoodie_")]
     cols = [c for c in INDEXED_META_FIELDS if c in file_columns] + data
@@ -119,7 +119,7 @@ def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = Non
 
 def _write_index_definition(table: HoodieTable, columns: Sequence[str]) -> None:
     """Hudi 1.x records which columns column_stats covers in the table's index definitions."""
-    if table.config.table_version < 8:
+    if not table.format.release.records_index_definitions:
         return
     rel = table.config.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
     path = table.storage.join(table.base_path, rel)
@@ -385,7 +385,7 @@ def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], g
     mdt = table.metadata_table()
     storage, mdt_base = table.storage, metadata_table_path(table.base_path)
     files = _latest_files(table)
-    if COLUMN_STATS_PARTITION in partitions and table.config.table_version >= 8:
+    if COLUMN_STATS_PARTITION in partitions and table.format.release.records_index_definitions:
         columns = indexed_columns(table, settings=settings)
         if columns is None:
             first = next((table.storage.join(table.base_path, p, n) if p else table.storage.join(table.base_path, n)
@@ -438,7 +438,7 @@ def ensure_stats_partitions(table: HoodieTable, settings: MetadataTableSettings)
     wanted = []
     if settings.column_stats_enabled:
         wanted.append(COLUMN_STATS_PARTITION)
-    if (settings.partition_stats_enabled and table.config.table_version >= 8
+    if (settings.partition_stats_enabled and table.format.release.has_partition_stats
             and (COLUMN_STATS_PARTITION in listed or COLUMN_STATS_PARTITION in wanted)):
         wanted.append(PARTITION_STATS_PARTITION)
     if settings.bloom_filter_enabled:

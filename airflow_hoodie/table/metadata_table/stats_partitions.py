@@ -52,4 +52,4 @@ def index_version(table: HoodieTable) -> str:
     definition = index_definitions(table).get(COLUMN_STATS_PARTITION) or {}
     if definition.get("version"):
         return str(definition["version"])
-    return "V2" if table.config.table_version >= 9 else "V1"
+    return table.format.stats_index_version
