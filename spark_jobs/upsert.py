@@ -42,25 +42,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def job() -> dict:
-        from airflow_hoodie.actions.write_config import OPERATIONS
+        from airflow_hoodie.actions.write_settings import WriteRequest
         from airflow_hoodie.errors import HoodieConfigError
+        from airflow_hoodie.spark.dataframe_write import upsert_dataframe
         from airflow_hoodie.spark.session import get_or_create_session
         from airflow_hoodie.spark.source import (
             SOURCE_FORMATS,
             load_source,
             require_source,
         )
-        from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
         config = with_write_id(load_config(args), args.write_id)
         # cheap checks first: a bad call fails in a second, before a JVM starts
-        if args.operation not in OPERATIONS:
-            raise HoodieConfigError(f"--operation {args.operation!r} is not one of {', '.join(OPERATIONS)}.")
+        request = WriteRequest.from_config(config, args.operation)
         if args.source_format.lower() not in SOURCE_FORMATS:
             raise HoodieConfigError(f"--source-format {args.source_format!r} is not one of {', '.join(SOURCE_FORMATS)}.")
-        table_type = config.get("hoodie.table.type")
-        if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-            raise HoodieConfigError(f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
         source_options = source_storage_options(args)
         require_source(args.source, source_options)
         unknown = config.unknown_keys()
@@ -75,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         table_name = args.table_name or config.get("hoodie.table.name")
         spark = get_or_create_session(f"hoodie-upsert-{table_name or 'table'}", master=args.spark_master)
         source = load_source(spark, args.source, args.source_format, storage_options=source_options)
-        result = upsert_dataframe(spark, source.df, args.base_path, args.operation, config, table_name,
+        result = upsert_dataframe(spark, source.df, args.base_path, request, config, table_name,
                                   storage_options(args), source.size_bytes)
         return result.as_dict()
 

@@ -28,7 +28,6 @@ ALLOWED = {
     "spark/job.py": "entry point: a job's arguments become its config",
     "spark/session.py": "entry point: the Spark session's own spark.* options",
     "cli/": "entry point: the command line",
-    "cli.py": "entry point: the command line",
     "hooks/": "entry point: the Airflow hook validates a task's options before submitting it",
     "operators/": "entry point: operators",
     "sensors/": "entry point: sensors",
@@ -39,6 +38,7 @@ ALLOWED = {
     "table/timeline/lsm_timeline_writer.py": "LsmSettings.from_config, a settings object",
     "table/record_merger.py": "MergeConfig.from_properties, the table's merge settings object",
     "table/properties.py": "TableConfig, the table's own settings",
+    "table/table_format.py": "TableFormat.of: the table's format, from its own hoodie.properties (not a job's options)",
     "table/supported_features.py": "checks of the table's own properties",
     "table/storage/": "storage options (pyarrow filesystem keys), not hoodie.* options",
 }

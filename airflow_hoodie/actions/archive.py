@@ -66,6 +66,7 @@ from airflow_hoodie.config_keys.archive import (  # noqa: F401 - the service's k
     MIN_COMMITS,
 )
 from airflow_hoodie.errors import HoodieTimelineError
+from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.settings.archive import ArchiveSettings, validate_archive_config  # noqa: F401 - for callers
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.file_naming import (
@@ -220,9 +221,9 @@ def run_archive(table: HoodieTable, config: HoodieConfig) -> dict[str, Any]:
     """Archive what the rules allow; then merge small archive files if enabled. Under
     the table lock, as Hudi's archiver: a writer checking conflicts at commit reads the
     timeline that archival deletes from."""
-    settings = ArchiveSettings.from_config(config)
-    commit.prepare_for_change(table, config)
-    with transaction_manager_for(table, settings.lock).transaction("archive the timeline"):
+    settings, action = ArchiveSettings.from_config(config), ActionSettings.from_config(config)
+    commit.prepare_for_change(table, action.change)
+    with transaction_manager_for(table, action.lock).transaction("archive the timeline"):
         return _archive(table, settings)
 
 

@@ -13,15 +13,11 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from airflow_hoodie.actions.file_group_write import FileGroupTask
-from airflow_hoodie.actions.write_config import (
-    LOG_TO_PARQUET_RATIO,
-    SMALL_FILE_GROUP_CANDIDATES_LIMIT,
-)
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieError,
     HoodieWriteConflictError,
 )
+from airflow_hoodie.settings.file_sizing import SizingSettings
 from airflow_hoodie.table.file_group.file_naming import (
     new_file_id,
 )
@@ -34,14 +30,13 @@ def existing_files(table: HoodieTable, partitions: Iterable[str] | None = None) 
     return table.planning_view().existing_files(partitions)
 
 
-def average_record_size(table: HoodieTable, config: HoodieConfig) -> int:
+def average_record_size(table: HoodieTable, sizing: SizingSettings) -> int:
     """Hudi's UpsertPartitioner.averageBytesPerRecord: the newest completed ``commit`` that
     wrote more than the threshold, else the estimate. Only ``commit`` instants count (Hudi
     0.14): a clustering's replacecommit writes denser files, and a MOR table's delta
     commits are mostly log blocks, so both would misjudge how many records fit a file."""
-    estimate = config.get_int("hoodie.copyonwrite.record.size.estimate")
-    threshold = config.get_float("hoodie.record.size.estimation.threshold") * config.get_int(
-        "hoodie.parquet.small.file.limit")
+    estimate = sizing.record_size_estimate
+    threshold = sizing.record_size_threshold_bytes
     tl = table.timeline
     for inst in reversed(tl.completed_commits().instants):
         if inst.action != "commit":
@@ -72,7 +67,7 @@ def _in_pending_compaction(f: ExistingFile) -> bool:
     return f.lookup_base_file != f.base_file or list(f.lookup_log_files) != list(f.log_files)
 
 
-def small_files(part: str, files: Sequence[ExistingFile], config: HoodieConfig, is_mor: bool,
+def small_files(part: str, files: Sequence[ExistingFile], sizing: SizingSettings, is_mor: bool,
                 log_indexable: bool) -> list[tuple[ExistingFile, int]]:
     """The small files of partition ``part`` that inserts may fill, with the size Hudi
     counts for each, in the order they are filled.
@@ -93,7 +88,7 @@ def small_files(part: str, files: Sequence[ExistingFile], config: HoodieConfig, 
     UpsertPartitioner.filterSmallFilesInClustering does. An empty list when the small-file
     limit is 0 or less.
     """
-    small_limit = config.get_int("hoodie.parquet.small.file.limit")
+    small_limit = sizing.small_file_limit
     if small_limit <= 0:
         return []
     here = [f for f in files if f.partition_path == part]
@@ -101,12 +96,12 @@ def small_files(part: str, files: Sequence[ExistingFile], config: HoodieConfig, 
         picked = sorted(((f, f.base_size) for f in here if f.base_file and f.base_size < small_limit),
                         key=lambda c: c[1])
     elif log_indexable:
-        ratio = config.get_float(LOG_TO_PARQUET_RATIO)
-        max_size = config.get_int("hoodie.parquet.max.file.size")
+        ratio = sizing.log_to_parquet_ratio
+        max_size = sizing.max_file_size
         sized = [(f, f.base_size + int(f.log_size * ratio)) for f in here if not _in_pending_compaction(f)]
         picked = [(f, size) for f, size in sized if size < max_size]
     else:
-        limit = config.get_int(SMALL_FILE_GROUP_CANDIDATES_LIMIT)
+        limit = sizing.small_file_group_candidates_limit
         base_only = [f for f in here if f.base_file and not f.log_files and not _in_pending_compaction(f)
                      and f.base_size < small_limit]
         picked = [(f, f.base_size) for f in sorted(base_only, key=lambda f: f.base_size)[:max(limit, 0)]]
@@ -117,7 +112,8 @@ def assign_buckets(
     update_counts: Mapping[tuple[str, str], int],
     insert_counts: Mapping[str, int],
     files: Sequence[ExistingFile],
-    config: HoodieConfig,
+    sizing: SizingSettings,
+    index_type: str,
     avg_record_size: int,
     is_mor: bool,
     use_small_files: bool = True,
@@ -126,8 +122,8 @@ def assign_buckets(
 
     Returns the tasks and, per partition, the insert buckets as ``(bucket, record count)``.
     """
-    max_size = config.get_int("hoodie.parquet.max.file.size")
-    log_indexable = can_index_log_files(config.get("hoodie.index.type") or "SIMPLE")
+    max_size = sizing.max_file_size
+    log_indexable = can_index_log_files(index_type)
     by_key = {(f.partition_path, f.file_id): f for f in files}
     tasks: list[FileGroupTask] = []
     bucket_of: dict[tuple[str, str], int] = {}
@@ -143,13 +139,12 @@ def assign_buckets(
         bucket_of[(part, fid)] = t.bucket
         tasks.append(t)
     inserts: dict[str, list[tuple[int, int]]] = {}
-    per_bucket = (max(1, max_size // max(1, avg_record_size))
-                  if config.get_bool("hoodie.copyonwrite.insert.auto.split")
-                  else config.get_int("hoodie.copyonwrite.insert.split.size"))
+    per_bucket = (max(1, max_size // max(1, avg_record_size)) if sizing.insert_auto_split
+                  else sizing.insert_split_size)
     for part, n in sorted(insert_counts.items()):
         remaining = n
         plan: list[tuple[int, int]] = []
-        candidates = small_files(part, files, config, is_mor, log_indexable) if use_small_files else []
+        candidates = small_files(part, files, sizing, is_mor, log_indexable) if use_small_files else []
         for f, _ in candidates:
             # a MOR group whose log the index cannot see takes this write's records as a new
             # base file version, its updates too, whether or not inserts fit (Hudi checks the

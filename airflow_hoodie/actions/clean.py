@@ -334,7 +334,7 @@ def run_clean(table: HoodieTable, config: HoodieConfig, executor: Executor,
     concurrency) clean is what rolls back failed writes: those whose heartbeat expired.
     """
     settings = CleanSettings.from_config(config)
-    commit.prepare_for_change(table, config)
+    commit.prepare_for_change(table, settings.action.change)
     tm = transaction_manager_for(table, settings.lock)
     if tm.failed_writes_policy == LAZY:
         table.reload_timeline()  # the table may have been loaded long before this clean

@@ -251,7 +251,7 @@ def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: 
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
     settings = ClusteringSettings.from_config(config)
-    commit.prepare_for_change(table, config)
+    commit.prepare_for_change(table, settings.action.change)
     table.check_records_writable("Scheduling a clustering")
     with transaction_manager_for(table, settings.lock).transaction("schedule a clustering"):
         result = _schedule_clustering(table, settings, instant_time)
@@ -381,7 +381,7 @@ def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed",
                 "reason": "already completed"}
     settings = ClusteringSettings.from_config(config)
-    commit.prepare_for_change(table, config)
+    commit.prepare_for_change(table, settings.action.change)
     with executing(transaction_manager_for(table, settings.lock), "clustering", instant_time) as token:
         return _execute_clustering(table, instant_time, executor, settings, task_options(config), storage_options,
                                    started, token)

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from airflow_hoodie.settings.change import ChangeSettings
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError
 from airflow_hoodie.table.metadata_table.files_change import files_change
 from airflow_hoodie.table.metadata_table.files_listing import files_partition_ready
@@ -45,20 +45,21 @@ def _writers() -> tuple[ModuleType, ModuleType, ModuleType]:
     return maintenance, metadata_writer, record_index_writer
 
 
-def use_write_options(table: HoodieTable, config: HoodieConfig) -> None:
-    """The write options of the change ``table`` is about to go through: its instant times
-    wait out their expected clock skew from the first one on. The only place (with
+def use_change_settings(table: HoodieTable, change: ChangeSettings) -> None:
+    """The settings of the change ``table`` is about to go through: its instant times wait
+    out their expected clock skew from the first one on. The only place (with
     :func:`prepare_for_change`) that sets them on a table."""
-    table.write_config = config
+    table.clock_skew_ms = change.clock_skew_ms
+    table.metadata_settings = change.metadata
 
 
 def metadata_settings(table: HoodieTable) -> MetadataTableSettings | None:
     """The metadata-table settings of the change in progress on ``table`` (prepared by
     :func:`prepare_for_change`); None when it does not keep the metadata table."""
-    return MetadataTableSettings.for_change(table.write_config) if table.metadata_enabled else None
+    return table.metadata_settings if table.metadata_enabled else None
 
 
-def prepare_for_change(table: HoodieTable, config: HoodieConfig | None = None, restoring: bool = False) -> None:
+def prepare_for_change(table: HoodieTable, change: ChangeSettings | None = None, restoring: bool = False) -> None:
     """Before a write or table service changes anything: the version must be one we
     write, no restore may be half done (``restoring``: the change is the restore that
     finishes it), and the metadata table must be one the change keeps true (with
@@ -68,8 +69,9 @@ def prepare_for_change(table: HoodieTable, config: HoodieConfig | None = None, r
     if not restoring:
         table.check_no_pending_restore()
     table.check_latest_commit()
-    use_write_options(table, config or HoodieConfig({}))
-    settings = MetadataTableSettings.for_change(table.write_config)
+    change = change or ChangeSettings.default()
+    use_change_settings(table, change)
+    settings = change.metadata
     table.metadata_enabled = settings is not None
     maintenance, _, _ = _writers()
     maintenance.prepare_metadata_table(table, settings)

@@ -14,8 +14,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Mapping
 
-from airflow_hoodie.config import HoodieConfig
-
+from airflow_hoodie.settings.commit_callback import CommitCallbackSettings
 
 API_KEY_HEADER = "HUDI-CALLBACK-KEY"
 
@@ -33,10 +32,10 @@ def callback_message(table_name: str, base_path: str, result: Mapping[str, Any])
     }
 
 
-def send_commit_callback(config: HoodieConfig, table_name: str, base_path: str,
+def send_commit_callback(settings: CommitCallbackSettings, table_name: str, base_path: str,
                          result: Mapping[str, Any]) -> bool:
     """POST the commit message; returns whether the endpoint answered 2xx."""
-    url = config.get("hoodie.write.commit.callback.http.url")
+    url = settings.url
     if not url:
         print("WARNING: hoodie.write.commit.callback.on=true but hoodie.write.commit.callback.http.url is not set",
               file=sys.stderr)
@@ -44,12 +43,10 @@ def send_commit_callback(config: HoodieConfig, table_name: str, base_path: str,
     body = json.dumps(callback_message(table_name, base_path, result)).encode()
     req = urllib.request.Request(url, data=body, method="POST")
     req.add_header("Content-Type", "application/json;charset=utf-8")
-    req.add_header(API_KEY_HEADER, config.get("hoodie.write.commit.callback.http.api.key") or "")
-    for pair in (config.get("hoodie.write.commit.callback.http.custom.headers") or "").split(";"):
-        if ":" in pair:
-            k, _, v = pair.partition(":")
-            req.add_header(k.strip(), v.strip())
-    timeout = config.get_float("hoodie.write.commit.callback.http.timeout.seconds")
+    req.add_header(API_KEY_HEADER, settings.api_key)
+    for k, v in settings.headers:
+        req.add_header(k, v)
+    timeout = settings.timeout_s
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - user-configured URL
             ok = 200 <= resp.status < 300

@@ -261,7 +261,7 @@ def schedule_compaction(
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
     settings = CompactionSettings.from_config(config)
-    commit.prepare_for_change(table, config)
+    commit.prepare_for_change(table, settings.action.change)
     with transaction_manager_for(table, settings.lock).transaction("schedule a compaction"):
         table.reload_timeline()
         schedule = _schedule_compaction(table, settings, instant_time, force)
@@ -444,7 +444,7 @@ def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": "already completed", "operations": 0}
     settings = CompactionSettings.from_config(config)
-    commit.prepare_for_change(table, config)
+    commit.prepare_for_change(table, settings.action.change)
     with executing(transaction_manager_for(table, settings.lock), "compaction", instant_time) as token:
         return _execute_compaction(table, instant_time, executor, settings, task_options(config), storage_options,
                                    started, token)

@@ -27,7 +27,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_held
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieConfigError
-from airflow_hoodie.settings.lock import LockSettings
+from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.clean_horizon import clean_horizon
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
@@ -47,8 +47,9 @@ def restore_to(table: HoodieTable, instant_time: str, config: HoodieConfig | Non
     """Decided and done under the table lock; refused while a task still runs on an
     instant it would undo (a live heartbeat): that task would go on writing into a table
     that no longer has its instant."""
-    commit.prepare_for_change(table, config, restoring=True)
-    tm = transaction_manager_for(table, LockSettings.from_config(config))
+    settings = ActionSettings.from_config(config)
+    commit.prepare_for_change(table, settings.change, restoring=True)
+    tm = transaction_manager_for(table, settings.lock)
     with tm.transaction(f"restore to {instant_time}"):
         _refuse_beside_running_tasks(table, tm, instant_time)
         return _restore(table, instant_time)

@@ -343,7 +343,7 @@ def rollback_latest_or(table: HoodieTable, instant_time: str | None, config: Hoo
     a retry whose earlier try completed its rollback returns that rollback instead of rolling
     back the write before it (:mod:`rollback_identity`)."""
     settings = ActionSettings.from_config(config)
-    commit.prepare_for_change(table, config)
+    commit.prepare_for_change(table, settings.change)
     tm = transaction_manager_for(table, settings.lock)
     write_id = settings.write_id if instant_time is None else None
     with tm.transaction("roll back an instant"):

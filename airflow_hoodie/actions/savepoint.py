@@ -19,7 +19,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
 from airflow_hoodie.actions.transaction.transaction_manager import ensure_locks_held
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.settings.lock import LockSettings
+from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.timeline.clean_horizon import (
     clean_horizon,
@@ -38,8 +38,9 @@ def create_savepoint(table: HoodieTable, instant_time: str, user: str = "", comm
     """Savepoint the completed commit ``instant_time`` (idempotent: an existing one is
     reported). Under the table lock, so a clean planned meanwhile either sees the
     savepoint or ran entirely before it (and then the check below refuses)."""
-    commit.prepare_for_change(table, config)
-    with transaction_manager_for(table, LockSettings.from_config(config)).transaction(f"savepoint {instant_time}"):
+    settings = ActionSettings.from_config(config)
+    commit.prepare_for_change(table, settings.change)
+    with transaction_manager_for(table, settings.lock).transaction(f"savepoint {instant_time}"):
         return _create_savepoint(table, instant_time, user, comments)
 
 
@@ -89,8 +90,9 @@ def _create_savepoint(table: HoodieTable, instant_time: str, user: str, comments
 
 def delete_savepoint(table: HoodieTable, instant_time: str, config: HoodieConfig | None = None) -> dict[str, Any]:
     """Remove the savepoint at ``instant_time`` (idempotent), under the table lock."""
-    commit.prepare_for_change(table, config)
-    with transaction_manager_for(table, LockSettings.from_config(config)).transaction(f"delete savepoint {instant_time}"):
+    settings = ActionSettings.from_config(config)
+    commit.prepare_for_change(table, settings.change)
+    with transaction_manager_for(table, settings.lock).transaction(f"delete savepoint {instant_time}"):
         return _delete_savepoint(table, instant_time)
 
 

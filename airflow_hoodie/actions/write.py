@@ -42,26 +42,11 @@ from airflow_hoodie.actions.index import (
     probe_file,
     record_index_lookup,
     stored_records,
-    validate_index_type,
-)
-from airflow_hoodie.actions.merge_settings import (
-    dedupe_ordering_fields,
-    ordering_fields_for_merge,
-    write_ordering_fields,
 )
 from airflow_hoodie.actions.schema_evolution import evolve_schema
 from airflow_hoodie.actions.service_common import table_props
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_config import (
-    OPERATIONS,
-    ORDERING_FIELDS,
-    PARTITION_FIELD,
-    PRECOMBINE_FIELD,
-    RECORD_KEY_FIELD,
-    TABLE_TYPE,
-    checked_ordering_field,
-    dedupe_enabled,
-    key_generator_props,
     with_table_settings,
 )
 from airflow_hoodie.actions.write_records import (
@@ -73,18 +58,12 @@ from airflow_hoodie.actions.write_records import (
     prepare_batch,
     tag_records,
 )
+from airflow_hoodie.actions.write_settings import WriteRequest, WriteSettings
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.record_index import RECORD_INDEX_UPDATE_PARTITION_PATH
-from airflow_hoodie.config_keys.write import (
-    ALLOW_COLUMN_DROP,
-    SET_NULL_FOR_MISSING_COLUMNS,
-)
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
 )
-from airflow_hoodie.settings.base_file import BaseFileSettings
-from airflow_hoodie.settings.log_file import LogFileSettings
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.metadata_table.record_index import has_record_index
 from airflow_hoodie.table.record_merger import MergeConfig
@@ -95,23 +74,27 @@ from airflow_hoodie.table.schema.meta_fields import (
 )
 
 
-def file_refs(client: WriteClient, files: Sequence[ExistingFile]) -> list[Any]:
+def file_refs(client: WriteClient, files: Sequence[ExistingFile], key_generator: Mapping[str, str]) -> list[Any]:
+    """What a lookup task needs of each file group; ``key_generator``: the write's key
+    generator properties, which derive the stored keys of a table without meta fields."""
     tl = client.table.timeline
     valid = [i.timestamp for i in tl.completed().instants]
     latest = valid[-1] if valid else ""
-    keygen = None if client.table.config.populate_meta_fields else key_generator_props(client.effective_config())
+    keygen = None if client.table.config.populate_meta_fields else dict(key_generator)
     return [FileRef(client.base_uri, client.storage_options, f.partition_path, f.file_id,
                     f.lookup_base_file if f.lookup_log_files is not None else f.base_file,
                     list(f.lookup_log_files if f.lookup_log_files is not None else f.log_files),
                     f.base_instant, valid, latest, tl.first_non_savepoint_commit(), keygen) for f in files]
 
 
-def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], index_type: str,
-                         executor: Executor, prune_by_ranges: bool = True, use_metadata: bool = False) -> pa.Table:
+def lookup_existing_keys(client: WriteClient, batch: pa.Table, files: Sequence[ExistingFile], settings: WriteSettings,
+                         executor: Executor) -> pa.Table:
     """(key, partition, file_id) of the batch's keys found in the candidate files: one task
     per file gets the batch keys that may live there (its partition's, or all of them for a
     global index) and returns only the ones it holds."""
-    refs = file_refs(client, files)
+    refs = file_refs(client, files, settings.key_generator)
+    index_type, prune_by_ranges = settings.index_type, settings.bloom_prune_by_ranges
+    use_metadata = settings.bloom_use_metadata
     keys = batch.column(RECORD_KEY).combine_chunks()
     if not refs or not len(keys):
         return KEYS_SCHEMA.empty_table()
@@ -159,23 +142,14 @@ def index_scope(client: WriteClient, operation: str, global_index: bool, batch_p
     return existing_files(client.table, batch_partitions)
 
 
-def update_partition_path(config: HoodieConfig, index_type: str) -> bool:
-    """Whether a global index moves a record whose partition changed (delete + insert)."""
-    if index_type == "RECORD_INDEX":
-        return config.get_bool(RECORD_INDEX_UPDATE_PARTITION_PATH)
-    return config.get_bool("hoodie.bloom.index.update.partition.path" if "BLOOM" in index_type
-                           else "hoodie.simple.index.update.partition.path")
-
-
-def partition_move_merge(client: WriteClient, cfg: HoodieConfig, index_type: str
-                         ) -> tuple[list[str], MergeConfig | None]:
+def partition_move_merge(client: WriteClient, settings: WriteSettings) -> tuple[list[str], MergeConfig | None]:
     """(ordering fields, the table's merge semantics) when a record that changes partition
     must first be merged with the stored one (:func:`tag_records`): a global index that
     moves records, under event-time ordering. Else ([], None): the incoming record wins
     and moves without a read."""
-    if client.table is None or not (is_global(index_type) and update_partition_path(cfg, index_type)):
+    if client.table is None or not (is_global(settings.index_type) and settings.update_partition_path):
         return [], None
-    ordering = ordering_fields_for_merge(cfg)
+    ordering = list(settings.merge_ordering_fields)
     if not ordering:
         return [], None
     return ordering, MergeConfig.from_properties(table_props(client.table))
@@ -213,12 +187,12 @@ OPERATION_KEY = "hoodie.datasource.write.operation"
 
 
 def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sample: pa.Table | None = None
-                ) -> tuple[HoodieConfig, dict[str, Any], list[str]]:
-    """Validation of the batch's schema and keys against the config and the table; writes
+                ) -> tuple[WriteSettings, dict[str, Any]]:
+    """Validation of the batch's schema and keys against the settings and the table; writes
     nothing (a refused first write must not leave an empty table behind: the table is made
-    by :func:`open_for_write` once the records passed too). Returns (effective config, avro schema)."""
-    if operation not in OPERATIONS:
-        raise HoodieConfigError(f"--operation {operation!r} is not one of {', '.join(OPERATIONS)}.")
+    by :func:`open_for_write` once the records passed too). Returns the write's settings,
+    parsed once from its effective options (the job's over the table's), and the avro schema."""
+    request = client.request_for(operation)
     # Hudi's writers take the operation from this key: a props file carried over from one
     # would otherwise do something else here, silently
     named = client.config.get(OPERATION_KEY) if OPERATION_KEY in client.config else None
@@ -227,29 +201,26 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
             f"The settings say {OPERATION_KEY}={named} but this write is a {operation}; nothing was written. Drop "
             f"the setting, or run the {named.strip().lower()} operation.")
     client.load_table()
-    cfg = with_table_settings(client.effective_config(), client.table.config if client.table is not None else None)
-    validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
-    tt = (cfg.get(TABLE_TYPE) or "COPY_ON_WRITE")
-    if tt not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-        raise HoodieConfigError(f"hoodie.table.type={tt!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
-    if not cfg.get_list(RECORD_KEY_FIELD):
+    settings = WriteSettings.from_config(
+        with_table_settings(client.effective_config(), client.table.config if client.table is not None else None),
+        request)
+    if not settings.record_key_fields:
         check_auto_keys_operation(operation)
-        if dedupe_enabled(cfg, operation):
+        if settings.dedupe:
             raise HoodieConfigError(
                 "hoodie.combine.before.insert needs record keys to combine on; this table generates its keys "
                 "(no hoodie.datasource.write.recordkey.field). Drop the setting or configure a record key.")
-    for f in cfg.get_list(RECORD_KEY_FIELD):
+    for f in settings.record_key_fields:
         if f not in data_schema.names:
             raise HoodieError(f"Record key field {f!r} is not a column of the input (columns: {', '.join(data_schema.names)}); "
                               "set hoodie.datasource.write.recordkey.field to an existing column.")
-    pre_explicit = (PRECOMBINE_FIELD in cfg or ORDERING_FIELDS in cfg
-                    or (client.table is not None and client.table.config.ordering_fields))
-    for pre in write_ordering_fields(cfg) if pre_explicit and operation != "delete" else []:
+    pre_explicit = settings.ordering_named or (client.table is not None and client.table.config.ordering_fields)
+    for pre in settings.ordering_fields if pre_explicit and operation != "delete" else []:
         if pre not in data_schema.names:
             raise HoodieError(f"Precombine field {pre!r} is not a column of the input; set "
                               "hoodie.datasource.write.precombine.field (or hoodie.table.ordering.fields) to existing "
                               "columns.")
-    for f in cfg.get_list(PARTITION_FIELD):
+    for f in settings.partition_fields:
         name = f.split(":")[0]
         if name not in data_schema.names:
             raise HoodieError(f"Partition path field {name!r} is not a column of the input; set "
@@ -259,12 +230,11 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
         raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
     client.table_name = name
     # a delete carries only keys; Hudi writes no data columns for it
-    avro = evolve_schema(client.table_avro_schema(), data_schema, name,
-                         fill_missing=operation == "delete" or cfg.get_bool(SET_NULL_FOR_MISSING_COLUMNS),
-                         drop_missing=cfg.get_bool(ALLOW_COLUMN_DROP))
+    avro = evolve_schema(client.table_avro_schema(), data_schema, name, fill_missing=settings.fill_missing_columns,
+                         drop_missing=settings.drop_missing_columns)
     if client.table is None and operation == "delete":
         raise HoodieError(f"No Hudi table at {client.base_uri} to delete from.")
-    return cfg, avro
+    return settings, avro
 
 
 def open_for_write(client: WriteClient, avro: Mapping[str, Any]) -> list[str]:
@@ -281,10 +251,10 @@ class WriteEngine(Protocol):
     Spark DataFrame). The flow around them (:func:`run_write`) is one: timeline, index
     scope, bucketing and commit never depend on the engine."""
 
-    def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
+    def prepare(self, settings: WriteSettings) -> list[str]:
         """Add keys, partition paths and operations, dedupe; return the batch's partitions."""
 
-    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
+    def tag(self, client: WriteClient, settings: WriteSettings, files: list[ExistingFile]) -> None:
         """Locate each record's existing file group (upsert, delete)."""
 
     def untag(self) -> None:
@@ -306,9 +276,9 @@ class WriteEngine(Protocol):
 
 def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, operation: str) -> WriteResult:
     """The write flow (Hudi's HoodieSparkSqlWriter -> SparkRDDWriteClient), for every engine."""
-    cfg, avro = begin_write(client, data_schema, operation)
-    index_type = validate_index_type(cfg.get("hoodie.index.type") or "SIMPLE")
-    batch_parts = engine.prepare(cfg, operation, is_global(index_type))
+    settings, avro = begin_write(client, data_schema, operation)
+    index_type = settings.index_type
+    batch_parts = engine.prepare(settings)
     rolled = open_for_write(client, avro)
     started = time.monotonic()
     action = client.commit_action(operation)
@@ -316,7 +286,7 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
     with client.aborting_on_failure(instant):
         files = index_scope(client, operation, is_global(index_type), batch_parts)
         if operation in ("upsert", "delete") and files:
-            engine.tag(client, cfg, index_type, files)
+            engine.tag(client, settings, files)
         else:
             engine.untag()
         replaced, files = replaced_file_groups(client, operation, files)
@@ -324,12 +294,13 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
         n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
         engine.report(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
                       f"{n_upd:,} to existing file groups, {n_ins:,} new")
-        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, cfg, average_record_size(client.table, cfg),
-                                            client.is_mor, use_small_files=operation != "bulk_insert")
+        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, settings.sizing, settings.index_type,
+                                            average_record_size(client.table, settings.sizing), client.is_mor,
+                                            use_small_files=operation != "bulk_insert")
         client.inflight(instant, action, tasks, operation)
         engine.report(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
                       f"for {action} {instant}")
-        stats = engine.write(tasks, insert_plan, make_context(client, cfg, instant, operation, avro))
+        stats = engine.write(tasks, insert_plan, make_context(client, settings, instant, avro))
         done = client.commit(instant, action, operation, stats, avro, replaced)
     engine.report(f"committed {action} {instant} in {time.monotonic() - started:.1f} s")
     engine.release()
@@ -338,7 +309,7 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
                          replaced_file_groups=sum(len(v) for v in (replaced or {}).values()),
                          completion_time=done.completion_time)
     summarize(result, stats)
-    run_commit_callback(client, cfg, result)
+    run_commit_callback(client, settings, result)
     return result
 
 
@@ -391,20 +362,20 @@ class ArrowWriteEngine:
         self.batch = data
         self.executor = executor
 
-    def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
-        batch = prepare_batch(self.batch, key_generator_props(cfg), operation, checked_ordering_field(cfg, operation))
-        if dedupe_enabled(cfg, operation):
-            batch = dedupe(batch, dedupe_ordering_fields(cfg), global_index)
+    def prepare(self, settings: WriteSettings) -> list[str]:
+        batch = prepare_batch(self.batch, dict(settings.key_generator), settings.operation,
+                              list(settings.required_ordering_fields))
+        if settings.dedupe:
+            batch = dedupe(batch, list(settings.dedupe_ordering_fields), is_global(settings.index_type))
         self.batch = batch
         return sorted(pc.unique(batch.column(PARTITION_PATH)).to_pylist()) if batch.num_rows else []
 
-    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
-        existing = lookup_existing_keys(client, self.batch, files, index_type, self.executor,
-                                        cfg.get_bool("hoodie.bloom.index.prune.by.ranges"),
-                                        cfg.get_bool("hoodie.bloom.index.use.metadata"))
-        ordering, merge = partition_move_merge(client, cfg, index_type)
-        stored = partial(stored_records, file_refs(client, files), merge, ordering) if merge is not None else None
-        self._located(tag_records(self.batch, existing, index_type, update_partition_path(cfg, index_type),
+    def tag(self, client: WriteClient, settings: WriteSettings, files: list[ExistingFile]) -> None:
+        existing = lookup_existing_keys(client, self.batch, files, settings, self.executor)
+        ordering, merge = partition_move_merge(client, settings)
+        stored = partial(stored_records, file_refs(client, files, settings.key_generator), merge, ordering) \
+            if merge is not None else None
+        self._located(tag_records(self.batch, existing, settings.index_type, settings.update_partition_path,
                                   ordering, stored))
 
     def untag(self) -> None:
@@ -456,27 +427,24 @@ def write_arrow(base_uri: str, data: pa.Table, operation: str, config: HoodieCon
                 executor: Executor | None = None) -> WriteResult:
     """The write flow over an in-memory Arrow table (local tests, small batches)."""
     config = config if isinstance(config, HoodieConfig) else HoodieConfig(dict(config))
-    client = WriteClient(base_uri, config, storage_options, table_name)
+    client = WriteClient(base_uri, config, storage_options, table_name, WriteRequest.from_config(config, operation))
     data = data.drop_columns([c for c in META_COLUMNS if c in data.column_names])
     return run_write(client, ArrowWriteEngine(data, executor or LocalExecutor()), data.schema, operation)
 
 
-def make_context(client: WriteClient, cfg: HoodieConfig, instant: str, operation: str,
-                 avro: Mapping[str, Any]) -> WriteContext:
+def make_context(client: WriteClient, settings: WriteSettings, instant: str, avro: Mapping[str, Any]) -> WriteContext:
     return WriteContext(
         base_uri=client.base_uri, storage_options=client.storage_options, instant_time=instant,
         table_type=client.table.table_type, table_name=client.table_name or "", avro_schema=dict(avro),
-        file_settings=BaseFileSettings.from_config(cfg), log_settings=LogFileSettings.from_config(cfg),
-        ordering_fields=tuple(ordering_fields_for_merge(cfg)), operation=operation,
-        delete_ordering_fields=tuple(write_ordering_fields(cfg))
-        if PRECOMBINE_FIELD in cfg or ORDERING_FIELDS in cfg else (),
+        file_settings=settings.file, log_settings=settings.log,
+        ordering_fields=settings.merge_ordering_fields, operation=settings.operation,
+        delete_ordering_fields=settings.delete_ordering_fields,
         table_format=client.table.format,
-        key_generator=None if client.table.config.populate_meta_fields else key_generator_props(cfg),
+        key_generator=None if client.table.config.populate_meta_fields else dict(settings.key_generator),
     )
 
 
-def run_commit_callback(client: WriteClient, cfg: HoodieConfig, result: WriteResult) -> None:
-    if not cfg.get_bool("hoodie.write.commit.callback.on", False):
+def run_commit_callback(client: WriteClient, settings: WriteSettings, result: WriteResult) -> None:
+    if not settings.callback.enabled:
         return
-    send_commit_callback(cfg, client.table_name or "", client.base_uri, result.as_dict())
-
+    send_commit_callback(settings.callback, client.table_name or "", client.base_uri, result.as_dict())

@@ -34,7 +34,7 @@ from airflow_hoodie.actions.write_config import (
     TABLE_TYPE,
     table_config_from_write_config,
 )
-from airflow_hoodie.actions.write_identity import commit_extra_metadata
+from airflow_hoodie.actions.write_settings import WriteRequest
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.concurrency import (
     CONCURRENCY_MODE,
@@ -42,7 +42,6 @@ from airflow_hoodie.config_keys.concurrency import (
     OCC,
     SINGLE_WRITER,
 )
-from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.errors import (
     HoodieConcurrentWriterError,
     HoodieConfigError,
@@ -50,7 +49,7 @@ from airflow_hoodie.errors import (
     HoodieTableNotFoundError,
     HoodieWriteConflictError,
 )
-from airflow_hoodie.settings.lock import LockSettings
+from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -144,18 +143,29 @@ class WriteClient:
     """Driver side of one write: owns the timeline steps, never touches records itself."""
 
     def __init__(self, base_uri: str, config: HoodieConfig, storage_options: Mapping[str, str] | None = None,
-                 table_name: str | None = None) -> None:
+                 table_name: str | None = None, request: WriteRequest | None = None) -> None:
+        """The write's entry point in ``actions``: ``config`` is the job's options, parsed here
+        once into the settings every step takes (lock, commit options, metadata table);
+        ``request`` the operation and table type the job asked for, when it checked them
+        already (:class:`WriteRequest`)."""
         config.check_spellings_agree()  # two spellings of the ordering field that disagree: refused (C27)
         self.base_uri = base_uri
         self.config = config
         self.storage_options = dict(storage_options or {})
-        self.table_name = table_name or config.get("hoodie.table.name")
-        #: the write's concurrency settings, parsed once for every step of the write
-        self.lock = LockSettings.from_config(config)
+        self.request = request or WriteRequest.from_config(config)
+        self.table_name = table_name or self.request.table_name
+        #: the write's lock, commit options and metadata-table settings, parsed once
+        self.action = ActionSettings.from_config(config)
+        self.lock = self.action.lock
         self.storage, self.base_path = Storage.for_uri(base_uri, self.storage_options or None)
         self.table: HoodieTable | None = None
         self._txn: TransactionManager | None = None
         self._started: TimelineSnapshot | None = None
+
+    def request_for(self, operation: str) -> WriteRequest:
+        """The job's request for ``operation``: the one it checked, else checked now."""
+        self.request = self.request.for_operation(operation)
+        return self.request
 
     @property
     def txn(self) -> TransactionManager:
@@ -173,7 +183,7 @@ class WriteClient:
             self.table = HoodieTable.load(self.base_uri, self.storage_options or None)
             # the write's settings from the start: its first instant time already honours
             # hoodie.time.generator.max_expected_clock_skew_ms
-            commit.use_write_options(self.table, self.config)
+            commit.use_change_settings(self.table, self.action.change)
         except HoodieTableNotFoundError:
             self.table = None
         if self.table is not None:
@@ -183,14 +193,12 @@ class WriteClient:
             self._check_table_matches()
             # a write planned on a view missing a latest file would make the older data permanent
             # (checked on the view it plans on: storage, or the metadata table it keeps)
-            self.table.write_view(self.config.get_bool(METADATA_ENABLE)).check_latest_files_present()
+            self.table.write_view(self.action.change.metadata is not None).check_latest_files_present()
         return self.table
 
     def _check_table_matches(self) -> None:
-        want = self.config.get(TABLE_TYPE)
-        if TABLE_TYPE in self.config or "hoodie.datasource.write.table.type" in self.config:
-            if want not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-                raise HoodieConfigError(f"hoodie.table.type={want!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+        want = self.request.table_type
+        if self.request.table_type_named:
             if want != self.table.table_type:
                 raise HoodieConfigError(
                     f"The table at {self.base_uri} is {self.table.table_type}, but the write asks for {want}; "
@@ -219,9 +227,9 @@ class WriteClient:
     def create_table(self, avro_schema: Mapping[str, Any]) -> HoodieTable:
         if not self.table_name:
             raise HoodieConfigError("Creating a table needs a name: pass --table-name or hoodie.table.name.")
-        props = table_config_from_write_config(self.config, self.table_name, avro_schema)
+        props = table_config_from_write_config(self.config, self.table_name, avro_schema, self.request.table_type)
         self.table = HoodieTable.create(self.base_uri, props, self.storage_options or None)
-        commit.use_write_options(self.table, self.config)
+        commit.use_change_settings(self.table, self.action.change)
         return self.table
 
     @property
@@ -255,7 +263,7 @@ class WriteClient:
             if failed_writes(self.table, tm):
                 # a rollback changes the table: set up as a write would be, or the metadata
                 # table misses the log files a failed v6 MERGE_ON_READ write leaves listed
-                commit.prepare_for_change(self.table, self.config)
+                commit.prepare_for_change(self.table, self.action.change)
             return rollback_failed_writes(self.table, tm)
         return []
 
@@ -277,8 +285,7 @@ class WriteClient:
             # start() takes a later one under the lock when another writer took this time
             return self.table.new_instant_time(fresh=False)
 
-        utc = self.config.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
-        return new_instant_time(utc=utc, table=self.base_uri)
+        return new_instant_time(utc=self.request.timeline_utc, table=self.base_uri)
 
     def start(self, instant_time: str, action: str, operation: str) -> str:
         """Create our requested instant and start its heartbeat; returns the instant time
@@ -287,7 +294,7 @@ class WriteClient:
         if action == "replacecommit":
             content = _requested_replace_metadata(operation)
         if self.table is not None:
-            commit.prepare_for_change(self.table, self.config)
+            commit.prepare_for_change(self.table, self.action.change)
         with self.txn.transaction("start a write"):
             if self.table is not None and self.txn.is_occ:
                 # under the lock no other instant can take this time (Hudi 1.x does the same)
@@ -325,7 +332,7 @@ class WriteClient:
     def inflight(self, instant_time: str, action: str, tasks: Sequence[FileGroupTask], operation: str) -> None:
         self.table.timeline_writer().transition_to_inflight(
             Instant(instant_time, action, State.REQUESTED),
-            self.table.format.encode_inflight(action, workload_profile(tasks, operation, commit_extra_metadata(self.config))))
+            self.table.format.encode_inflight(action, workload_profile(tasks, operation, dict(self.action.extra_metadata))))
 
     def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
                avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> Instant:
@@ -340,7 +347,7 @@ class WriteClient:
         self.storage.side_by_side(lambda part: write_partition_metadata(self.storage, self.base_path, part, instant_time),
                                   sorted({st.get("partitionPath") or "" for st in stats}))
         schema_json = json.dumps(avro_schema, separators=(",", ":"))
-        meta = commit_metadata(stats, operation, schema_json, replaced, commit_extra_metadata(self.config))
+        meta = commit_metadata(stats, operation, schema_json, replaced, dict(self.action.extra_metadata))
         own = Instant(instant_time, action, State.INFLIGHT)
         groups = {(st.get("partitionPath") or "", st["fileId"]) for st in stats if st.get("fileId")}
         groups |= {(p, f) for p, ids in (replaced or {}).items() for f in ids}

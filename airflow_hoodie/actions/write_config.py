@@ -189,13 +189,12 @@ def _table_config_1x(config: HoodieConfig, version: int, table_name: str, table_
     return {k: v for k, v in props.items() if v not in (None, "")}
 
 
-def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_schema: Mapping[str, Any]) -> dict[str, str]:
+def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_schema: Mapping[str, Any],
+                                   table_type: str) -> dict[str, str]:
     """hoodie.properties of a table created by its first write (Hudi's HoodieTableMetaClient.initTable),
     at ``hoodie.write.table.version``: version 6 with the table-level defaults of
-    :data:`properties.DEFAULTS`, versions 8 and 9 as Hudi 1.0/1.1 write them."""
-    table_type = config.get(TABLE_TYPE) or tp.DEFAULTS[tp.TYPE]
-    if table_type not in (tp.COPY_ON_WRITE, tp.MERGE_ON_READ):
-        raise HoodieConfigError(f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+    :data:`properties.DEFAULTS`, versions 8 and 9 as Hudi 1.0/1.1 write them. ``table_type``:
+    the one the write asked for, checked where it started (``WriteRequest``)."""
     version = write_table_version(config)
     if release_of(version).table_properties_1x:
         return _table_config_1x(config, version, table_name, table_type, avro_schema)

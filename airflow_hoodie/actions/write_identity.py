@@ -27,10 +27,8 @@ from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.write import COMMIT_META_PREFIX
 from airflow_hoodie.errors import HoodieError, HoodieTableNotFoundError
-from airflow_hoodie.settings.action import WRITE_ID_SUFFIX, write_id_key  # noqa: F401 - for callers
-from airflow_hoodie.settings.lock import LockSettings
+from airflow_hoodie.settings.action import WRITE_ID_SUFFIX, ActionSettings, write_id_key  # noqa: F401 - for callers
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
@@ -56,10 +54,6 @@ def with_write_id(config: HoodieConfig, write_id: str | None) -> HoodieConfig:
     return config.with_values({write_id_key(config): write_id})
 
 
-def commit_extra_metadata(config: HoodieConfig) -> dict[str, str]:
-    """The options Hudi copies into ``extraMetadata``: keys under the commit-metadata prefix."""
-    prefix = config.get(COMMIT_META_PREFIX) or "_"
-    return {k: str(v) for k, v in config.as_dict().items() if k.startswith(prefix)}
 
 
 @dataclass
@@ -158,9 +152,10 @@ def settle_previous_try(base_uri: str, storage_options: Mapping[str, str] | None
         found = _find_archived_write(table, config, write_id)
     if found.completed is not None:
         return {**result_of(found, base_uri), "retry_of_completed_write": True}
+    settings = ActionSettings.from_config(config)
     if found.pending:
-        commit.prepare_for_change(table, config)
-    lock = LockSettings.from_config(config)
+        commit.prepare_for_change(table, settings.change)
+    lock = settings.lock
     for instant in found.pending:
         # the rollback changes the metadata table: under the table lock, as every such change
         with transaction_manager_for(table, lock).transaction(f"roll back {instant.timestamp}"):

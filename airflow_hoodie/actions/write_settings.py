@@ -9,7 +9,7 @@ so the table type and the operation are checked once and no step below reads an 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from airflow_hoodie.actions.index import validate_index_type
@@ -31,66 +31,65 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.record_index import RECORD_INDEX_UPDATE_PARTITION_PATH
 from airflow_hoodie.config_keys.write import (
     ALLOW_COLUMN_DROP,
-    LOG_TO_PARQUET_RATIO,
+    DRIVER_BATCH_MAX_BYTES,
+    DRIVER_FILES_MAX_BYTES,
     ORDERING_FIELDS,
-    PARQUET_MAX_FILE_SIZE,
-    PARQUET_SMALL_FILE_LIMIT,
     PRECOMBINE_FIELD,
     SET_NULL_FOR_MISSING_COLUMNS,
-    SMALL_FILE_GROUP_CANDIDATES_LIMIT,
 )
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.settings.base_file import BaseFileSettings
+from airflow_hoodie.settings.commit_callback import CommitCallbackSettings
+from airflow_hoodie.settings.file_sizing import SizingSettings
 from airflow_hoodie.settings.log_file import LogFileSettings
 
-CALLBACK_ON = "hoodie.write.commit.callback.on"
-CALLBACK_URL = "hoodie.write.commit.callback.http.url"
-CALLBACK_API_KEY = "hoodie.write.commit.callback.http.api.key"
-CALLBACK_HEADERS = "hoodie.write.commit.callback.http.custom.headers"
-CALLBACK_TIMEOUT = "hoodie.write.commit.callback.http.timeout.seconds"
+BULK_INSERT_SORT_MODE = "hoodie.bulkinsert.sort.mode"
+BULK_INSERT_SORT_MODES = ("NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION",
+                          "PARTITION_PATH_REPARTITION_AND_SORT")
+TABLE_TYPE_ALIAS = "hoodie.datasource.write.table.type"
+
+
+def _check_operation(operation: str) -> str:
+    if operation not in OPERATIONS:
+        raise HoodieConfigError(f"--operation {operation!r} is not one of {', '.join(OPERATIONS)}.")
+    return operation
 
 
 @dataclass(frozen=True)
-class SizingSettings:
-    """How Hudi's UpsertPartitioner sizes file groups: small files, record size, insert splits."""
+class WriteRequest:
+    """What a write job asks for, checked once where the job starts (before a JVM or the table
+    is touched): the operation, the table type, and how the batch is run (on the driver when
+    it is small)."""
 
-    small_file_limit: int = 104857600
-    max_file_size: int = 125829120
-    record_size_estimate: int = 1024
-    #: a commit counts for the record size once it wrote more than this many bytes
-    record_size_threshold_bytes: float = 104857600.0
-    log_to_parquet_ratio: float = 0.35
-    small_file_group_candidates_limit: int = 1
-    insert_auto_split: bool = True
-    insert_split_size: int = 500000
-
-    @classmethod
-    def from_config(cls, config: HoodieConfig) -> SizingSettings:
-        small = config.get_int(PARQUET_SMALL_FILE_LIMIT)
-        return cls(small, config.get_int(PARQUET_MAX_FILE_SIZE), config.get_int("hoodie.copyonwrite.record.size.estimate"),
-                   config.get_float("hoodie.record.size.estimation.threshold") * small,
-                   config.get_float(LOG_TO_PARQUET_RATIO), config.get_int(SMALL_FILE_GROUP_CANDIDATES_LIMIT),
-                   config.get_bool("hoodie.copyonwrite.insert.auto.split"),
-                   config.get_int("hoodie.copyonwrite.insert.split.size"))
-
-
-@dataclass(frozen=True)
-class CommitCallbackSettings:
-    """Hudi's HTTP commit callback (HoodieWriteCommitHttpCallback)."""
-
-    enabled: bool = False
-    url: str | None = None
-    api_key: str = ""
-    headers: tuple[tuple[str, str], ...] = ()
-    timeout_s: float = 3.0
+    #: None until the write's operation is known (a client opened before it is named)
+    operation: str | None
+    #: the table type asked for (Hudi's default when the job names none)
+    table_type: str = "COPY_ON_WRITE"
+    #: whether the job named a table type (a write into an existing table must then match it)
+    table_type_named: bool = False
+    driver_batch_max_bytes: int = 32 * 1024 * 1024
+    driver_files_max_bytes: int = 128 * 1024 * 1024
+    #: hoodie.table.name: the name a new table gets (an existing table keeps its own)
+    table_name: str | None = None
+    #: a new table's instant times in UTC (hoodie.table.timeline.timezone=UTC), else local time
+    timeline_utc: bool = False
 
     @classmethod
-    def from_config(cls, config: HoodieConfig) -> CommitCallbackSettings:
-        headers = tuple((k.strip(), v.strip()) for k, _, v in
-                        (pair.partition(":") for pair in (config.get(CALLBACK_HEADERS) or "").split(";") if ":" in pair))
-        return cls(config.get_bool(CALLBACK_ON, False), config.get(CALLBACK_URL) or None,
-                   config.get(CALLBACK_API_KEY) or "", headers, config.get_float(CALLBACK_TIMEOUT))
+    def from_config(cls, config: HoodieConfig, operation: str | None = None) -> WriteRequest:
+        if operation is not None:
+            _check_operation(operation)
+        table_type = config.get(TABLE_TYPE) or "COPY_ON_WRITE"
+        if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+            raise HoodieConfigError(
+                f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+        return cls(operation, table_type, TABLE_TYPE in config or TABLE_TYPE_ALIAS in config,
+                   config.get_int(DRIVER_BATCH_MAX_BYTES), config.get_int(DRIVER_FILES_MAX_BYTES),
+                   config.get("hoodie.table.name") or None,
+                   (config.get("hoodie.table.timeline.timezone") or "LOCAL").upper() == "UTC")
+
+    def for_operation(self, operation: str) -> WriteRequest:
+        """This request for ``operation`` (checked once, where it is first named)."""
+        return self if self.operation == operation else replace(self, operation=_check_operation(operation))
 
 
 def _update_partition_path(config: HoodieConfig, index_type: str) -> bool:
@@ -131,21 +130,23 @@ class WriteSettings:
     callback: CommitCallbackSettings
     file: BaseFileSettings
     log: LogFileSettings
-    action: ActionSettings
-    #: the effective options as strings: what table creation records and what Spark tasks receive
-    options: Mapping[str, str] = field(default_factory=dict)
+    #: bulk_insert's row layout (Hudi's BulkInsertSortMode) and shuffle parallelism (0: Spark's)
+    bulk_insert_sort_mode: str
+    bulk_insert_parallelism: int
 
     @classmethod
-    def from_config(cls, config: HoodieConfig, operation: str) -> WriteSettings:
-        if operation not in OPERATIONS:
-            raise HoodieConfigError(f"--operation {operation!r} is not one of {', '.join(OPERATIONS)}.")
+    def from_config(cls, config: HoodieConfig, request: WriteRequest) -> WriteSettings:
+        assert request.operation is not None, "the request names its operation (WriteRequest.for_operation)"
+        """``config``: the write's effective options (the job's over the table's properties);
+        ``request``: the operation and table type the job asked for, checked already."""
+        operation = request.operation
         index_type = validate_index_type(config.get("hoodie.index.type") or "SIMPLE")
-        table_type = config.get(TABLE_TYPE) or "COPY_ON_WRITE"
-        if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-            raise HoodieConfigError(
-                f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
+        sort_mode = (config.get(BULK_INSERT_SORT_MODE) or "NONE").upper()
+        if sort_mode not in BULK_INSERT_SORT_MODES:
+            raise HoodieConfigError(f"{BULK_INSERT_SORT_MODE}={sort_mode!r} is not a sort mode; use one of "
+                                    f"{', '.join(BULK_INSERT_SORT_MODES)}.")
         return cls(
-            operation=operation, table_type=table_type, index_type=index_type,
+            operation=operation, table_type=config.get(TABLE_TYPE) or request.table_type, index_type=index_type,
             record_key_fields=tuple(config.get_list(RECORD_KEY_FIELD)),
             partition_fields=tuple(config.get_list(PARTITION_FIELD)),
             key_generator=key_generator_props(config),
@@ -162,7 +163,8 @@ class WriteSettings:
             drop_missing_columns=config.get_bool(ALLOW_COLUMN_DROP),
             sizing=SizingSettings.from_config(config), callback=CommitCallbackSettings.from_config(config),
             file=BaseFileSettings.from_config(config), log=LogFileSettings.from_config(config),
-            action=ActionSettings.from_config(config), options=config.as_dict())
+            bulk_insert_sort_mode=sort_mode,
+            bulk_insert_parallelism=config.get_int("hoodie.bulkinsert.shuffle.parallelism"))
 
     @property
     def is_mor(self) -> bool:

@@ -12,6 +12,7 @@ from typing import Mapping
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.write import COMMIT_META_PREFIX
+from airflow_hoodie.settings.change import ChangeSettings
 from airflow_hoodie.settings.lock import LockSettings
 
 #: the identity's key after the prefix, e.g. ``_airflow.write.id``
@@ -32,6 +33,8 @@ class ActionSettings:
     write_id_key: str = "_" + WRITE_ID_SUFFIX
     #: the caller's write identity, when its job was given one
     write_id: str | None = None
+    #: what the change tells the table: metadata-table settings, expected clock skew
+    change: ChangeSettings = field(default_factory=ChangeSettings.default)
 
     @classmethod
     def from_config(cls, config: HoodieConfig | None) -> ActionSettings:
@@ -39,7 +42,8 @@ class ActionSettings:
         prefix = config.get(COMMIT_META_PREFIX) or "_"
         extra = {k: str(v) for k, v in config.as_dict().items() if k.startswith(prefix)}
         key = prefix + WRITE_ID_SUFFIX
-        return cls(LockSettings.from_config(config), extra, key, config.get(key) or None)
+        return cls(LockSettings.from_config(config), extra, key, config.get(key) or None,
+                   ChangeSettings.from_config(config))
 
     @classmethod
     def default(cls) -> ActionSettings:

@@ -2,7 +2,10 @@
 cleaner and the compaction trigger), parsed and validated once per archival.
 
 One object serves both timeline layouts: version 6 merges small archive files (the
-``merge_*`` keys), versions 8 and 9 compact the LSM timeline (:class:`LsmSettings`).
+``merge_*`` keys), versions 8 and 9 compact the LSM timeline (:class:`LsmSettings`). The lock
+and commit options an archival runs with are its :class:`ActionSettings`, parsed beside it;
+a metadata table's archival (:meth:`ArchiveSettings.of_metadata_table`) runs inside its data
+table's change and has none of its own.
 """
 
 from __future__ import annotations
@@ -22,16 +25,13 @@ from airflow_hoodie.config_keys.archive import (
 from airflow_hoodie.config_keys.clean import COMMITS_RETAINED, HOURS_RETAINED
 from airflow_hoodie.config_keys.compaction import MAX_DELTA_COMMITS, TRIGGER_STRATEGY
 from airflow_hoodie.config_keys.metadata_table import (
+    CLEANER_COMMITS_RETAINED as METADATA_CLEANER_COMMITS_RETAINED,
+)
+from airflow_hoodie.config_keys.metadata_table import (
     COMPACT_MAX_DELTA_COMMITS as METADATA_COMPACT_MAX_DELTA_COMMITS,
 )
 from airflow_hoodie.errors import HoodieConfigError
-from airflow_hoodie.settings.action import ActionSettings
-from airflow_hoodie.settings.clean import (
-    KEEP_LATEST_COMMITS,
-    METADATA_CLEANER_COMMITS_RETAINED,
-    policy_of,
-)
-from airflow_hoodie.settings.lock import LockSettings
+from airflow_hoodie.settings.clean_policy import KEEP_LATEST_COMMITS, policy_of
 from airflow_hoodie.table.timeline.lsm_timeline_writer import LsmSettings
 
 
@@ -76,7 +76,6 @@ class ArchiveSettings:
     merge_files_batch: int = 10
     #: versions 8 and 9: how the LSM timeline compacts
     lsm: LsmSettings = field(default_factory=LsmSettings)
-    action: ActionSettings = field(default_factory=ActionSettings.default)
 
     @classmethod
     def from_config(cls, config: HoodieConfig) -> ArchiveSettings:
@@ -86,8 +85,7 @@ class ArchiveSettings:
                    config.get_int(HOURS_RETAINED), (config.get(TRIGGER_STRATEGY) or "NUM_COMMITS").upper(),
                    config.get_int(MAX_DELTA_COMMITS), config.get_int(METADATA_COMPACT_MAX_DELTA_COMMITS),
                    config.get_bool(MERGE_ENABLE), config.get_int(MERGE_SMALL_FILE_LIMIT),
-                   config.get_int(MERGE_FILES_BATCH), LsmSettings.from_config(config),
-                   ActionSettings.from_config(config))
+                   config.get_int(MERGE_FILES_BATCH), LsmSettings.from_config(config))
 
     @classmethod
     def of_metadata_table(cls, config: HoodieConfig) -> ArchiveSettings:
@@ -101,7 +99,3 @@ class ArchiveSettings:
                    defaults.get_int(BATCH), defaults.get_bool(BEYOND_SAVEPOINT), KEEP_LATEST_COMMITS,
                    METADATA_CLEANER_COMMITS_RETAINED, defaults.get_int(HOURS_RETAINED),
                    "NUM_COMMITS", max_deltas, max_deltas, lsm=LsmSettings.from_config(config))
-
-    @property
-    def lock(self) -> LockSettings:
-        return self.action.lock

@@ -13,27 +13,19 @@ from airflow_hoodie.config_keys.clean import (
     COMMITS_RETAINED,
     FILE_VERSIONS_RETAINED,
     HOURS_RETAINED,
-    POLICY,
 )
 from airflow_hoodie.config_keys.metadata_table import (
     CLEANER_COMMITS_RETAINED as METADATA_CLEANER_COMMITS_RETAINED,
 )
-from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.action import ActionSettings
+from airflow_hoodie.settings.clean_policy import (  # noqa: F401 - the policies, for callers
+    KEEP_LATEST_BY_HOURS,
+    KEEP_LATEST_COMMITS,
+    KEEP_LATEST_FILE_VERSIONS,
+    POLICIES,
+    policy_of,
+)
 from airflow_hoodie.settings.lock import LockSettings
-
-KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
-KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
-KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
-POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, KEEP_LATEST_BY_HOURS)
-
-
-def policy_of(config: HoodieConfig) -> str:
-    """``hoodie.cleaner.policy``, refused by name when it is none of Hudi's three."""
-    policy = (config.get(POLICY) or KEEP_LATEST_COMMITS).upper()
-    if policy not in POLICIES:
-        raise HoodieConfigError(f"{POLICY}={policy!r} is not supported; use one of {', '.join(POLICIES)}.")
-    return policy
 
 
 @dataclass(frozen=True)

@@ -27,28 +27,18 @@ from airflow_hoodie.actions.file_group_write import (
 )
 from airflow_hoodie.actions.write import make_context, run_commit_callback, summarize
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
-from airflow_hoodie.actions.write_config import (
-    PARTITION_FIELD,
-    checked_ordering_field,
-    dedupe_enabled,
-    key_generator_class,
-    key_generator_props,
-)
 from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieConfigError, HoodieError
+from airflow_hoodie.actions.write_settings import WriteSettings
+from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.spark.job_errors import translate_job_error
 from airflow_hoodie.spark.keyed_records import deduplicated, keyed_dataframe
 from airflow_hoodie.spark.worker_heap import freeze_worker_heap
-from airflow_hoodie.table.file_group.partition_metadata import PARTITION_METAFILE
 from airflow_hoodie.table.file_group.file_naming import new_file_id
+from airflow_hoodie.table.file_group.partition_metadata import PARTITION_METAFILE
 from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from airflow_hoodie.table.timeline.instant import Action
 
-SORT_MODE = "hoodie.bulkinsert.sort.mode"
-MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
-SORT_MODES = ("NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION",
-              "PARTITION_PATH_REPARTITION_AND_SORT")
+KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
 
 
 def _task_partition_id() -> int:
@@ -88,13 +78,13 @@ def _write_task(ctx: WriteContext, props: Mapping[str, str] | None, ordering: li
     yield pa.RecordBatch.from_pydict({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
 
 
-def _raw_partition_fields(cfg: HoodieConfig) -> list[str] | None:
+def _raw_partition_fields(settings: WriteSettings) -> list[str] | None:
     """The partition fields when Spark can group rows by them as they are: with the simple
     and complex key generators a path is made of the fields' values one segment each, so
     rows of one path meet in one task without a Python pass computing paths before the
     shuffle (the tasks compute keys and paths once, while writing)."""
-    fields = cfg.get_list(PARTITION_FIELD)
-    generator = key_generator_class(cfg).rsplit(".", 1)[-1]
+    fields = list(settings.partition_fields)
+    generator = settings.key_generator[KEYGEN_CLASS].rsplit(".", 1)[-1]
     if fields and generator in ("SimpleKeyGenerator", "ComplexKeyGenerator") and not any(":" in f for f in fields):
         return fields
     return None
@@ -119,31 +109,28 @@ def bulk_insert_dataframe(
     df: Any,
     in_schema: pa.Schema,
     client: WriteClient,
-    cfg: HoodieConfig,
+    settings: WriteSettings,
     avro: Mapping[str, Any],
     rolled: list[str],
-    config: HoodieConfig,
     first_write: bool = False,
 ) -> WriteResult:
     """Write ``df`` as new file groups of one new commit (after ``begin_write``). The
     records are checked in the write job itself (a separate pass cost a job and a third of
     the time); when ``first_write`` (the table was created for this write) and the write
     fails, the new table is removed too, so a refused first batch leaves nothing behind."""
-    mode = (cfg.get(SORT_MODE) or "NONE").upper()
-    if mode not in SORT_MODES:
-        raise HoodieConfigError(f"{SORT_MODE}={mode!r} is not a sort mode; use one of {', '.join(SORT_MODES)}.")
-    props = key_generator_props(cfg)
-    dedupe = dedupe_enabled(cfg, "bulk_insert")
-    ordering = checked_ordering_field(cfg, "bulk_insert")
+    mode = settings.bulk_insert_sort_mode
+    props = dict(settings.key_generator)
+    dedupe = settings.dedupe
+    ordering = list(settings.required_ordering_fields)
     rows_to_write, task_props = df, props
-    parallelism = cfg.get_int("hoodie.bulkinsert.shuffle.parallelism") or spark.sparkContext.defaultParallelism
-    raw_fields = _raw_partition_fields(cfg)
+    parallelism = settings.bulk_insert_parallelism or spark.sparkContext.defaultParallelism
+    raw_fields = _raw_partition_fields(settings)
     if mode == "PARTITION_PATH_REPARTITION" and not dedupe and raw_fields:
         rows_to_write = df.repartition(parallelism, *raw_fields)
     elif mode != "NONE" or dedupe:
         keyed = keyed_dataframe(df, in_schema, props, "bulk_insert", ordering)
         if dedupe:
-            keyed = deduplicated(keyed, cfg, global_keys=False)
+            keyed = deduplicated(keyed, settings.dedupe_ordering_fields, global_keys=False)
         rows_to_write, task_props = _laid_out(keyed, mode, parallelism), None
     instant = client.new_instant_time()
     action = client.commit_action("bulk_insert")
@@ -151,8 +138,9 @@ def bulk_insert_dataframe(
     try:
         with client.aborting_on_failure(instant):
             client.inflight(instant, action, [], "bulk_insert")
-            ctx = make_context(client, cfg, instant, "bulk_insert", avro)
-            rows_per_file = max(1, cfg.get_int(MAX_FILE_SIZE) // max(1, average_record_size(client.table, cfg)))
+            ctx = make_context(client, settings, instant, avro)
+            rows_per_file = max(1, settings.sizing.max_file_size
+                                // max(1, average_record_size(client.table, settings.sizing)))
             try:
                 rows = rows_to_write.mapInArrow(partial(_write_task, ctx, task_props, ordering, rows_per_file),
                                                 "stat string").collect()
@@ -169,9 +157,9 @@ def bulk_insert_dataframe(
                              f"{cleanup}. It holds no commit; delete {client.base_uri} before writing again.")
         raise
     result = WriteResult(instant, action, "COMPLETED", "bulk_insert", rolled_back=rolled,
-                           unknown_keys=config.unknown_keys(), completion_time=done.completion_time)
+                           unknown_keys=client.config.unknown_keys(), completion_time=done.completion_time)
     summarize(result, stats)
-    run_commit_callback(client, cfg, result)
+    run_commit_callback(client, settings, result)
     return result
 
 

@@ -18,10 +18,7 @@ import pyarrow as pa
 
 from airflow_hoodie.actions.write import begin_write, open_for_write, run_write
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
-from airflow_hoodie.actions.write_config import (
-    DRIVER_BATCH_MAX_BYTES,
-    DRIVER_FILES_MAX_BYTES,
-)
+from airflow_hoodie.actions.write_settings import WriteRequest
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.keyed_records import arrow_schema
@@ -29,11 +26,10 @@ from airflow_hoodie.spark.upsert import DriverBatchEngine, SparkWriteEngine
 from airflow_hoodie.table.schema.meta_fields import META_COLUMNS
 
 
-def driver_batch(df: Any, config: HoodieConfig, size_bytes: int | None = None) -> pa.Table | None:
+def driver_batch(df: Any, limit: int, size_bytes: int | None = None) -> pa.Table | None:
     """The batch as Arrow when Spark's own size estimate (the one it uses to choose a
-    broadcast join), or ``size_bytes`` where Spark cannot estimate it, is at most
-    ``hoodie.airflow.write.driver.batch.max.bytes``; else None."""
-    limit = config.get_int(DRIVER_BATCH_MAX_BYTES)
+    broadcast join), or ``size_bytes`` where Spark cannot estimate it, is at most ``limit``
+    (``hoodie.airflow.write.driver.batch.max.bytes``); else None."""
     if limit <= 0:
         return None
     estimate = size_bytes
@@ -49,27 +45,30 @@ def upsert_dataframe(
     spark: Any,
     df: Any,
     base_uri: str,
-    operation: str,
+    operation: str | WriteRequest,
     config: HoodieConfig,
     table_name: str | None = None,
     storage_options: Mapping[str, str] | None = None,
     size_bytes: int | None = None,
 ) -> WriteResult:
     """Write ``df`` into the Hudi table at ``base_uri``; returns the committed instant's totals.
-    ``size_bytes``: the batch's size where Spark cannot estimate it (:class:`SourceBatch`)."""
-    client = WriteClient(base_uri, config, storage_options, table_name)
+    ``size_bytes``: the batch's size where Spark cannot estimate it (:class:`SourceBatch`).
+    ``operation``: the operation, or the job's :class:`WriteRequest` when it checked it already."""
+    request = operation if isinstance(operation, WriteRequest) else WriteRequest.from_config(config, operation)
+    operation = request.operation
+    client = WriteClient(base_uri, config, storage_options, table_name, request)
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
     in_schema = arrow_schema(df)
     if operation == "bulk_insert":  # Hudi's row-writer path: no index, its own layout
-        cfg, avro = begin_write(client, in_schema, operation)
+        settings, avro = begin_write(client, in_schema, operation)
         # the row writer meets each record only in its write task, which checks its keys,
         # partition paths and ordering values before it writes; a first write refused there
         # is rolled back and takes the table it created with it
         first_write = client.table is None
         rolled = open_for_write(client, avro)
-        return bulk_insert_dataframe(spark, df, in_schema, client, cfg, avro, rolled, config, first_write)
-    small = driver_batch(df, config, size_bytes)
+        return bulk_insert_dataframe(spark, df, in_schema, client, settings, avro, rolled, first_write)
+    small = driver_batch(df, request.driver_batch_max_bytes, size_bytes)
     if small is not None:
-        engine = DriverBatchEngine(spark, small, config.get_int(DRIVER_FILES_MAX_BYTES))
+        engine = DriverBatchEngine(spark, small, request.driver_files_max_bytes)
         return run_write(client, engine, small.schema, operation)
     return run_write(client, SparkWriteEngine(spark, df, in_schema), in_schema, operation)

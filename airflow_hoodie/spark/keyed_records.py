@@ -7,16 +7,14 @@ as Hudi's preCombine does."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from airflow_hoodie.actions.merge_settings import dedupe_ordering_fields
 from airflow_hoodie.actions.write_records import OP_COL, OrderingFields, prepare_batch
-from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.spark.worker_heap import freeze_worker_heap
 from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 
@@ -52,12 +50,12 @@ def keyed_dataframe(df: Any, in_schema: pa.Schema, props: dict[str, str], operat
                          from_arrow_schema(out_schema))
 
 
-def deduplicated(prepared: Any, cfg: HoodieConfig, global_keys: bool) -> Any:
+def deduplicated(prepared: Any, ordering_fields: Sequence[str], global_keys: bool) -> Any:
     """One row per key (per key and partition unless ``global_keys``): the greatest
     ordering value wins, ties go to the later input row, as Hudi's preCombine does."""
 
     # several ordering fields compare as a tuple; none under commit-time ordering (later row wins)
-    order = [F.col(f).desc_nulls_last() for f in dedupe_ordering_fields(cfg) if f in prepared.columns]
+    order = [F.col(f).desc_nulls_last() for f in ordering_fields if f in prepared.columns]
     order.append(F.monotonically_increasing_id().desc())
     part_by = [RECORD_KEY] if global_keys else [RECORD_KEY, PARTITION_PATH]
     return (prepared.withColumn("__rn", F.row_number().over(Window.partitionBy(*part_by).orderBy(*order)))

@@ -44,20 +44,13 @@ from airflow_hoodie.actions.index import (
     record_index_lookup,
     stored_records,
 )
-from airflow_hoodie.actions.merge_settings import dedupe_ordering_fields
 from airflow_hoodie.actions.write import (
     ArrowWriteEngine,
     file_refs,
     partition_move_merge,
-    update_partition_path,
     uses_record_index,
 )
 from airflow_hoodie.actions.write_client import WriteClient
-from airflow_hoodie.actions.write_config import (
-    checked_ordering_field,
-    dedupe_enabled,
-    key_generator_props,
-)
 from airflow_hoodie.actions.write_records import (
     BUCKET_COL,
     DELETE_OPS,
@@ -65,7 +58,7 @@ from airflow_hoodie.actions.write_records import (
     dedupe,
     tag_records,
 )
-from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.actions.write_settings import WriteSettings
 from airflow_hoodie.errors import (
     HoodieError,
 )
@@ -319,34 +312,34 @@ class SparkWriteEngine:
         #: the tag step's groups are whole partitions: the write needs no shuffle by bucket
         self.whole_partitions = False
 
-    def prepare(self, cfg: HoodieConfig, operation: str, global_index: bool) -> list[str]:
+    def prepare(self, settings: WriteSettings) -> list[str]:
         sizes = self.spark.sparkContext.accumulator({}, _SummedCounts())
-        keyed = keyed_dataframe(self.df, self.in_schema, key_generator_props(cfg), operation,
-                                checked_ordering_field(cfg, operation), sizes)
-        self.dedupe = dedupe_enabled(cfg, operation)
-        self.ordering = dedupe_ordering_fields(cfg)
-        self.split = max(1, cfg.get_int("hoodie.copyonwrite.insert.split.size"))
+        keyed = keyed_dataframe(self.df, self.in_schema, dict(settings.key_generator), settings.operation,
+                                list(settings.required_ordering_fields), sizes)
+        self.dedupe = settings.dedupe
+        self.ordering = list(settings.dedupe_ordering_fields)
+        self.split = max(1, settings.sizing.insert_split_size)
         self.keyed = _checkpointed(keyed)  # also where key errors from the Python workers surface
         self.sizes = dict(sizes.value)
         return sorted({p for p, _ in self.sizes})
 
-    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
-        refs = file_refs(client, files)
-        prune = cfg.get_bool("hoodie.bloom.index.prune.by.ranges")
+    def tag(self, client: WriteClient, settings: WriteSettings, files: list[ExistingFile]) -> None:
+        refs = file_refs(client, files, settings.key_generator)
+        index_type, prune = settings.index_type, settings.bloom_prune_by_ranges
         record_index = uses_record_index(client, index_type)
         # hoodie.bloom.index.use.metadata: ranges and filters from the metadata table (read on
         # the driver in batched lookups); the other files' footers are read by the tag tasks
         known = metadata_footers(client.table, refs, prune) \
-            if index_type in ("BLOOM", "GLOBAL_BLOOM") and cfg.get_bool("hoodie.bloom.index.use.metadata") \
+            if index_type in ("BLOOM", "GLOBAL_BLOOM") and settings.bloom_use_metadata \
             and client.table is not None and not record_index else {}
         by_part: dict[str, list[int]] = {}
         for i, r in enumerate(refs):
             by_part.setdefault(r.partition_path, []).append(i)
         self._locate(_TagPlan(
             index_type if refs else None, refs, [known.get((r.partition_path, r.file_id)) for r in refs], by_part,
-            prune, update_partition_path(cfg, index_type), self.dedupe, self.ordering, is_global(index_type),
+            prune, settings.update_partition_path, self.dedupe, self.ordering, is_global(index_type),
             (client.base_uri, dict(client.storage_options or {})) if record_index else None, [],
-            None if record_index else _existing_keys_df, *partition_move_merge(client, cfg, index_type)))
+            None if record_index else _existing_keys_df, *partition_move_merge(client, settings)))
 
     def untag(self) -> None:
         if self.dedupe:
@@ -458,10 +451,10 @@ class DriverBatchEngine(ArrowWriteEngine):
         small = existing_bytes + self.batch.nbytes <= self.files_max_bytes
         self.executor = LocalExecutor() if small else self.spark_executor
 
-    def tag(self, client: WriteClient, cfg: HoodieConfig, index_type: str, files: list[ExistingFile]) -> None:
+    def tag(self, client: WriteClient, settings: WriteSettings, files: list[ExistingFile]) -> None:
         self.file_bytes = {(f.partition_path, f.file_id): f.base_size + f.log_size for f in files}
         self._run_where(sum(self.file_bytes.values()))
-        super().tag(client, cfg, index_type, files)
+        super().tag(client, settings, files)
 
     def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
               ctx: WriteContext) -> list[dict[str, Any]]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.time_generator import MAX_EXPECTED_CLOCK_SKEW_MS
+from airflow_hoodie.config_keys.time_generator import DEFAULT_MAX_EXPECTED_CLOCK_SKEW_MS
 from airflow_hoodie.errors import (
     HoodieCorruptedDataError,
     HoodieNotSupportedError,
@@ -96,11 +95,11 @@ class HoodieTable:
         #: ``actions.commit.prepare_for_change``: None before it, so a change that skipped it
         #: cannot complete beside a metadata table
         self.metadata_enabled: bool | None = None
-        #: the write options of the change in progress, set only by ``actions.commit``
-        #: (its instant times wait out their expected clock skew)
-        self.write_config = HoodieConfig({})
-        #: the expected clock skew its instant times wait out, when given explicitly (the
-        #: metadata table takes its data table's); None: the change's ``write_config``
+        #: the metadata-table settings of the change in progress (``settings.metadata_table.
+        #: MetadataTableSettings``), set only by ``actions.commit``
+        self.metadata_settings: Any = None
+        #: the expected clock skew its instant times wait out: the change's (set by
+        #: ``actions.commit``), or its data table's for a metadata table; None: Hudi's default
         self.clock_skew_ms = clock_skew_ms
         #: the storage options it was opened with: the table lock and the services' tasks
         #: reach the same store with them (an S3 endpoint, a region)
@@ -145,7 +144,7 @@ class HoodieTable:
     def create(
         cls,
         base_uri: str,
-        config: Mapping[str, str],
+        properties: Mapping[str, str],
         storage_options: Mapping[str, Any] | None = None,
     ) -> "HoodieTable":
         """Initialise ``.hoodie`` and ``hoodie.properties`` (Hudi's defaults filled in).
@@ -156,8 +155,8 @@ class HoodieTable:
         storage, path = Storage.for_uri(base_uri, storage_options)
         # not a branch on behaviour: CREATE_DEFAULTS are version 6's own keys (they name version 6),
         # which a version 8/9 creator spells out itself
-        props = dict(CREATE_DEFAULTS) if str(config.get(P.VERSION, "6")) == "6" else {}
-        props.update({str(k): str(v) for k, v in config.items()})
+        props = dict(CREATE_DEFAULTS) if str(properties.get(P.VERSION, "6")) == "6" else {}
+        props.update({str(k): str(v) for k, v in properties.items()})
         new_cfg = TableConfig(props)
         new_cfg.validate_for_write()
         new_cfg.validate()
@@ -250,9 +249,7 @@ class HoodieTable:
     def expected_clock_skew_ms(self) -> int:
         """``hoodie.time.generator.max_expected_clock_skew_ms`` of the change in progress (or
         the one this table was opened with)."""
-        if self.clock_skew_ms is not None:
-            return self.clock_skew_ms
-        return self.write_config.get_int(MAX_EXPECTED_CLOCK_SKEW_MS)
+        return DEFAULT_MAX_EXPECTED_CLOCK_SKEW_MS if self.clock_skew_ms is None else self.clock_skew_ms
 
     def check_supported(self) -> None:
         """Refuse a table using a feature we do not handle (format, merger, bootstrap ...)

@@ -14,13 +14,24 @@ import pathlib
 import pytest
 
 from airflow_hoodie.actions.merge_settings import write_ordering_fields
-from airflow_hoodie.actions.write_config import table_config_from_write_config, with_table_settings
+from airflow_hoodie.actions.write_config import (
+    table_config_from_write_config,
+    with_table_settings,
+)
+from airflow_hoodie.actions.write_settings import WriteRequest
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
 from airflow_hoodie.table import properties as tp
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.keygen.keygen_config import TYPE_TO_CLASS
 from airflow_hoodie.table.properties import TableConfig, load_java_properties
+
+
+def _created(config, name, schema):
+    """hoodie.properties of a table the write with ``config`` creates (its table type checked
+    as the write's request checks it)."""
+    return table_config_from_write_config(config, name, schema, WriteRequest.from_config(config).table_type)
+
 
 #: keys written after creation (by the metadata table), and the checksum compared separately
 NOT_CREATION = {tp.METADATA_PARTITIONS, "hoodie.table.metadata.partitions.inflight", "hoodie.table.index.defs.path",
@@ -69,7 +80,7 @@ def test_a_new_1x_table_gets_the_properties_hudi_writes_key_by_key(conformance_n
     assert tables
     for path in tables:
         hudi = load_java_properties(path.read_text("latin-1"))
-        ours = table_config_from_write_config(HoodieConfig(_write_options_of(hudi)), hudi[tp.NAME],
+        ours = _created(HoodieConfig(_write_options_of(hudi)), hudi[tp.NAME],
                                               json.loads(hudi[tp.CREATE_SCHEMA]))
         want = {k: v for k, v in hudi.items() if k not in NOT_CREATION}
         name = f"{path.parent.parent.parent.name}_{path.parent.parent.name}"
@@ -85,7 +96,7 @@ def test_a_new_1x_table_gets_the_properties_hudi_writes_key_by_key(conformance_n
 @pytest.mark.parametrize("version, ordering_key, absent_key", [
     (9, tp.ORDERING_FIELDS, tp.PRECOMBINE_FIELD), (8, tp.PRECOMBINE_FIELD, tp.ORDERING_FIELDS)])
 def test_several_ordering_fields_are_kept_in_order_under_the_versions_key(version, ordering_key, absent_key):
-    props = table_config_from_write_config(HoodieConfig({
+    props = _created(HoodieConfig({
         "hoodie.write.table.version": str(version), "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "p", "hoodie.table.ordering.fields": "ts,seq"}), "t", SCHEMA)
     assert props[ordering_key] == "ts,seq"
@@ -96,17 +107,17 @@ def test_several_ordering_fields_are_kept_in_order_under_the_versions_key(versio
 
 def test_without_ordering_fields_a_1x_table_orders_by_commit_time():
     base = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "p"}
-    v9 = table_config_from_write_config(HoodieConfig({**base, "hoodie.write.table.version": "9"}), "t", SCHEMA)
+    v9 = _created(HoodieConfig({**base, "hoodie.write.table.version": "9"}), "t", SCHEMA)
     assert v9[tp.RECORD_MERGE_MODE] == "COMMIT_TIME_ORDERING"
     assert tp.ORDERING_FIELDS not in v9 and tp.RECORD_MERGE_STRATEGY_ID not in v9
-    v8 = table_config_from_write_config(HoodieConfig({**base, "hoodie.write.table.version": "8"}), "t", SCHEMA)
+    v8 = _created(HoodieConfig({**base, "hoodie.write.table.version": "8"}), "t", SCHEMA)
     assert (v8[tp.RECORD_MERGE_MODE], v8[tp.RECORD_MERGE_STRATEGY_ID], v8[tp.PAYLOAD_CLASS]) == (
         "COMMIT_TIME_ORDERING", "ce9acb64-bde0-424c-9b91-f6ebba25356d",
         "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload")
 
 
 def test_an_explicit_commit_time_mode_is_written_even_with_ordering_fields():
-    props = table_config_from_write_config(HoodieConfig({
+    props = _created(HoodieConfig({
         "hoodie.write.table.version": "9", "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.table.ordering.fields": "ts", "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}), "t", SCHEMA)
     assert props[tp.RECORD_MERGE_MODE] == "COMMIT_TIME_ORDERING"
@@ -114,7 +125,7 @@ def test_an_explicit_commit_time_mode_is_written_even_with_ordering_fields():
 
 
 def test_a_version_6_table_is_created_as_today():
-    props = table_config_from_write_config(HoodieConfig({
+    props = _created(HoodieConfig({
         "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "p"}),
         "t", SCHEMA)
     assert props[tp.VERSION] == "6" and props[tp.TIMELINE_LAYOUT_VERSION] == "1"
@@ -127,7 +138,7 @@ def test_a_version_6_table_is_created_as_today():
 @pytest.mark.parametrize("version", ["7", "10", "5", "nine"])
 def test_a_table_version_we_do_not_write_is_refused_naming_those_we_do(version):
     with pytest.raises(HoodieNotSupportedError, match="6, 8, 9"):
-        table_config_from_write_config(HoodieConfig({
+        _created(HoodieConfig({
             "hoodie.write.table.version": version, "hoodie.datasource.write.recordkey.field": "id"}), "t", SCHEMA)
 
 
@@ -140,12 +151,12 @@ def test_custom_merging_is_refused_at_creation(version, conf):
     """(A version 6 write refuses a custom payload or strategy when it loads the table.)"""
     config = {"hoodie.write.table.version": version, "hoodie.datasource.write.recordkey.field": "id", **conf}
     with pytest.raises(HoodieNotSupportedError, match="CUSTOM"):
-        table_config_from_write_config(HoodieConfig(config), "t", SCHEMA)
+        _created(HoodieConfig(config), "t", SCHEMA)
 
 
 def test_contradicting_merge_settings_are_refused():
     with pytest.raises(HoodieConfigError, match="contradicts"):
-        table_config_from_write_config(HoodieConfig({
+        _created(HoodieConfig({
             "hoodie.write.table.version": "9", "hoodie.datasource.write.recordkey.field": "id",
             "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
             "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}),
@@ -154,13 +165,13 @@ def test_contradicting_merge_settings_are_refused():
 
 def test_an_ordering_field_missing_from_the_schema_is_refused_for_a_1x_table():
     with pytest.raises(HoodieConfigError, match="nope"):
-        table_config_from_write_config(HoodieConfig({
+        _created(HoodieConfig({
             "hoodie.write.table.version": "9", "hoodie.datasource.write.recordkey.field": "id",
             "hoodie.table.ordering.fields": "ts,nope"}), "t", SCHEMA)
 
 
 def test_a_payload_class_named_for_a_version_9_table_is_kept_as_legacy():
-    props = table_config_from_write_config(HoodieConfig({
+    props = _created(HoodieConfig({
         "hoodie.write.table.version": "9", "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.table.ordering.fields": "ts",
         "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}),

@@ -107,9 +107,16 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
     if settings is None:
         remove_metadata_table(table)
         return
+    if FILES_PARTITION not in _listed(table, METADATA_PARTITIONS):
+        # one being built right now by a writer holding the table lock (or whose building died):
+        # only that lock's holder may remove or finish it (ensure_files_partition). Removing it
+        # here, outside the lock, deleted the properties file a concurrent writer was renaming
+        # into place, and that write failed.
+        return
     if metadata_properties_missing(table.storage, metadata_table_path(table.base_path)):
-        # no reader can open it and no writer add to it (Hudi's writer fails on it too): it
-        # goes, and this write builds it anew from the data files (ensure_files_partition)
+        # a complete one (its files partition listed) that lost its hoodie.properties: no reader
+        # can open it and no writer add to it (Hudi's writer fails on it too): it goes, and this
+        # write builds it anew from the data files (ensure_files_partition)
         log.warning("The metadata table of %s has no .hoodie/hoodie.properties; removing it so that it is "
                     "rebuilt from the data files.", table.base_uri)
         remove_metadata_table(table)
