@@ -20,9 +20,9 @@ from airflow_hoodie.actions.metadata_table.maintenance import unmaintained_parti
 from airflow_hoodie.actions.restore import restore_to
 from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.savepoint import create_savepoint
-from airflow_hoodie.actions.write import write_arrow
+from airflow_hoodie.actions.write import ArrowWriteEngine, write_arrow
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.errors import HoodieConcurrentWriterError, HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata_table.partitions import listed_partitions
 from airflow_hoodie.table.metadata_table.record_index import is_partitioned_record_index
@@ -111,3 +111,27 @@ def test_no_global_record_index_is_built_against_a_partitioned_definition(confor
     table = HoodieTable.load(str(base))
     assert "files" in listed_partitions(table) and "record_index" not in listed_partitions(table)
     assert is_partitioned_record_index(table)
+
+
+def test_a_record_index_made_partitioned_meanwhile_stops_the_commit(conformance_next, tmp_path, monkeypatch):
+    """A Hudi 1.1 writer may rebuild the record index as a partitioned one while our task
+    runs: the commit stops, and nothing of the task reaches the record index."""
+    base = _partitioned_copy(conformance_next, tmp_path, partitioned=False)
+    row = _row(base)
+    record_index = base / ".hoodie" / "metadata" / "record_index"
+    before = {p.name: p.read_bytes() for p in record_index.iterdir()}
+    real_write = ArrowWriteEngine.write
+
+    def write_then_hudi_makes_it_partitioned(self, tasks, insert_plan, ctx):
+        stats = real_write(self, tasks, insert_plan, ctx)
+        path = base / ".hoodie" / ".index_defs" / "index.json"
+        path.write_text(path.read_text().replace('"isPartitioned": "false"', '"isPartitioned": "true"'))
+        return stats
+
+    monkeypatch.setattr(ArrowWriteEngine, "write", write_then_hudi_makes_it_partitioned)
+    with pytest.raises(HoodieConcurrentWriterError, match="record_index"):
+        write_arrow(str(base), row, "upsert", KEYS)
+    table = HoodieTable.load(str(base))
+    assert is_partitioned_record_index(table)
+    assert not table.timeline.pending().instants  # rolled back
+    assert {p.name: p.read_bytes() for p in record_index.iterdir()} == before
