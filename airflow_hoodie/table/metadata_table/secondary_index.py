@@ -1,6 +1,7 @@
 """Hudi 1.x's secondary indexes (``CREATE INDEX idx ON t (col)``): their definitions, the key
 of an entry, the file group an entry lives in, and every entry a metadata-table partition
-holds. Reading side only; what a data instant changes in an index is a writer's business.
+holds, and the record keys of given values (:func:`record_keys_for`). Reading side only;
+what a data instant changes in an index is a writer's business.
 
 An index ``secondary_index_<name>`` is a metadata-table partition (its definition in
 ``.hoodie/.index_defs/index.json``, :func:`~stats_partitions.index_definitions`). Each
@@ -32,6 +33,7 @@ from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedEr
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
 from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
 from airflow_hoodie.table.metadata_table.stats_reader import (
+    IndexPartitionFiles,
     index_partition_files,
     slice_records,
 )
@@ -129,7 +131,9 @@ def index_values(column: pa.Array | pa.ChunkedArray) -> list[str | None]:
     writer stores it: a string as is, a DATE as its epoch day, an integer in decimal, a
     boolean as ``true``/``false``. Other types are refused: their text depends on the engine."""
     kind = column.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+    if pa.types.is_dictionary(kind):  # a reader's encoding, not the column's type
+        return index_values(pc.cast(column, kind.value_type))
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
         return column.to_pylist()
     if pa.types.is_date32(kind):
         return [None if d is None else str(d) for d in pc.cast(column, pa.int32()).to_pylist()]
@@ -207,17 +211,44 @@ def _deleted(key: str, record: dict[str, Any] | None, where: str) -> bool:
     return bool(info.get("isDeleted"))
 
 
+def _group_entries(table: HoodieTable, files: IndexPartitionFiles, definition: SecondaryIndexDefinition,
+                   index: int) -> Iterator[SecondaryIndexEntry]:
+    """The entries of file group ``index``, in order."""
+    file_slice = files.slices[index]
+    if file_slice.file_id != file_group_id(definition.name, index):
+        raise HoodieNotSupportedError(
+            f"The secondary index {definition.name} of {table.base_uri} has the file group {file_slice.file_id}, "
+            f"not Hudi's {file_group_id(definition.name, index)}; it cannot be read.")
+    for key, record, where in slice_records(files, file_slice):
+        yield SecondaryIndexEntry(key, _deleted(key, record, where), index, where)
+
+
 def secondary_index_entries(table: HoodieTable, definition: SecondaryIndexDefinition) -> Iterator[SecondaryIndexEntry]:
     """Every entry of the index's partition, file group by file group, each in the order that
     decides the live one (base HFile, then log blocks of valid instants)."""
     files = index_partition_files(table, definition.name)
-    for index, file_slice in enumerate(files.slices):
-        if file_slice.file_id != file_group_id(definition.name, index):
-            raise HoodieNotSupportedError(
-                f"The secondary index {definition.name} of {table.base_uri} has the file group {file_slice.file_id}, "
-                f"not Hudi's {file_group_id(definition.name, index)}; it cannot be read.")
-        for key, record, where in slice_records(files, file_slice):
-            yield SecondaryIndexEntry(key, _deleted(key, record, where), index, where)
+    for index in range(files.count):
+        yield from _group_entries(table, files, definition, index)
+
+
+def record_keys_for(table: HoodieTable, definition: SecondaryIndexDefinition,
+                    values: Iterable[str | None]) -> dict[str | None, set[str]]:
+    """value -> the record keys of the rows holding it (``values`` as :func:`index_values`
+    gives them; None for null). A V2 index is read only in the file groups the values hash
+    to, one per value; a V1 index spreads a value's entries over every file group."""
+    prefixes = {escape(v) + SEPARATOR: v for v in values}
+    files = index_partition_files(table, definition.name)
+    if definition.version == "V2":
+        groups = sorted({file_group_index(prefix, files.count) for prefix in prefixes})
+    else:
+        groups = list(range(files.count))
+    wanted = [e for g in groups for e in _group_entries(table, files, definition, g)
+              if e.key[:_separator_at(e.key) + 1] in prefixes]
+    out: dict[str | None, set[str]] = {v: set() for v in prefixes.values()}
+    for key in live_keys(wanted):
+        value, record_key = split_key(key)
+        out[value].add(record_key)
+    return out
 
 
 def live_keys(entries: Iterable[SecondaryIndexEntry]) -> set[str]:
@@ -229,5 +260,5 @@ def live_keys(entries: Iterable[SecondaryIndexEntry]) -> set[str]:
 
 
 __all__ = ["SecondaryIndexDefinition", "SecondaryIndexEntry", "entry_file_group", "escape", "file_group_id",
-           "hashed_part", "index_values", "live_keys", "secondary_index_definitions", "secondary_index_entries",
-           "secondary_index_key", "split_key", "unescape"]
+           "hashed_part", "index_values", "live_keys", "record_keys_for", "secondary_index_definitions",
+           "secondary_index_entries", "secondary_index_key", "split_key", "unescape"]

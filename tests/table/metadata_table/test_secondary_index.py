@@ -13,6 +13,7 @@ import pytest
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.metadata_table import secondary_index
 from airflow_hoodie.table.metadata_table.secondary_index import (
     SecondaryIndexDefinition,
     entry_file_group,
@@ -21,6 +22,7 @@ from airflow_hoodie.table.metadata_table.secondary_index import (
     hashed_part,
     index_values,
     live_keys,
+    record_keys_for,
     secondary_index_definitions,
     secondary_index_entries,
     secondary_index_key,
@@ -67,6 +69,7 @@ def test_index_values_are_the_text_hudis_writer_stores():
     assert index_values(pa.chunked_array([["a$", None], ["b"]])) == ["a$", None, "b"]
     assert index_values(pa.array([-3, None], pa.int64())) == ["-3", None]
     assert index_values(pa.array([True, False, None])) == ["true", "false", None]
+    assert index_values(pa.array(["x", None, "x"]).dictionary_encode()) == ["x", None, "x"]
     with pytest.raises(HoodieNotSupportedError, match="double"):
         index_values(pa.array([1.5]))
 
@@ -140,3 +143,26 @@ def test_every_corpus_table_with_a_secondary_index_decodes_into_hudis_file_group
             entries = list(secondary_index_entries(table, definition))
             count = _file_group_count(base, definition.name)
             assert all(entry_file_group(e.key, count, definition.version) == e.file_group for e in entries), base
+
+
+@pytest.mark.parametrize("name", ["cow/v9_txns_simple_meta", "mor/v9_txns_simple_meta"])
+def test_record_keys_of_values_are_the_rows_holding_them(conformance_next, name, monkeypatch):
+    base = conformance_next / "tables" / name
+    table = HoodieTable.load(str(base))
+    rows = _hudi_rs_table(base)
+    record_keys = rows["_hoodie_record_key"].to_pylist()
+    for definition in secondary_index_definitions(table):
+        values = index_values(rows[definition.source_field])
+        expected: dict[str | None, set[str]] = {}
+        for value, key in zip(values, record_keys):
+            expected.setdefault(value, set()).add(key)
+        assert record_keys_for(table, definition, set(values) | {"no such value"}) == {
+            **expected, "no such value": set()}
+    # V2: one value's entries share a file group, so a lookup of one value reads one group
+    read: list[int] = []
+    real = secondary_index._group_entries
+    monkeypatch.setattr(secondary_index, "_group_entries",
+                        lambda t, f, d, i: read.append(i) or real(t, f, d, i))
+    merchant = secondary_index_definitions(table)[0]
+    assert record_keys_for(table, merchant, ["Amazon"]) == {"Amazon": {"TXN-001"}}
+    assert read == [entry_file_group(secondary_index_key("Amazon", "TXN-001"), 10, "V2")]
