@@ -239,7 +239,7 @@ def record_keys_for(table: HoodieTable, definition: SecondaryIndexDefinition,
     prefixes = {escape(v) + SEPARATOR: v for v in values}
     files = index_partition_files(table, definition.name)
     if definition.version == "V2":
-        groups = sorted({file_group_index(prefix, files.count) for prefix in prefixes})
+        groups = sorted({entry_file_group(prefix, files.count, "V2") for prefix in prefixes})
     else:
         groups = list(range(files.count))
     wanted = [e for g in groups for e in _group_entries(table, files, definition, g)
