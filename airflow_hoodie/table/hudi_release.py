@@ -45,6 +45,10 @@ class HudiRelease:
     #: the column-stats / partition-stats index version it writes when the table's index
     #: definition names none
     stats_index_version: str
+    #: the secondary-index version a new index definition gets (HoodieIndexVersion's current
+    #: one): V2 from 1.1 hashes a key's file group by its escaped value alone, V1 by the whole
+    #: key (:mod:`~airflow_hoodie.table.metadata_table.secondary_index`); 0.x has none
+    secondary_index_version: str | None
     #: column-stats records carry ``isTightBound`` and ``valueType`` (1.x)
     typed_column_stats: bool
     #: column stats cover Hudi's indexed meta fields first, up to
@@ -81,7 +85,8 @@ class HudiRelease:
 RELEASE_0_X = HudiRelease(
     name="0.x", timeline_layout=1, commits_in_avro=False, clustering_action=Action.REPLACE_COMMIT,
     names_logs_by_write_instant=False, metadata_record_schema="HoodieMetadataRecord.avsc", stats_index_version="V1",
-    typed_column_stats=False, column_stats_cover_meta_fields=False, records_index_definitions=False,
+    secondary_index_version=None, typed_column_stats=False, column_stats_cover_meta_fields=False,
+    records_index_definitions=False,
     has_partition_stats=False, initializes_metadata_as_1x=False, table_properties_1x=False,
     ordering_fields_key=tp.PRECOMBINE_FIELD, declares_table_format=False, names_merge_payload_and_strategy=False,
     precombine_defaults_to_ts=True, locks_complex_key_encoding=False)
@@ -89,7 +94,8 @@ RELEASE_0_X = HudiRelease(
 RELEASE_1_0 = HudiRelease(
     name="1.0", timeline_layout=2, commits_in_avro=True, clustering_action=Action.CLUSTERING,
     names_logs_by_write_instant=True, metadata_record_schema="HoodieMetadataRecord_1x.avsc", stats_index_version="V1",
-    typed_column_stats=True, column_stats_cover_meta_fields=True, records_index_definitions=True,
+    secondary_index_version="V1", typed_column_stats=True, column_stats_cover_meta_fields=True,
+    records_index_definitions=True,
     has_partition_stats=True, initializes_metadata_as_1x=True, table_properties_1x=True,
     ordering_fields_key=tp.PRECOMBINE_FIELD, declares_table_format=False, names_merge_payload_and_strategy=True,
     precombine_defaults_to_ts=False, locks_complex_key_encoding=False)
@@ -97,7 +103,8 @@ RELEASE_1_0 = HudiRelease(
 RELEASE_1_1 = HudiRelease(
     name="1.1", timeline_layout=2, commits_in_avro=True, clustering_action=Action.CLUSTERING,
     names_logs_by_write_instant=True, metadata_record_schema="HoodieMetadataRecord_1x.avsc", stats_index_version="V2",
-    typed_column_stats=True, column_stats_cover_meta_fields=True, records_index_definitions=True,
+    secondary_index_version="V2", typed_column_stats=True, column_stats_cover_meta_fields=True,
+    records_index_definitions=True,
     has_partition_stats=True, initializes_metadata_as_1x=True, table_properties_1x=True,
     ordering_fields_key=tp.ORDERING_FIELDS, declares_table_format=True, names_merge_payload_and_strategy=False,
     precombine_defaults_to_ts=False, locks_complex_key_encoding=True)

@@ -11,7 +11,9 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
   when that key is false, or when we cannot keep them (base files other than parquet, an
   index-definition version other than V1/V2), because stale statistics make Spark prune
   files that hold matches: wrong answers, silently;
-- ``record_index``: kept true, in the same delta commit (:mod:`record_index_writer`);
+- ``record_index``: kept true, in the same delta commit (:mod:`record_index_writer`); Hudi
+  1.1's partitioned record index (``isPartitioned=true`` in ``index.json``) is not kept: the
+  job stops before it changes anything, naming it, rather than write it as a global one;
 - anything else (secondary and expression indexes): the job stops before it changes
   anything, naming them.
 """
@@ -35,7 +37,10 @@ from airflow_hoodie.table.metadata_table.partitions import (
     has_metadata_table,
     listed_in,
 )
-from airflow_hoodie.table.metadata_table.record_index import RECORD_INDEX_PARTITION
+from airflow_hoodie.table.metadata_table.record_index import (
+    RECORD_INDEX_PARTITION,
+    is_partitioned_record_index,
+)
 from airflow_hoodie.table.metadata_table.stats_partitions import FILE_GROUP_PREFIX, index_version
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -92,16 +97,38 @@ def _hudi_layout(table: HoodieTable, partition: str) -> bool:
 
 def unmaintained_partitions(table: HoodieTable) -> list[str]:
     """Listed or building partitions other than ``files``, ``record_index`` and the droppable
-    statistics (a record index still being built is not one we can finish)."""
+    statistics (a record index still being built is not one we can finish, nor a partitioned
+    one: :func:`refuse_partitioned_record_index`)."""
     inflight = _listed(table, METADATA_PARTITIONS_INFLIGHT)
     listed = dict.fromkeys(_listed(table, METADATA_PARTITIONS) + inflight)  # once each, in order
+    partitioned = RECORD_INDEX_PARTITION in listed and is_partitioned_record_index(table)
     return [p for p in listed if p not in (FILES_PARTITION, RECORD_INDEX_PARTITION) and p not in DROPPABLE
-            or p == RECORD_INDEX_PARTITION and p in inflight]
+            or p == RECORD_INDEX_PARTITION and (p in inflight or partitioned)]
+
+
+def refuse_partitioned_record_index(table: HoodieTable, settings: MetadataTableSettings) -> None:
+    """Stop a change that would keep Hudi 1.1's partitioned record index (keys unique per data
+    partition, its own file-group layout) or build a record index on a table whose index
+    definition asks for one: we keep only the global record index, and writing a partitioned
+    one as global would make Hudi's readers and writers look keys up in the wrong file groups."""
+    keys = (METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT)
+    listed = any(RECORD_INDEX_PARTITION in _listed(table, key) for key in keys)
+    if not (listed or settings.record_index_sizing is not None) or not is_partitioned_record_index(table):
+        return
+    raise HoodieNotSupportedError(
+        f"The record index of {table.base_uri} is Hudi 1.1's partitioned record index (indexOptions.isPartitioned=true "
+        "for record_index in .hoodie/.index_defs/index.json), which airflow-hoodie cannot keep: it keeps the global "
+        "record index only, and will not write a partitioned one as global. Nothing was changed. Run this job with "
+        "Hudi itself, or run it with hoodie.metadata.enable=false to drop the metadata table, and leave "
+        "hoodie.metadata.record.index.enable off afterwards, so that no global record index is built against that "
+        "definition.")
 
 
 def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings | None) -> None:
     """Make the metadata table one our change keeps true: drop it when disabled (``settings``
     None), drop the statistics partitions, refuse the ones we cannot keep."""
+    if settings is not None:
+        refuse_partitioned_record_index(table, settings)
     if not has_metadata_table(table):
         return
     if settings is None:
@@ -155,6 +182,7 @@ def ensure_files_partition(table: HoodieTable, settings: MetadataTableSettings) 
     it enabled does, then the statistics partitions ``settings`` enable. Returns whether the
     table now has one."""
     table.reload_config()
+    refuse_partitioned_record_index(table, settings)  # another writer may have defined it since
     if FILES_PARTITION not in _listed(table, METADATA_PARTITIONS):
         if has_metadata_table(table):
             remove_metadata_table(table)

@@ -40,6 +40,7 @@ from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema
 from airflow_hoodie.table.metadata_table.partitions import listed_in
+from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
 from airflow_hoodie.table.timeline.instant import parse_instant_time
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -49,6 +50,9 @@ if TYPE_CHECKING:  # the table imports its readers
 RECORD_INDEX_PARTITION = "record_index"
 FILE_ID_PREFIX = "record-index-"
 TYPE_RECORD_INDEX = 5
+#: HoodieRecordIndex.IS_PARTITIONED_OPTION: the index definition's option naming Hudi 1.1's
+#: partitioned record index (keys unique per data partition, not table-wide)
+IS_PARTITIONED_OPTION = "isPartitioned"
 #: HoodieMetadataPayload.RECORD_INDEX_MISSING_FILEINDEX_FALLBACK: a bare-UUID file id
 MISSING_FILE_INDEX = -1
 _UUID_LEN = 36
@@ -165,6 +169,15 @@ def record_index_records(locations: Mapping[str, tuple[str, str, int]], file_nam
 # ------------------------------------------------------------------------ reading
 def has_record_index(table_config: Any) -> bool:
     return RECORD_INDEX_PARTITION in listed_in(table_config)
+
+
+def is_partitioned_record_index(table: HoodieTable) -> bool:
+    """Whether the table's index definitions make its record index Hudi 1.1's partitioned
+    one (``indexOptions.isPartitioned=true`` for ``record_index`` in ``index.json``): its
+    keys are unique per data partition and its file groups are laid out per partition, so
+    this module's global layout and lookups do not apply to it."""
+    options = (index_definitions(table).get(RECORD_INDEX_PARTITION) or {}).get("indexOptions") or {}
+    return str(options.get(IS_PARTITIONED_OPTION, "false")).strip().lower() == "true"
 
 
 @dataclass

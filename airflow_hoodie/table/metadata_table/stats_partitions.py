@@ -6,7 +6,8 @@ Table version 6 (Hudi 0.14) keeps no index definition, so its column-stats recor
 version V1; Hudi 1.x (versions 8 and 9) records which columns column_stats covers in
 ``.hoodie/.index_defs/index.json``, with the record version (V2 from table version 9).
 Readers (data skipping, the CLI) and the writer (``actions.metadata_table.stats_index_writer``)
-both start here. Read-only.
+both start here. :func:`index_definitions` is the one reader of ``index.json`` for every index
+(the record index's ``isPartitioned`` option, the secondary indexes). Read-only.
 """
 
 from __future__ import annotations

@@ -7,12 +7,15 @@ base HFile through its key index, then the log blocks of valid instants in order
 record of a key replaces the earlier one, except that two live column-stats records of one
 key merge as Hudi's HoodieMetadataPayload does (extremes of the values, sums of the counts);
 a tombstone (``isDeleted``) wins, and :func:`read_index_records` leaves tombstoned keys out.
+:func:`slice_records` (every record of a file group, in order) also reads the secondary
+indexes (:mod:`secondary_index`), whose file groups are laid out the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_group import FileSlice
@@ -89,38 +92,51 @@ def _combine(old: Mapping[str, Any] | None, new: dict[str, Any]) -> dict[str, An
     return {**new, "ColumnStatsMetadata": merged}
 
 
-def merge_group(files: IndexPartitionFiles, fs: FileSlice, wanted: set[str] | None) -> dict[str, dict[str, Any]]:
-    """key -> merged record of one file group (tombstones included)."""
+def slice_records(files: IndexPartitionFiles, fs: FileSlice,
+                  rows: list[bytes] | None = None) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
+    """Every record of one file group as written, in the order that decides the live one: the
+    base HFile, then the log blocks of valid instants. Each comes as (key, record, where); a
+    key of a delete block as (key, None, where). ``rows``: sorted keys to read through each
+    HFile's key index (other keys may still come); None reads everything."""
     storage = files.storage
-    out: dict[str, dict[str, Any]] = {}
-    rows = None if wanted is None else sorted(k.encode("utf-8") for k in wanted)
 
-    def take(hfile: HFile, schema: str | None) -> None:
+    def take(hfile: HFile, schema: str | None) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
         pairs = hfile.records() if rows is None else get_records(hfile, rows)
         for key, record in _decode_values(pairs, schema, hfile.where, named_unions=True):
-            if wanted is None or key in wanted:
-                out[key] = _combine(out.get(key), record)
+            yield key, record, hfile.where
 
     if fs.base_file is not None:
         files.reads += 1
         hfile = HFile(storage.read_bytes(fs.base_file.path), storage.uri(fs.base_file.path))
-        take(hfile, hfile.schema_json)
+        yield from take(hfile, hfile.schema_json)
     logs = [lf.path for lf in fs.log_files]
-    if logs:
-        files.reads += len(logs)
-        scan = scan_log_files(storage, logs, None, files.valid, inflight_instants=files.pending,
-                              timeline_start=files.timeline_start, decode=False, warn=False)
-        refuse_damage(scan, files.partition, storage)  # a skipped block would drop statistics: wrong pruning
-        for block in scan.blocks:
-            where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
-            if block.block_type == BlockType.DELETE:
-                for rec in decode_delete_block(block.block):
-                    out.pop(rec.record_key, None)
-            elif block.block_type == BlockType.HFILE_DATA:
-                take(HFile(block.block.content or b"", where), block.block.schema)
-            else:
-                raise HoodieNotSupportedError(f"{where}: a {block.block.type_name} block in the metadata table's "
-                                              f"{files.partition} partition; Hudi writes HFile data and delete blocks.")
+    if not logs:
+        return
+    files.reads += len(logs)
+    scan = scan_log_files(storage, logs, None, files.valid, inflight_instants=files.pending,
+                          timeline_start=files.timeline_start, decode=False, warn=False)
+    refuse_damage(scan, files.partition, storage)  # a skipped block would drop entries: wrong answers
+    for block in scan.blocks:
+        where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
+        if block.block_type == BlockType.DELETE:
+            for rec in decode_delete_block(block.block):
+                yield rec.record_key, None, where
+        elif block.block_type == BlockType.HFILE_DATA:
+            yield from take(HFile(block.block.content or b"", where), block.block.schema)
+        else:
+            raise HoodieNotSupportedError(f"{where}: a {block.block.type_name} block in the metadata table's "
+                                          f"{files.partition} partition; Hudi writes HFile data and delete blocks.")
+
+
+def merge_group(files: IndexPartitionFiles, fs: FileSlice, wanted: set[str] | None) -> dict[str, dict[str, Any]]:
+    """key -> merged record of one file group (tombstones included)."""
+    out: dict[str, dict[str, Any]] = {}
+    rows = None if wanted is None else sorted(k.encode("utf-8") for k in wanted)
+    for key, record, _ in slice_records(files, fs, rows):
+        if record is None:
+            out.pop(key, None)
+        elif wanted is None or key in wanted:
+            out[key] = _combine(out.get(key), record)
     return out
 
 
