@@ -2,7 +2,7 @@
 
 What ``to_date(s)``, ``to_timestamp(s)``, ``year(s)`` and the other datetime functions do with a
 string: ``[+-]yyyy[-[m]m[-[d]d]]`` for a date (anything after a space or ``T`` ignored), and for a
-timestamp optionally ``[ T][h]h:[m]m[:[s]s[.fraction]]`` and a zone (``Z``, ``UTC``, ``+hh[:mm]``,
+timestamp optionally ``[ T][h]h[:[m]m[:[s]s[.fraction]]]`` and a zone (``Z``, ``UTC``, ``+hh[:mm]``,
 a region id). Surrounding white space is ignored; anything else makes the value null (Spark's
 behaviour with ANSI mode off, the mode Hudi's writers run Spark in).
 """
@@ -23,13 +23,13 @@ from airflow_hoodie.table.keygen.joda_zone import days_from_civil, days_in_month
 
 _DATE = r"(?P<y>[+-]?\d{4,7})(?:-(?P<m>\d{1,2})(?:-(?P<d>\d{1,2}))?)?"
 _DATE_TEXT = r"^\s*" + _DATE + r"(?:[ T].*)?$"
-_TIME = r"(?:[ T](?P<H>\d{1,2}):(?P<M>\d{1,2})(?::(?P<S>\d{1,2})(?:\.(?P<F>\d{0,9}))?)?)?"
+_TIME = r"(?:[ T](?P<H>\d{1,2})(?::(?P<M>\d{1,2})(?::(?P<S>\d{1,2})(?:\.(?P<F>\d{0,9}))?)?)?)?"
 _ZONE = r"\s?(?P<z>Z|[+-]\d{1,2}(?::?\d{2})?|(?:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2})?)?|[A-Za-z_]+/[A-Za-z_/+-]+)?"
-_TIMESTAMP_TEXT = r"^\s*" + _DATE + r"(?:[ T]$|" + _TIME + _ZONE + r")\s*$"
+_TIMESTAMP_TEXT = r"^\s*" + _DATE + _TIME + _ZONE + r"\s*$"
 
 
 def _ints(parts: pa.StructArray, name: str, default: int) -> np.ndarray:
-    text = pc.fill_null(parts.field(name), "")
+    text = pc.replace_substring(pc.fill_null(parts.field(name), ""), "+", "")
     text = pc.if_else(pc.equal(text, ""), str(default), text)
     return np.asarray(pc.cast(text, pa.int64()), dtype=np.int64)
 

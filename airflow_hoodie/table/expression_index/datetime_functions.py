@@ -94,7 +94,9 @@ def unix_timestamp(values: pa.Array, zone: str, fmt: str = DEFAULT_FORMAT) -> pa
         ok &= _valid(values)
     else:
         at, ok = instants(values, zone, "unix_timestamp")
-    return pa.array(np.floor_divide(at, MICROS_PER_SECOND), pa.int64(), mask=~ok)
+    # Spark divides with Java's ``/``: towards zero, so 1969-12-31 23:59:59.5 is second 0
+    seconds = np.where(at < 0, -(-at // MICROS_PER_SECOND), at // MICROS_PER_SECOND)
+    return pa.array(seconds, pa.int64(), mask=~ok)
 
 
 def date_format(values: pa.Array, zone: str, fmt: str) -> pa.Array:

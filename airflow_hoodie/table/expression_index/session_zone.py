@@ -10,6 +10,7 @@ module. Times are int64 microseconds, Spark's own unit.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
 import numpy as np
@@ -46,11 +47,26 @@ def session_zone(zone_id: str) -> str:
     return zid
 
 
+#: 2037-01-01: Arrow's zone rules end with the table of transitions; Java (and ``zoneinfo``)
+#: go on applying the zone's recurring rule
+_RULES_END = 2114380800 * MICROS_PER_SECOND
+
+
 def _offsets_at(instants: np.ndarray, zone: str) -> np.ndarray:
     """The zone's UTC offset (microseconds) at each instant."""
     aware = pa.array(instants, pa.timestamp("us", tz=zone))
     local = pc.local_timestamp(aware).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    return local.astype(np.int64) - instants
+    offsets = local.astype(np.int64) - instants
+    late = np.flatnonzero(instants >= _RULES_END)
+    if late.size and zone[0] not in "+-" and zone != "UTC":
+        from zoneinfo import ZoneInfo
+
+        tz = ZoneInfo(zone)
+        epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        for i in late:
+            at = epoch + timedelta(microseconds=int(instants[i]))
+            offsets[i] = at.astimezone(tz).utcoffset() // timedelta(microseconds=1)
+    return offsets
 
 
 def instant_to_local(instants: np.ndarray, zone: str) -> np.ndarray:

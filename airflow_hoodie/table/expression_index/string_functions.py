@@ -71,9 +71,10 @@ def substring(values: pa.Array, pos: int, length: int) -> pa.Array:
 def regexp_extract(values: pa.Array, pattern: str, idx: int = 1) -> pa.Array:
     """Group ``idx`` of the first match; ``""`` when nothing matches or the group did not take part."""
     try:
-        regex = re.compile(pattern)
+        regex = re.compile(pattern, re.ASCII)  # java.util.regex: \w, \d, \s, \b and (?i) are ASCII-only
     except re.error as exc:
-        raise HoodieConfigError(f"regexp_extract pattern {pattern!r} is not a valid regex: {exc}") from exc
+        raise HoodieNotSupportedError(f"regexp_extract pattern {pattern!r} is not a regex this implementation "
+                                      f"reads as java.util.regex does: {exc}") from exc
     if idx < 0 or idx > regex.groups:
         raise HoodieConfigError(f"regexp_extract: the regex has {regex.groups} groups, but the group index is {idx}")
 
