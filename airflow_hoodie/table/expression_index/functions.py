@@ -79,7 +79,7 @@ FUNCTIONS: dict[str, ExpressionFunction] = {f.name: f for f in (
 
 def expression_function(name: str) -> ExpressionFunction:
     """The function ``name``; refused by name (``HoodieNotSupportedError``) when not evaluated here."""
-    function = FUNCTIONS.get((name or "").strip().lower())
+    function = FUNCTIONS.get(name)  # exact, as Hudi's SPARK_FUNCTION_MAP looks it up
     if function is None:
         known = "a function Hudi 1.1 registers, not evaluated here" if name in HUDI_FUNCTIONS_NOT_EVALUATED \
             else "not an expression-index function of Hudi 1.1"
