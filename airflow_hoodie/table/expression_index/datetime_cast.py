@@ -49,17 +49,18 @@ def cast_to_date(values: pa.Array) -> pa.Array:
     return pa.array(days.astype(np.int32), pa.date32(), mask=~ok)
 
 
-def _zone_ids(parts: pa.StructArray, zone: str) -> list[str]:
-    """The zone of each value: its own when it names one, else the session's."""
+def _zone_rows(parts: pa.StructArray, zone: str) -> list[tuple[str, np.ndarray]]:
+    """(zone, rows) pairs: each value's own zone when it names one, else the session's; an
+    unknown zone is ``""`` (its values are no timestamps)."""
+    encoded = pc.dictionary_encode(pc.fill_null(parts.field("z"), ""))
+    codes = np.asarray(pc.fill_null(encoded.indices, 0), dtype=np.int64)
     out = []
-    for z in parts.field("z").to_pylist():
-        if not z:
-            out.append(zone)
-            continue
+    for code, text in enumerate(encoded.dictionary.to_pylist()):
         try:
-            out.append(session_zone(z))
+            zid = session_zone(text) if text else zone
         except HoodieConfigError:
-            out.append("")  # an unknown zone: the value is no timestamp
+            zid = ""
+        out.append((zid, codes == code))
     return out
 
 
@@ -72,10 +73,8 @@ def cast_to_timestamp(values: pa.Array, zone: str) -> pa.Array:
     micros = np.asarray(pc.cast(pc.utf8_rpad(fraction, width=6, padding="0"), pa.int64()), dtype=np.int64)
     ok &= (hour <= 23) & (minute <= 59) & (second <= 59)
     local = days * MICROS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1_000_000 + micros
-    zones = _zone_ids(parts, zone)
     instants = np.zeros(len(values), dtype=np.int64)
-    for zid in set(zones):
-        rows = np.array([z == zid for z in zones], dtype=bool)
+    for zid, rows in _zone_rows(parts, zone):
         if not zid:
             ok &= ~rows
         elif rows.any():
