@@ -20,8 +20,8 @@ from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
 def _text(values: pa.Array, function: str) -> pa.Array:
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         return values
-    if pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_boolean(values.type):
-        return values.cast(pa.string())
+    if pa.types.is_integer(values.type) or pa.types.is_boolean(values.type):
+        return values.cast(pa.string())  # as Java prints them; a double's text differs ("1.0" vs "1")
     raise HoodieNotSupportedError(f"expression index function {function}: input type {values.type} is not supported")
 
 

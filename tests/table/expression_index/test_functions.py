@@ -116,3 +116,11 @@ def test_identity_and_chunked_input():
     chunked = pa.chunked_array([["a", None], ["B"]])
     assert evaluate("identity", chunked).to_pylist() == ["a", None, "B"]
     assert evaluate("lower", chunked).to_pylist() == ["a", None, "b"]
+
+
+def test_inputs_spark_would_print_differently_are_refused_not_guessed():
+    assert evaluate("upper", pa.array([1, None], pa.int64())).to_pylist() == ["1", None]
+    with pytest.raises(HoodieNotSupportedError, match="input type double"):
+        evaluate("upper", pa.array([1.0]))
+    with pytest.raises(HoodieNotSupportedError, match="input type int64"):
+        evaluate("date_format", pa.array([1]), {"format": "yyyy"})
