@@ -15,7 +15,7 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
   1.1's partitioned record index (``isPartitioned=true`` in ``index.json``) is not kept: the
   job stops before it changes anything, naming it, rather than write it as a global one;
 - anything else (secondary and expression indexes): the job stops before it changes
-  anything, naming them.
+  anything, naming them (and an expression index's function, when it is none we evaluate).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.actions.metadata_table.stats_index_writer import ensure_stats_partitions
 from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.expression_index.definitions import EXPRESSION_INDEX_PREFIX, expression_index_definitions
 from airflow_hoodie.table.metadata_table.damage import metadata_properties_missing
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.partitions import (
@@ -149,6 +150,8 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
         remove_metadata_table(table)
         return
     blocked = unmaintained_partitions(table)
+    if any(p.startswith(EXPRESSION_INDEX_PREFIX) for p in blocked):
+        expression_index_definitions(table)  # a function we do not evaluate is refused by its name
     if blocked:
         raise HoodieNotSupportedError(
             f"The metadata table of {table.base_uri} has the partition(s) {', '.join(blocked)}, which airflow-hoodie "

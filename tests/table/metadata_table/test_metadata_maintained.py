@@ -155,6 +155,22 @@ def test_a_partition_we_cannot_maintain_stops_the_job_before_any_change(conforma
     with pytest.raises(HoodieNotSupportedError, match=partition):
         cl.run_clean(HoodieTable.load(str(base)), HoodieConfig({}), LocalExecutor())
     assert _digest(base) == before
+
+
+def test_an_expression_index_on_a_function_we_do_not_evaluate_is_refused_by_its_name(conformance_next, tmp_path):
+    base = _copy_fixture(conformance_next, tmp_path)
+    defs = base / ".hoodie" / ".index_defs" / "index.json"
+    defs.parent.mkdir(parents=True, exist_ok=True)
+    defs.write_text(json.dumps({"indexDefinitions": {"expr_index_x": {
+        "indexName": "expr_index_x", "indexType": "column_stats", "indexFunction": "concat", "sourceFields": ["city"],
+        "indexOptions": {}, "version": "V1"}}}))
+    HoodieTable.load(str(base)).update_config({"hoodie.table.metadata.partitions": "files,expr_index_x",
+                                               "hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"})
+    before = _digest(base)
+    rows = pa.table({"ts": [1], "uuid": ["u"], "rider": ["r"], "driver": ["d"], "fare": [1.0], "city": ["chennai"]})
+    with pytest.raises(HoodieNotSupportedError, match="expression index function 'concat'"):
+        write_arrow(str(base), rows, "insert", {})
+    assert _digest(base) == before
     write_arrow(str(base), rows, "insert", {"hoodie.metadata.enable": "false"})  # the user's choice: drop it
     assert not (base / ".hoodie" / "metadata").exists()
 
