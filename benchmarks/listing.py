@@ -111,10 +111,10 @@ def main() -> None:
     # the upsert: the same batch into copies kept with and without their metadata table
     batch = pa.table({"id": list(range(0, n, max(1, n // 100))), "ts": [2] * len(range(0, n, max(1, n // 100))),
                       "p": [f"p{i:04d}" for i in range(0, n, max(1, n // 100))]})
-    import airflow_hoodie.table.hoodie_table as hoodie_table_module
+    import airflow_hoodie.actions.metadata_table.metadata_writer as metadata_writer_module
 
     step: list[float] = []  # the metadata-table delta commit itself, timed where it runs
-    update = hoodie_table_module.update_files_partition
+    update = metadata_writer_module.update_files_partition
 
     def timed_update(*a, **k):
         t0 = time.perf_counter()
@@ -123,7 +123,7 @@ def main() -> None:
         finally:
             step.append(time.perf_counter() - t0)
 
-    hoodie_table_module.update_files_partition = timed_update
+    metadata_writer_module.update_files_partition = timed_update
     times: dict[str, list[float]] = {"metadata_table": [], "no_metadata_table": []}
     step_s: list[float] = []
     for k in range(args.repeat):  # the modes interleaved: the machine's state drifts between runs

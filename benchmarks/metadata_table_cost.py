@@ -59,13 +59,13 @@ class MetadataUpdateProbe:
         self._lock = threading.Lock()
 
     def install(self) -> None:
-        from airflow_hoodie.table import hoodie_table  # noqa: PLC0415
+        from airflow_hoodie.actions.metadata_table import metadata_writer  # noqa: PLC0415
         from airflow_hoodie.table.file_group import file_system_view  # noqa: PLC0415
         from airflow_hoodie.table.storage.storage import Storage  # noqa: PLC0415
 
         for name in STORAGE_CALLS:
             setattr(Storage, name, self._counting(name, getattr(Storage, name)))
-        inner = hoodie_table.update_files_partition
+        inner = metadata_writer.update_files_partition
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             self._inside = True
@@ -76,7 +76,7 @@ class MetadataUpdateProbe:
                 self.seconds.append(time.perf_counter() - t0)
                 self._inside = False
 
-        hoodie_table.update_files_partition = timed
+        metadata_writer.update_files_partition = timed
         read_listing = file_system_view.load_files_listing
 
         def timed_listing(*args: Any, **kwargs: Any) -> Any:
