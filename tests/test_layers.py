@@ -6,7 +6,9 @@ ones inside functions included (``if TYPE_CHECKING:`` blocks excluded: they neve
 - ``actions/`` imports nothing from spark or the Airflow layers;
 - ``hooks/`` imports nothing from triggers, operators or sensors;
 - no import cycle (strongly connected component of the module graph) spans two top-level
-  packages: a cycle between layers is a layer violation one of its edges hides.
+  packages: a cycle between layers is a layer violation one of its edges hides;
+- no module is over 600 lines and no function over 80 (sync or async, methods and nested
+  functions included): split along a real seam rather than raising the limits.
 
 Each failure names ``file:line`` and the rule it breaks.
 """
@@ -189,3 +191,38 @@ def test_the_scan_sees_lazy_imports_and_skips_type_checking_blocks(tmp_path: Pat
     modules = _modules()
     found = {(target, line) for _s, target, _p, line in _imports("airflow_hoodie.table.probe", source, modules)}
     assert found == {("airflow_hoodie.actions.commit", 5)}
+
+
+# ------------------------------------------------------------------ sizes
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def _source_files() -> list[Path]:
+    return sorted(ROOT.rglob("*.py"))
+
+
+def test_the_package_has_source_files():
+    assert len(_source_files()) > 100
+
+
+def test_no_module_is_over_600_lines():
+    offenders = []
+    for path in _source_files():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_MODULE_LINES:
+            offenders.append(f"{path.relative_to(ROOT.parent)}: {lines} lines")
+    assert not offenders, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(offenders)
+
+
+def test_no_function_is_over_80_lines():
+    offenders = []
+    for path in _source_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # decorators excluded, docstring included: the lines of the def itself
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    offenders.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.name}: {lines} lines")
+    assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(offenders)
