@@ -157,7 +157,7 @@ def row_filters(table: HoodieTable, spec: PartitionSpec, flt: list, schema: pa.S
     partition columns from their files filter on them after adding them back from the path."""
     partition_values = None
     row_filters = flt
-    if spec.value_mappable and _truthy(table.config.get("hoodie.datasource.write.drop.partition.columns")):
+    if spec.value_mappable and table.config.drop_partition_columns:
         part_filters = [f for f in flt if f[0] in spec.fields]
         row_filters = [f for f in flt if f[0] not in spec.fields]
         partition_values = PartitionValues(

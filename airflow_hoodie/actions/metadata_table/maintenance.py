@@ -73,7 +73,7 @@ def _unkeepable_stats(table: HoodieTable, settings: MetadataTableSettings) -> li
     enabled = {"column_stats": settings.column_stats_enabled, "partition_stats": settings.partition_stats_enabled,
                "bloom_filters": settings.bloom_filter_enabled}
     listed = [p for p in _listed(table, METADATA_PARTITIONS) if p in DROPPABLE]
-    parquet = (table.config.get("hoodie.table.base.file.format") or "PARQUET").upper() == "PARQUET"
+    parquet = table.config.base_file_format == "PARQUET"
     known_version = index_version(table) in ("V1", "V2")
     out = []
     for p in listed:

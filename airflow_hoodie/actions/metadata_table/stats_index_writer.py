@@ -446,7 +446,7 @@ def ensure_stats_partitions(table: HoodieTable, settings: MetadataTableSettings)
     missing = [p for p in wanted if p not in listed]
     if not missing:
         return []
-    base = (table.config.get("hoodie.table.base.file.format") or "PARQUET").upper()
+    base = table.config.base_file_format
     if base != "PARQUET":
         raise HoodieNotSupportedError(
             f"{', '.join(missing)} of {table.base_uri}: airflow-hoodie reads statistics from parquet base files only "
