@@ -96,68 +96,75 @@ def _normal(value):
     return value
 
 
-def _compare(spark, kind, values, spark_column, name, options=None, zone="UTC"):
+def _compare_all(spark, kind, values, cases, zone="UTC"):
+    """Each case ``(spark_column, name, options)`` over ``values``, Spark's results read in one
+    query (one column per case): a query per case cost most of this file's time."""
     df, arrow = _frame(spark, kind, values)
-    expected = [_normal(v) for v in df.select(spark_column.alias("r")).toArrow().column("r").to_pylist()]
-    actual = [_normal(v) for v in evaluate(name, arrow, options or {}, zone).to_pylist()]
-    mismatches = [(values[i], e, a) for i, (e, a) in enumerate(zip(expected, actual)) if e != a]
-    assert not mismatches, f"{name}{options or ''} in {zone}: (input, spark, ours) {mismatches}"
+    rows = df.select(*[column.alias(f"r{i}") for i, (column, _, _) in enumerate(cases)]).toArrow()
+    problems = []
+    for i, (_, name, options) in enumerate(cases):
+        expected = [_normal(v) for v in rows.column(f"r{i}").to_pylist()]
+        actual = [_normal(v) for v in evaluate(name, arrow, options or {}, zone).to_pylist()]
+        mismatches = [(values[j], e, a) for j, (e, a) in enumerate(zip(expected, actual)) if e != a]
+        if mismatches:
+            problems.append(f"{name}{options or ''} in {zone}: (input, spark, ours) {mismatches}")
+    assert not problems, "\n".join(problems)
+
+
+def _compare(spark, kind, values, spark_column, name, options=None, zone="UTC"):
+    _compare_all(spark, kind, values, [(spark_column, name, options)], zone)
 
 
 @pytest.mark.parametrize("zone", ZONES)
 def test_datetime_functions_of_instants_and_dates(spark_zone, zone):
     spark = spark_zone(zone)
     for kind, values in (("timestamp", INSTANTS), ("date", DAYS)):
-        _compare(spark, kind, values, F.year("v"), "year", zone=zone)
-        _compare(spark, kind, values, F.month("v"), "month", zone=zone)
-        _compare(spark, kind, values, F.dayofmonth("v"), "day", zone=zone)
-        _compare(spark, kind, values, F.hour("v"), "hour", zone=zone)
-        _compare(spark, kind, values, F.to_date("v"), "to_date", zone=zone)
-        _compare(spark, kind, values, F.to_timestamp("v"), "to_timestamp", zone=zone)
-        _compare(spark, kind, values, F.unix_timestamp("v"), "unix_timestamp", zone=zone)
-        for fmt in FORMATS:
-            _compare(spark, kind, values, F.date_format("v", fmt), "date_format", {"format": fmt}, zone)
+        cases = [(F.year("v"), "year", None), (F.month("v"), "month", None), (F.dayofmonth("v"), "day", None),
+                 (F.hour("v"), "hour", None), (F.to_date("v"), "to_date", None),
+                 (F.to_timestamp("v"), "to_timestamp", None), (F.unix_timestamp("v"), "unix_timestamp", None)]
+        cases += [(F.date_format("v", fmt), "date_format", {"format": fmt}) for fmt in FORMATS]
+        _compare_all(spark, kind, values, cases, zone)
 
 
 @pytest.mark.parametrize("zone", ZONES)
 def test_from_unixtime(spark_zone, zone):
     spark = spark_zone(zone)
-    _compare(spark, "bigint", SECONDS, F.from_unixtime("v"), "from_unixtime", zone=zone)
-    for fmt in FORMATS:
-        _compare(spark, "bigint", SECONDS, F.from_unixtime("v", fmt), "from_unixtime", {"format": fmt}, zone)
+    cases = [(F.from_unixtime("v"), "from_unixtime", None)]
+    cases += [(F.from_unixtime("v", fmt), "from_unixtime", {"format": fmt}) for fmt in FORMATS]
+    _compare_all(spark, "bigint", SECONDS, cases, zone)
 
 
 @pytest.mark.parametrize("zone", ("UTC", "America/New_York"))
 def test_datetime_functions_cast_text_as_spark_does(spark_zone, zone):
     spark = spark_zone(zone)
-    for name, column in (("year", F.year), ("month", F.month), ("day", F.dayofmonth), ("to_date", F.to_date)):
-        _compare(spark, "string", DATE_TEXT, column("v"), name, zone=zone)
-    _compare(spark, "string", TIMESTAMP_TEXT, F.to_timestamp("v"), "to_timestamp", zone=zone)
-    _compare(spark, "string", TIMESTAMP_TEXT, F.hour("v"), "hour", zone=zone)
-    _compare(spark, "string", TIMESTAMP_TEXT, F.date_format("v", "yyyy-MM-dd HH:mm"), "date_format",
-             {"format": "yyyy-MM-dd HH:mm"}, zone)
+    _compare_all(spark, "string", DATE_TEXT, [(column("v"), name, None) for name, column in (
+        ("year", F.year), ("month", F.month), ("day", F.dayofmonth), ("to_date", F.to_date))], zone)
+    _compare_all(spark, "string", TIMESTAMP_TEXT, [
+        (F.to_timestamp("v"), "to_timestamp", None), (F.hour("v"), "hour", None),
+        (F.date_format("v", "yyyy-MM-dd HH:mm"), "date_format", {"format": "yyyy-MM-dd HH:mm"})], zone)
 
 
 @pytest.mark.parametrize("zone", ("UTC", "America/New_York"))
 def test_parsing_with_spark_patterns(spark_zone, zone):
     spark = spark_zone(zone)
     for fmt, texts in PARSE_CASES:
-        _compare(spark, "string", texts, F.unix_timestamp("v", fmt), "unix_timestamp", {"format": fmt}, zone)
-        _compare(spark, "string", texts, F.to_timestamp("v", fmt), "to_timestamp", {"format": fmt}, zone)
-        _compare(spark, "string", texts, F.to_date("v", fmt), "to_date", {"format": fmt}, zone)
+        _compare_all(spark, "string", texts, [
+            (F.unix_timestamp("v", fmt), "unix_timestamp", {"format": fmt}),
+            (F.to_timestamp("v", fmt), "to_timestamp", {"format": fmt}),
+            (F.to_date("v", fmt), "to_date", {"format": fmt})], zone)
     texts = PARSE_CASES[0][1]
     _compare(spark, "string", texts, F.unix_timestamp("v"), "unix_timestamp", zone=zone)
 
 
 def test_case_mapping_and_trimming(spark_zone):
     spark = spark_zone("UTC")
-    _compare(spark, "string", WORDS, F.lower("v"), "lower")
-    _compare(spark, "string", WORDS, F.upper("v"), "upper")
+    _compare_all(spark, "string", WORDS, [(F.lower("v"), "lower", None), (F.upper("v"), "upper", None)])
     padded = ["  a b  ", "\ta\t", " \u3000a ", "xxaxx", "xyaxyz", "", "   ", None]
+    cases = []
     for name, column in (("trim", F.trim), ("ltrim", F.ltrim), ("rtrim", F.rtrim)):
-        _compare(spark, "string", padded, column("v"), name)
-        for chars in ("x", "yx", "\u3000 "):
-            _compare(spark, "string", padded, column("v", F.lit(chars)), name, {"trimString": chars})
+        cases.append((column("v"), name, None))
+        cases += [(column("v", F.lit(chars)), name, {"trimString": chars}) for chars in ("x", "yx", "\u3000 ")]
+    _compare_all(spark, "string", padded, cases)
 
 
 @pytest.mark.parametrize(("pos", "length"), [(1, 3), (0, 2), (-3, 2), (-10, 4), (-2, 5), (3, 0), (2, -1),
