@@ -5,7 +5,7 @@ this prints the numbers, for a before/after comparison of two checkouts.
 
     python benchmarks/layer_shape.py <checkout dir>
 """
-import ast, sys, pathlib, collections, json, os
+import ast, sys, pathlib, collections, json
 root = pathlib.Path(sys.argv[1]) / "airflow_hoodie"
 mods = {}
 for p in root.rglob("*.py"):
