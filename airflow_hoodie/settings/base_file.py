@@ -18,10 +18,10 @@ from airflow_hoodie.config_keys.bloom import (
     NUM_ENTRIES,
 )
 from airflow_hoodie.config_keys.keygen import RECORDKEY_FIELD
+from airflow_hoodie.table.properties import POPULATE_META_FIELDS
 
 PARQUET_COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 PARQUET_PAGE_SIZE = "hoodie.parquet.page.size"
-POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
 
 
 def _as_config(options: HoodieConfig | Mapping[str, str] | None) -> HoodieConfig:

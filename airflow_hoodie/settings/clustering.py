@@ -56,7 +56,3 @@ class ClusteringSettings:
     @property
     def lock(self) -> LockSettings:
         return self.action.lock
-
-    @property
-    def sort_column_list(self) -> tuple[str, ...]:
-        return tuple(c.strip() for c in self.sort_columns.split(",") if c.strip())

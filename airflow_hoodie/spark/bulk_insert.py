@@ -29,6 +29,7 @@ from airflow_hoodie.actions.write import make_context, run_commit_callback, summ
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_records import prepare_batch, with_auto_record_keys
 from airflow_hoodie.actions.write_settings import WriteSettings
+from airflow_hoodie.config_keys.keygen import KEYGENERATOR_CLASS
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.spark.job_errors import translate_job_error
 from airflow_hoodie.spark.keyed_records import deduplicated, keyed_dataframe
@@ -37,8 +38,6 @@ from airflow_hoodie.table.file_group.file_naming import new_file_id
 from airflow_hoodie.table.file_group.partition_metadata import PARTITION_METAFILE
 from airflow_hoodie.table.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from airflow_hoodie.table.timeline.instant import Action
-
-KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
 
 
 def _task_partition_id() -> int:
@@ -84,7 +83,7 @@ def _raw_partition_fields(settings: WriteSettings) -> list[str] | None:
     rows of one path meet in one task without a Python pass computing paths before the
     shuffle (the tasks compute keys and paths once, while writing)."""
     fields = list(settings.partition_fields)
-    generator = settings.key_generator[KEYGEN_CLASS].rsplit(".", 1)[-1]
+    generator = settings.key_generator[KEYGENERATOR_CLASS.key].rsplit(".", 1)[-1]
     if fields and generator in ("SimpleKeyGenerator", "ComplexKeyGenerator") and not any(":" in f for f in fields):
         return fields
     return None
