@@ -33,16 +33,17 @@ if TYPE_CHECKING:
     from airflow_hoodie.table.timeline.instant import Instant
 
 
-def _writers() -> tuple[ModuleType, ModuleType, ModuleType]:
+def _writers() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType]:
     """The metadata-table writer modules. Imported when a change runs: they complete the
     metadata table's own instants through :func:`complete`, so they import this module."""
     from airflow_hoodie.actions.metadata_table import (  # noqa: PLC0415
         maintenance,
         metadata_writer,
         record_index_writer,
+        secondary_index_writer,
     )
 
-    return maintenance, metadata_writer, record_index_writer
+    return maintenance, metadata_writer, record_index_writer, secondary_index_writer
 
 
 def use_change_settings(table: HoodieTable, change: ChangeSettings) -> None:
@@ -73,7 +74,7 @@ def prepare_for_change(table: HoodieTable, change: ChangeSettings | None = None,
     use_change_settings(table, change)
     settings = change.metadata
     table.metadata_enabled = settings is not None
-    maintenance, _, _ = _writers()
+    maintenance, _, _, _ = _writers()
     maintenance.prepare_metadata_table(table, settings)
     remove_stale_temp_files(table.storage, table.meta_path)
 
@@ -84,7 +85,7 @@ def ensure_metadata_table(table: HoodieTable) -> None:
     settings ask for; see :mod:`actions.metadata_table.maintenance`."""
     settings = metadata_settings(table)
     if settings is not None:
-        maintenance, _, record_index_writer = _writers()
+        maintenance, _, record_index_writer, _ = _writers()
         maintenance.ensure_files_partition(table, settings)
         record_index_writer.ensure_record_index(table, settings)
 
@@ -107,7 +108,7 @@ def complete(table: HoodieTable, instant: Instant, metadata: CompletedMetadata,
     body = table.format.serialize_completed(instant.action, metadata)
     settings = metadata_settings(table) if changes_listing else None
     if settings is not None and files_partition_ready(table.reload_config()):
-        maintenance, metadata_writer, record_index_writer = _writers()
+        maintenance, metadata_writer, record_index_writer, secondary_index_writer = _writers()
         blocked = maintenance.unmaintained_partitions(table)
         if blocked:
             raise HoodieConcurrentWriterError(
@@ -117,8 +118,9 @@ def complete(table: HoodieTable, instant: Instant, metadata: CompletedMetadata,
                 "what to do.")
         index_change = record_index_writer.record_index_change(table, instant, metadata) \
             if has_record_index(table.config) else None
+        secondary_change = secondary_index_writer.secondary_index_change(table, instant, metadata)
         metadata_writer.update_files_partition(table, instant.timestamp, files_change(instant.action, metadata),
-                                               settings, index_change)
+                                               settings, index_change, secondary_change)
     elif changes_listing and has_metadata_table(table, reload=True):
         raise HoodieConcurrentWriterError(
             f"Another writer created (or is building) a metadata table under {table.base_uri}/.hoodie/metadata "

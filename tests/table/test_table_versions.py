@@ -69,11 +69,18 @@ def test_writes_and_services_refuse_other_table_versions_untouched(conformance_n
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
 def test_writes_and_services_refuse_a_secondary_index_they_cannot_keep_untouched(conformance_next, tmp_path, entry):
+    """Secondary indexes of versions V1 and V2 are kept true (tests/actions/test_secondary_index_kept.py);
+    one of another version is refused, by its name and version, before anything changes."""
     base = copy_conformance_table(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
+    defs = base / ".hoodie" / ".index_defs" / "index.json"
+    defs.write_text(defs.read_text().replace('"sourceFields" : [ "merchant_name" ],\n      "indexOptions" : { },\n'
+                                             '      "version" : "V2"', '"sourceFields" : [ "merchant_name" ],\n'
+                                             '      "indexOptions" : { },\n      "version" : "V3"'))
+    assert '"V3"' in defs.read_text()
     row = read_table(str(base)).slice(0, 1)
     row = row.drop_columns([c for c in row.column_names if c.startswith("_hoodie_")])
     before = _snapshot(base)
-    with pytest.raises(HoodieNotSupportedError, match="secondary_index"):
+    with pytest.raises(HoodieNotSupportedError, match="secondary_index_merchant_idx.*V3"):
         if entry == "upsert":  # a whole row, so the write gets as far as the metadata table
             write_arrow(str(base), row, "upsert", {"hoodie.datasource.write.recordkey.field": "txn_id"})
         else:

@@ -14,8 +14,12 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
 - ``record_index``: kept true, in the same delta commit (:mod:`record_index_writer`); Hudi
   1.1's partitioned record index (``isPartitioned=true`` in ``index.json``) is not kept: the
   job stops before it changes anything, naming it, rather than write it as a global one;
-- anything else (secondary and expression indexes): the job stops before it changes
-  anything, naming them (and an expression index's function, when it is none we evaluate).
+- secondary indexes (``secondary_index_<name>``, table versions 8 and 9): kept true, in the same
+  delta commit (:mod:`secondary_index_writer`), when ``index.json`` defines them on one column
+  as it is with version V1 or V2; any other (and one still being built) stops the job, naming
+  it and its definition's reason;
+- anything else (expression indexes): the job stops before it changes anything, naming them
+  (and an expression index's function, when it is none we evaluate).
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ from typing import TYPE_CHECKING
 
 from airflow_hoodie.actions.metadata_table.files_bootstrap import initialize_files_partition
 from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
+from airflow_hoodie.actions.metadata_table.secondary_index_writer import (
+    kept_secondary_indexes,
+    refuse_unkept_secondary_indexes,
+)
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.actions.metadata_table.stats_index_writer import ensure_stats_partitions
 from airflow_hoodie.errors import HoodieNotSupportedError
@@ -97,14 +105,15 @@ def _hudi_layout(table: HoodieTable, partition: str) -> bool:
 
 
 def unmaintained_partitions(table: HoodieTable) -> list[str]:
-    """Listed or building partitions other than ``files``, ``record_index`` and the droppable
-    statistics (a record index still being built is not one we can finish, nor a partitioned
-    one: :func:`refuse_partitioned_record_index`)."""
+    """Listed or building partitions other than ``files``, ``record_index``, the droppable
+    statistics and the secondary indexes we keep (a record index still being built is not one
+    we can finish, nor a partitioned one: :func:`refuse_partitioned_record_index`; nor a
+    secondary index being built: its builder owns it until it is listed)."""
     inflight = _listed(table, METADATA_PARTITIONS_INFLIGHT)
     listed = dict.fromkeys(_listed(table, METADATA_PARTITIONS) + inflight)  # once each, in order
     partitioned = RECORD_INDEX_PARTITION in listed and is_partitioned_record_index(table)
-    return [p for p in listed if p not in (FILES_PARTITION, RECORD_INDEX_PARTITION) and p not in DROPPABLE
-            or p == RECORD_INDEX_PARTITION and (p in inflight or partitioned)]
+    kept = {FILES_PARTITION, RECORD_INDEX_PARTITION, *DROPPABLE, *(d.name for d in kept_secondary_indexes(table))}
+    return [p for p in listed if p not in kept or p == RECORD_INDEX_PARTITION and (p in inflight or partitioned)]
 
 
 def refuse_partitioned_record_index(table: HoodieTable, settings: MetadataTableSettings) -> None:
@@ -152,6 +161,7 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
     blocked = unmaintained_partitions(table)
     if any(p.startswith(EXPRESSION_INDEX_PREFIX) for p in blocked):
         expression_index_definitions(table)  # a function we do not evaluate is refused by its name
+    refuse_unkept_secondary_indexes(table, blocked)  # a version or definition we do not keep, by its name
     if blocked:
         raise HoodieNotSupportedError(
             f"The metadata table of {table.base_uri} has the partition(s) {', '.join(blocked)}, which airflow-hoodie "

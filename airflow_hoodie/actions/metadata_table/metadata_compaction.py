@@ -19,16 +19,16 @@ delta commit of the data instant being completed, under the data table's lock):
    ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
    compaction (all of them, the initializing one included, before the first), compaction
    ``<latest delta commit>001`` (version 6; a fresh instant time on 8 and 9) merges the latest slice of every file group of the ``files``
-   ``record_index``, ``column_stats``, ``partition_stats`` and ``bloom_filters`` partitions
-   into new base HFiles (Hudi compacts all partitions at
+   ``record_index``, ``column_stats``, ``partition_stats``, ``bloom_filters`` and kept
+   secondary-index partitions into new base HFiles (Hudi compacts all partitions at
    once; with a partition we do not compact, there is no compaction at all).
 4. archival of the metadata table's timeline (actions/archive.archive_metadata_table):
    the data table's rules with keep.min/max one higher, and nothing at or after the data
    table's earliest commit or pending instant.
 
-The merge is the reader's (files_listing.merge_file_slice, record_index._merge_group): base
-records, then the blocks of valid instants in log order; file tombstones are dropped from
-the result, since the new base holds the whole state and nothing older is merged under it.
+The merge is the reader's (files_listing.merge_file_slice, record_index._merge_group,
+secondary_index.slice_entries): base records, then the blocks of valid instants in log order;
+file tombstones and secondary-index tombstones are dropped from the result, since the new base holds the whole state and nothing older is merged under it.
 Every record names its new file in ``_hoodie_file_name``, as Hudi's merge handle writes it.
 
 The data table's archival stops before the latest compaction (actions/archive.py): the
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_hoodie.actions import commit
+from airflow_hoodie.actions.metadata_table import secondary_index_writer as siw
 from airflow_hoodie.config_keys.metadata_table import MAX_DELTA_COMMITS_WHEN_PENDING
 from airflow_hoodie.errors import HoodieTimelineError
 from airflow_hoodie.settings.clean import CleanSettings
@@ -67,6 +68,11 @@ from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_PARTITIONS_INFLIGHT,
     listed_in,
 )
+from airflow_hoodie.table.metadata_table.secondary_index import (
+    SECONDARY_INDEX_PREFIX,
+    secondary_index_records,
+)
+from airflow_hoodie.table.metadata_table.stats_reader import IndexPartitionFiles
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -176,11 +182,17 @@ def _operation_metrics(fs: FileSlice) -> dict[str, float]:
             "TOTAL_LOG_FILES_SIZE": float(log_size), "TOTAL_LOG_FILES": float(len(fs.log_files))}
 
 
-def _schedule_compaction(mdt: HoodieTable, instant_time: str) -> bool:
-    """Write ``instant_time.compaction.requested`` for the files slice; False when the slice
-    has no log file to compact (Hudi then schedules nothing)."""
+def _compacted_partitions(table: HoodieTable) -> list[str]:
+    """The partitions a compaction of ``table``'s metadata table merges: the fixed ones and
+    the secondary indexes kept true."""
+    return [*COMPACTED_PARTITIONS, *(d.name for d in siw.kept_secondary_indexes(table))]
+
+
+def _schedule_compaction(mdt: HoodieTable, instant_time: str, partitions: list[str]) -> bool:
+    """Write ``instant_time.compaction.requested`` for the slices of ``partitions`` with log
+    files; False when none has one (Hudi then schedules nothing)."""
     view = mdt.file_system_view(mdt.reload_timeline())
-    slices = [s for part in COMPACTED_PARTITIONS for s in view.latest_file_slices(part) if s.log_files]
+    slices = [s for part in partitions for s in view.latest_file_slices(part) if s.log_files]
     if not slices:
         return False
     ops = [CompactionOperation(
@@ -207,6 +219,13 @@ def _operation_slice(mdt: HoodieTable, op: CompactionOperation) -> FileSlice:
     return FileSlice(part, op.file_id or "", op.base_instant_time or "", base, logs)
 
 
+def stats_reader_files(mdt: HoodieTable, fs: FileSlice, valid: set[str], pending: set[str],
+                       data_timeline: Timeline) -> IndexPartitionFiles:
+    """An index partition's reader over the one slice a compaction operation merges."""
+    return IndexPartitionFiles(mdt.storage, fs.partition_path, [fs], valid, pending,
+                               data_timeline.first_non_savepoint_commit())
+
+
 def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, valid: set[str], pending: set[str],
                     name: str) -> tuple[list[tuple[bytes, bytes]], dict[str, int]]:
     """The slice's records merged as its partition's reader merges them, encoded for the new
@@ -220,12 +239,15 @@ def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, va
             mdt.format.version))
             for key, info in sorted(infos.items())]
         return records, {}
+    if fs.partition_path.startswith(SECONDARY_INDEX_PREFIX):
+        files = stats_reader_files(mdt, fs, valid, pending, data_timeline)
+        live = {key: False for key, deleted in siw.merged_entries(files, fs).items() if not deleted}
+        return secondary_index_records(live, mdt.format.version, name), {}
     if fs.partition_path in ("column_stats", "partition_stats", "bloom_filters"):
         # merged as their reader merges them; tombstones go, as Hudi's compaction drops them
         from airflow_hoodie.table.metadata_table import stats_reader  # noqa: PLC0415
 
-        files = stats_reader.IndexPartitionFiles(mdt.storage, fs.partition_path, [fs], valid, pending,
-                                                 data_timeline.first_non_savepoint_commit())
+        files = stats_reader_files(mdt, fs, valid, pending, data_timeline)
         live = {k: r for k, r in stats_reader.merge_group(files, fs, None).items()
                 if not (r.get("ColumnStatsMetadata") or r.get("BloomFilterMetadata") or {}).get("isDeleted")}
         records = [(key.encode("utf-8"), encode_record({**{k: v for k, v in rec.items() if not k.startswith("_hoodie_")},
@@ -301,7 +323,8 @@ def _other_partitions(table: HoodieTable) -> list[str]:
     is not compacted (and the barrier stays put)."""
     listed = listed_in(table.config, METADATA_PARTITIONS)
     building = listed_in(table.config, METADATA_PARTITIONS_INFLIGHT)
-    return [p for p in listed if p not in COMPACTED_PARTITIONS] + building
+    compacted = _compacted_partitions(table)
+    return [p for p in listed if p not in compacted] + building
 
 
 def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str,
@@ -330,7 +353,7 @@ def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str,
     if _serviced_after(timeline, (Action.COMMIT, Action.COMPACTION), latest):
         return None  # compacted at this delta commit already (a later one failed and was retried)
     instant_time = _service_instant(mdt, latest, COMPACTION_SUFFIX)
-    if not _schedule_compaction(mdt, instant_time):
+    if not _schedule_compaction(mdt, instant_time, _compacted_partitions(table)):
         return None
     _execute_compaction(table, mdt, instant_time)
     return instant_time

@@ -1,5 +1,5 @@
 """Keeping a table's metadata table true, one data instant at a time: the delta commit that
-mirrors it into ``files``, ``record_index`` and the statistics partitions.
+mirrors it into ``files``, ``record_index``, the secondary indexes and the statistics partitions.
 
 Hudi's HoodieBackedTableMetadataWriter, for table versions 6, 8 and 9: every data-table
 instant is mirrored by a metadata-table delta commit *with the same instant time*, completed
@@ -8,7 +8,8 @@ the metadata table's own services run (:mod:`metadata_compaction`: compaction, c
 archival). Then the delta commit appends one HFile data block (HoodieMetadataRecords keyed
 by partition, plus ``__all_partitions__``) to a new log version of the ``files-0000-0`` file
 group, as Hudi's Spark writer does on every commit; in the same delta commit, the instant's
-record-index records (:mod:`record_index_writer`) and the column_stats, partition_stats and
+record-index records (:mod:`record_index_writer`), its secondary-index records
+(:mod:`secondary_index_writer`) and the column_stats, partition_stats and
 bloom_filters records of the files it wrote or deleted (:mod:`stats_index_writer`). The
 record schema and log layout are the table version's (Hudi 1.x's records carry more fields;
 its log files are named by the writing instant). Readers take such a block only once the
@@ -27,6 +28,10 @@ from airflow_hoodie.actions.metadata_table.metadata_compaction import run_table_
 from airflow_hoodie.actions.metadata_table.record_index_writer import (
     RecordIndexChange,
     append_record_index,
+)
+from airflow_hoodie.actions.metadata_table.secondary_index_writer import (
+    SecondaryIndexChange,
+    append_secondary_index,
 )
 from airflow_hoodie.actions.metadata_table.stats_index_writer import (
     append_stats,
@@ -84,11 +89,13 @@ def _begin(writer: TimelineWriter, timeline: Timeline, instant_time: str) -> boo
 
 def update_files_partition(table: HoodieTable, instant_time: str, change: FilesChange,
                            settings: MetadataTableSettings,
-                           record_index: RecordIndexChange | None = None) -> str | None:
+                           record_index: RecordIndexChange | None = None,
+                           secondary_index: SecondaryIndexChange | None = None) -> str | None:
     """Mirror ``change`` (what data instant ``instant_time`` did to the file listing) into the
     metadata table as its delta commit ``instant_time``; returns the log file written, or
     None when there was nothing to write or it was written before. ``record_index``: the
     instant's record-index records, appended in the same delta commit (:mod:`record_index_writer`);
+    ``secondary_index``: its secondary-index records, likewise (:mod:`secondary_index_writer`);
     ``settings``: the change's, which the metadata table's services follow."""
     mdt = table.metadata_table()
     services = run_table_services(table, mdt, settings)  # Hudi's writer runs them before its next delta commit
@@ -126,6 +133,8 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
         logVersion=result.version, logOffset=result.offset, baseFile="", logFiles=[name]))
     if record_index:
         append_record_index(mdt, instant_time, record_index, meta)
+    if secondary_index:
+        append_secondary_index(mdt, instant_time, secondary_index, meta)
     # column_stats, partition_stats and bloom_filters of the files this instant wrote or
     # deleted, in the same delta commit (:mod:`stats_index_writer`)
     append_stats(mdt, instant_time, stats_for_change(table, instant_time, change, settings), meta)

@@ -25,7 +25,6 @@ layer's (``table.metadata_table.record_index``).
 from __future__ import annotations
 
 import math
-import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -34,6 +33,7 @@ from airflow_hoodie.actions.metadata_table.files_bootstrap import (
     partition_init_instant,
     write_empty_log,
 )
+from airflow_hoodie.actions.metadata_table.group_log import append_group_log
 from airflow_hoodie.settings.metadata_table import (
     MetadataTableSettings,
     RecordIndexSizing,
@@ -49,7 +49,6 @@ from airflow_hoodie.table.log.delete_block import (
 )
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
 from airflow_hoodie.table.log.log_reader import scan_log_files
-from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
     ReplaceCommitMetadata,
@@ -266,9 +265,7 @@ def append_record_index(mdt: HoodieTable, instant_time: str, change: RecordIndex
         by_group.setdefault(file_group_index(key, count), RecordIndexChange()).deletes.add(key)
     version = mdt.format.version
     schema = metadata_record_schema_json(version)
-    folder = mdt.storage.join(mdt.base_path, RECORD_INDEX_PARTITION)
     for index, part in sorted(by_group.items()):
-        fs = slices[index]
         headers = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
         blocks = []
         if part.upserts:
@@ -277,22 +274,9 @@ def append_record_index(mdt: HoodieTable, instant_time: str, change: RecordIndex
         if part.deletes:
             blocks.append(delete_block([DeleteRecord(k, RECORD_INDEX_PARTITION, None) for k in sorted(part.deletes)],
                                        instant_time, schema=schema))
-        token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)
-        log = LogWriter.for_instant(mdt.storage, folder, fs.file_id, fs.base_instant, instant_time, token, mdt.format,
-                                    max_file_size=0)
-        try:
-            results = log.append(blocks)
-        finally:
-            log.close()
-        (last,) = results
-        name = last.log_path.rsplit("/", 1)[-1]
-        n = len(part.upserts) + len(part.deletes)
-        meta.add_write_stat(RECORD_INDEX_PARTITION, WriteStat.new(
-            fileId=fs.file_id, path=f"{RECORD_INDEX_PARTITION}/{name}", prevCommit=fs.base_instant, numWrites=n,
-            numInserts=len(part.upserts), numDeletes=len(part.deletes), totalWriteBytes=last.size,
-            partitionPath=RECORD_INDEX_PARTITION, totalLogBlocks=len(blocks),
-            fileSizeInBytes=mdt.storage.size(last.log_path), logVersion=last.version, logOffset=last.offset,
-            baseFile=fs.base_file.file_name if fs.base_file is not None else "", logFiles=[name]))
+        append_group_log(mdt, RECORD_INDEX_PARTITION, slices[index], instant_time, blocks, meta,
+                         numWrites=len(part.upserts) + len(part.deletes), numInserts=len(part.upserts),
+                         numDeletes=len(part.deletes))
 
 
 # ------------------------------------------------------------------------ building

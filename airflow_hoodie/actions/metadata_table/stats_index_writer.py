@@ -24,17 +24,16 @@ the format layer's (``table.metadata_table.column_stats``, ``stats_partitions``)
 from __future__ import annotations
 
 import json
-import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.metadata_table.files_bootstrap import partition_init_instant, write_empty_log
+from airflow_hoodie.actions.metadata_table.group_log import append_group_log
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
-from airflow_hoodie.table.log.log_writer import LogWriter
 from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
 from airflow_hoodie.table.metadata_table.bloom_filter_index import BLOOM_FILTERS_PARTITION, bloom_filter_records
@@ -341,26 +340,13 @@ def append_stats(mdt: HoodieTable, instant_time: str, batch: StatsBatch, meta: C
         groups: dict[int, dict[str, dict[str, Any]]] = {}
         for key, rec in records.items():
             groups.setdefault(file_group_index(key, len(slices)), {})[key] = rec
-        folder = mdt.storage.join(mdt.base_path, partition)
         for index, group in sorted(groups.items()):
             fs = slices[index]
             refuse_damaged_slice(mdt.storage, fs, partition)  # never build on a damaged group (damage.py)
             block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
                              content=write_hfile(encode_records(group, version), schema))
-            token = make_write_token(secrets.randbelow(1 << 16), secrets.randbelow(1 << 16), 0)
-            log = LogWriter.for_instant(mdt.storage, folder, fs.file_id, fs.base_instant, instant_time, token,
-                                        mdt.format, max_file_size=0)
-            try:
-                (result,) = log.append([block])
-            finally:
-                log.close()
-            name = result.log_path.rsplit("/", 1)[-1]
-            meta.add_write_stat(partition, WriteStat.new(
-                fileId=fs.file_id, path=f"{partition}/{name}", prevCommit=fs.base_instant, numWrites=len(group),
-                numUpdateWrites=len(group), totalWriteBytes=result.size, partitionPath=partition, totalLogBlocks=1,
-                fileSizeInBytes=mdt.storage.size(result.log_path), logVersion=result.version,
-                logOffset=result.offset, baseFile=fs.base_file.file_name if fs.base_file is not None else "",
-                logFiles=[name]))
+            append_group_log(mdt, partition, fs, instant_time, [block], meta, numWrites=len(group),
+                             numUpdateWrites=len(group))
 
 
 # ------------------------------------------------------------------ building

@@ -1,7 +1,8 @@
 """Hudi 1.x's secondary indexes (``CREATE INDEX idx ON t (col)``): their definitions, the key
 of an entry, the file group an entry lives in, and every entry a metadata-table partition
-holds, and the record keys of given values (:func:`record_keys_for`). Reading side only;
-what a data instant changes in an index is a writer's business.
+holds, and the record keys of given values (:func:`record_keys_for`). The encoding of its
+records (:func:`secondary_index_records`) is here too; what a data instant changes in an index
+is a writer's business (``actions.metadata_table.secondary_index_writer``).
 
 An index ``secondary_index_<name>`` is a metadata-table partition (its definition in
 ``.hoodie/.index_defs/index.json``, :func:`~stats_partitions.index_definitions`). Each
@@ -22,7 +23,7 @@ mapRecordKeyToFileGroupIndex (:func:`~record_index.file_group_index`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedError
+from airflow_hoodie.table.metadata_table.metadata_record import encode_record
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
 from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
 from airflow_hoodie.table.metadata_table.stats_reader import (
@@ -39,6 +41,7 @@ from airflow_hoodie.table.metadata_table.stats_reader import (
 )
 
 if TYPE_CHECKING:
+    from airflow_hoodie.table.file_group.file_group import FileSlice
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
 SECONDARY_INDEX_PREFIX = "secondary_index_"
@@ -211,14 +214,20 @@ def _deleted(key: str, record: dict[str, Any] | None, where: str) -> bool:
     return bool(info.get("isDeleted"))
 
 
-def _group_entries(table: HoodieTable, files: IndexPartitionFiles, definition: SecondaryIndexDefinition,
-                   index: int) -> Iterator[SecondaryIndexEntry]:
-    """The entries of file group ``index``, in order."""
+def group_entries(table: HoodieTable, files: IndexPartitionFiles, definition: SecondaryIndexDefinition,
+                  index: int) -> Iterator[SecondaryIndexEntry]:
+    """The entries of file group ``index``, in order (the blocks of ``files.valid`` instants:
+    a writer undoing or reconciling blocks narrows it)."""
     file_slice = files.slices[index]
     if file_slice.file_id != file_group_id(definition.name, index):
         raise HoodieNotSupportedError(
             f"The secondary index {definition.name} of {table.base_uri} has the file group {file_slice.file_id}, "
             f"not Hudi's {file_group_id(definition.name, index)}; it cannot be read.")
+    yield from slice_entries(files, file_slice, index)
+
+
+def slice_entries(files: IndexPartitionFiles, file_slice: FileSlice, index: int) -> Iterator[SecondaryIndexEntry]:
+    """The entries of one slice of the index's file group ``index``, in order."""
     for key, record, where in slice_records(files, file_slice):
         yield SecondaryIndexEntry(key, _deleted(key, record, where), index, where)
 
@@ -228,7 +237,7 @@ def secondary_index_entries(table: HoodieTable, definition: SecondaryIndexDefini
     decides the live one (base HFile, then log blocks of valid instants)."""
     files = index_partition_files(table, definition.name)
     for index in range(files.count):
-        yield from _group_entries(table, files, definition, index)
+        yield from group_entries(table, files, definition, index)
 
 
 def record_keys_for(table: HoodieTable, definition: SecondaryIndexDefinition,
@@ -242,12 +251,28 @@ def record_keys_for(table: HoodieTable, definition: SecondaryIndexDefinition,
         groups = sorted({entry_file_group(prefix, files.count, "V2") for prefix in prefixes})
     else:
         groups = list(range(files.count))
-    wanted = [e for g in groups for e in _group_entries(table, files, definition, g)
+    wanted = [e for g in groups for e in group_entries(table, files, definition, g)
               if e.key[:_separator_at(e.key) + 1] in prefixes]
     out: dict[str | None, set[str]] = {v: set() for v in prefixes.values()}
     for key in live_keys(wanted):
         value, record_key = split_key(key)
         out[value].add(record_key)
+    return out
+
+
+def secondary_index_records(entries: Mapping[str, bool], table_version: int,
+                            file_name: str | None = None) -> list[tuple[bytes, bytes]]:
+    """(HFile key, Avro value) of the type-7 records for ``entry key -> tombstone?``, sorted by
+    their UTF-8 bytes as an HFile must be (HoodieMetadataPayload.createSecondaryIndexRecord:
+    the record's own ``key`` field stays empty, the HFile key carries it). ``file_name``: the
+    base file the records go to (``_hoodie_file_name``), as a compaction's merge handle writes."""
+    out = []
+    for key in sorted(entries, key=lambda k: k.encode("utf-8")):
+        record: dict[str, Any] = {"key": "", "type": TYPE_SECONDARY_INDEX,
+                                  "SecondaryIndexMetadata": {"isDeleted": bool(entries[key])}}
+        if file_name is not None:
+            record["_hoodie_file_name"] = file_name
+        out.append((key.encode("utf-8"), encode_record(record, table_version)))
     return out
 
 
@@ -260,5 +285,6 @@ def live_keys(entries: Iterable[SecondaryIndexEntry]) -> set[str]:
 
 
 __all__ = ["SecondaryIndexDefinition", "SecondaryIndexEntry", "entry_file_group", "escape", "file_group_id",
-           "hashed_part", "index_values", "live_keys", "record_keys_for", "secondary_index_definitions",
-           "secondary_index_entries", "secondary_index_key", "split_key", "unescape"]
+           "group_entries", "hashed_part", "index_values", "live_keys", "record_keys_for", "secondary_index_definitions",
+           "secondary_index_entries", "secondary_index_key", "secondary_index_records", "slice_entries",
+           "split_key", "unescape"]

@@ -163,8 +163,8 @@ def test_record_keys_of_values_are_the_rows_holding_them(conformance_next, name,
             **expected, "no such value": set()}
     # V2: one value's entries share a file group, so a lookup of one value reads one group
     read: list[int] = []
-    real = secondary_index._group_entries
-    monkeypatch.setattr(secondary_index, "_group_entries",
+    real = secondary_index.group_entries
+    monkeypatch.setattr(secondary_index, "group_entries",
                         lambda t, f, d, i: read.append(i) or real(t, f, d, i))
     merchant = secondary_index_definitions(table)[0]
     assert record_keys_for(table, merchant, ["Amazon"]) == {"Amazon": {"TXN-001"}}

@@ -1,0 +1,365 @@
+"""What a data instant changes in the table's secondary indexes, and writing it (Hudi 1.x's
+``secondary_index_<name>`` metadata-table partitions; table versions 8 and 9).
+
+Hudi's metadata writer (SecondaryIndexRecordGenerationUtils) reads, for every file group a
+commit touched, record key -> indexed value of the slice before the commit and after it: a
+key that appeared adds ``value$key``; a key whose value changed tombstones the old entry
+(``isDeleted=true``) and adds the new one; a key that went (a hard delete, a soft delete
+through ``_hoodie_is_deleted``) tombstones its entry. Of the tombstone and the addition of one
+entry (a record moving between file groups), the addition wins. We derive the same from the
+instant's committed files, as :mod:`record_index_writer` does for the record index, so the
+in-process and the Spark write paths get it alike: both complete through
+``actions.commit.complete``. An insert_overwrite's replaced groups lose their entries;
+compaction and clustering write none (values do not move between keys). A rollback gives
+every entry the rolled-back blocks touched the state the index has without them; once a
+metadata-table compaction merged those blocks, and for a restore, the whole index is
+reconciled with the table's rows (a full scan).
+
+The records go to the index's file groups (:func:`secondary_index.entry_file_group`, N fixed
+when the index was built) in the metadata-table delta commit of the data instant: one log
+version per touched group holding one HFile data block of type-7 records, tombstones
+included (:func:`append_secondary_index`). An index we cannot keep (another version than
+V1/V2, several columns, a function) stays refused by :mod:`maintenance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_hoodie.actions.metadata_table.group_log import append_group_log
+from airflow_hoodie.actions.metadata_table.record_index_writer import (
+    _compacted_past,
+    _rolled_back,
+)
+from airflow_hoodie.errors import HoodieNotSupportedError
+from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
+from airflow_hoodie.table.file_group.file_slice_reader import (
+    SliceReadOptions,
+    read_file_slice,
+)
+from airflow_hoodie.table.log.log_block import BlockType, HeaderKey, LogBlock
+from airflow_hoodie.table.merge_config import MergeConfig
+from airflow_hoodie.table.metadata.commit_metadata import (
+    CommitMetadata,
+    ReplaceCommitMetadata,
+)
+from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
+from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    metadata_record_schema_json,
+)
+from airflow_hoodie.table.metadata_table.partitions import (
+    METADATA_PARTITIONS,
+    METADATA_PARTITIONS_INFLIGHT,
+    listed_in,
+)
+from airflow_hoodie.table.metadata_table.secondary_index import (
+    SECONDARY_INDEX_PREFIX,
+    SECONDARY_INDEX_TYPE,
+    SecondaryIndexDefinition,
+    entry_file_group,
+    file_group_id,
+    group_entries,
+    index_values,
+    live_keys,
+    secondary_index_key,
+    secondary_index_records,
+    slice_entries,
+)
+from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
+from airflow_hoodie.table.metadata_table.stats_reader import (
+    IndexPartitionFiles,
+    index_partition_files,
+)
+from airflow_hoodie.table.schema.meta_fields import IS_DELETED, RECORD_KEY
+from airflow_hoodie.table.timeline.instant import Action, Instant
+
+if TYPE_CHECKING:
+    from airflow_hoodie.table.hoodie_table import HoodieTable
+
+#: record key -> indexed value, per source column
+SliceValues = dict[str, dict[str, str | None]]
+
+
+# ------------------------------------------------------------------------ which indexes
+def kept_secondary_indexes(table: HoodieTable) -> list[SecondaryIndexDefinition]:
+    """The secondary indexes every change keeps true: listed (built, not building) on a table
+    version that has them, with a definition we know the layout of (one column as it is,
+    version V1 or V2). The others stay refused by :mod:`maintenance`, by name."""
+    if table.format.release.secondary_index_version is None:
+        return []
+    inflight = set(listed_in(table.config, METADATA_PARTITIONS_INFLIGHT))
+    names = [p for p in listed_in(table.config, METADATA_PARTITIONS)
+             if p.startswith(SECONDARY_INDEX_PREFIX) and p not in inflight]
+    if not names:
+        return []
+    definitions = index_definitions(table)
+    out = []
+    for name in names:
+        definition = definitions.get(name)
+        if definition is None or definition.get("indexType") != SECONDARY_INDEX_TYPE:
+            continue
+        try:
+            out.append(SecondaryIndexDefinition.parse(name, definition, table.format.release.secondary_index_version))
+        except HoodieNotSupportedError:
+            continue  # refused, with the parser's own words, by refuse_unkept_secondary_indexes
+    return out
+
+
+def refuse_unkept_secondary_indexes(table: HoodieTable, partitions: Iterable[str]) -> None:
+    """Raise the definition's own reason for a listed secondary index we do not keep (its
+    version, columns or function), so the user learns what stops the job."""
+    definitions = index_definitions(table)
+    default = table.format.release.secondary_index_version
+    for name in partitions:
+        if name.startswith(SECONDARY_INDEX_PREFIX) and name in definitions and default is not None:
+            SecondaryIndexDefinition.parse(name, definitions[name], default)
+
+
+# ------------------------------------------------------------------------ what an instant changes
+@dataclass
+class SecondaryIndexChange:
+    """What one data instant does to the secondary indexes: per index, entry key -> whether
+    the record written for it is a tombstone."""
+
+    entries: dict[SecondaryIndexDefinition, dict[str, bool]] = field(default_factory=dict)
+
+    def add(self, definition: SecondaryIndexDefinition, key: str, deleted: bool) -> None:
+        """One record for ``key``; a live one wins over a tombstone of the same entry
+        (Hudi's reduceByKeys, for a record moving between file groups)."""
+        index = self.entries.setdefault(definition, {})
+        index[key] = index.get(key, True) and deleted
+
+    def __bool__(self) -> bool:
+        return any(self.entries.values())
+
+
+def _slice_values(table: HoodieTable, fs: FileSlice | None, fields: list[str], latest: str | None,
+                  valid: set[str], start: str | None) -> SliceValues:
+    """Record key -> indexed value of each of ``fields`` over the rows of ``fs`` as a snapshot
+    reader merges them (soft-deleted rows left out), as Hudi's file-group reader gives them."""
+    out: SliceValues = {f: {} for f in fields}
+    if fs is None or fs.is_empty:
+        return out
+    opts = SliceReadOptions(merge_config=MergeConfig.from_properties(table.config),
+                            columns=[RECORD_KEY, IS_DELETED, *fields], as_of=latest,
+                            valid_instants=frozenset(valid), timeline_start=start)
+    rows = read_file_slice(table.storage, fs, opts)
+    if not rows.num_rows:
+        return out
+    if IS_DELETED in rows.column_names:
+        rows = rows.filter(pc.invert(pc.fill_null(rows.column(IS_DELETED), False)))
+    keys = rows.column(RECORD_KEY).cast(pa.string()).to_pylist()
+    for name in fields:
+        values = index_values(rows.column(name)) if name in rows.column_names else [None] * len(keys)
+        out[name] = {k: v for k, v in zip(keys, values) if k is not None}
+    return out
+
+
+def _diff(change: SecondaryIndexChange, definitions: list[SecondaryIndexDefinition], old: SliceValues,
+          new: SliceValues) -> None:
+    """Add to ``change`` what turns a file group's entries from ``old`` into ``new``."""
+    for definition in definitions:
+        before, after = old[definition.source_field], new[definition.source_field]
+        for rk, value in after.items():
+            if rk not in before:
+                change.add(definition, secondary_index_key(value, rk), False)
+            elif before[rk] != value:
+                change.add(definition, secondary_index_key(before[rk], rk), True)
+                change.add(definition, secondary_index_key(value, rk), False)
+        for rk, value in before.items():
+            if rk not in after:
+                change.add(definition, secondary_index_key(value, rk), True)
+
+
+def _after_slice(table: HoodieTable, prev: FileSlice | None, partition: str, file_id: str, instant_time: str,
+                 paths: list[str]) -> FileSlice:
+    """The slice of a file group once the instant's files (``paths``) joined it: a new base
+    file starts a slice of its own; log files go behind the previous slice's."""
+    bases = [p for p in paths if ".log." not in p.rsplit("/", 1)[-1]]
+    if bases:
+        return FileSlice(partition, file_id, instant_time, BaseFile.from_path(bases[-1], 0, partition), [])
+    logs = [lf for p in paths for lf in [LogFile.from_path(p, 0, partition)] if lf is not None]
+    if prev is None:
+        fs = FileSlice(partition, file_id, instant_time, None, logs)
+    else:
+        known = {lf.path for lf in prev.log_files}
+        fs = FileSlice(partition, file_id, prev.base_instant, prev.base_file,
+                       list(prev.log_files) + [lf for lf in logs if lf.path not in known])
+    fs.sort_logs()
+    return fs
+
+
+def _write_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition], instant_time: str,
+                  meta: CommitMetadata) -> SecondaryIndexChange:
+    timeline = table.reload_timeline()
+    before = {(s.partition_path, s.file_id): s for s in table.file_system_view(timeline).latest_merged_file_slices()}
+    valid = {i.timestamp for i in timeline.completed().instants}
+    start = timeline.first_non_savepoint_commit()
+    fields = sorted({d.source_field for d in definitions})
+    touched: dict[tuple[str, str], tuple[list[str], bool]] = {}
+    for part, stat in meta.iter_write_stats():
+        if not stat.path or not stat.file_id:
+            continue
+        partition = stat.partition_path if stat.partition_path is not None else (part or "")
+        group = (partition, stat.file_id)
+        new_group = stat.prev_commit in (None, "", "null") or group not in before
+        paths, was_new = touched.get(group, ([], True))
+        paths.append(table.storage.join(table.base_path, stat.path))
+        touched[group] = (paths, was_new and new_group)
+    change = SecondaryIndexChange()
+    for (partition, file_id), (paths, new_group) in sorted(touched.items()):
+        prev = None if new_group else before.get((partition, file_id))
+        after = _after_slice(table, prev, partition, file_id, instant_time, paths)
+        old = _slice_values(table, prev, fields, None, valid, start)
+        _diff(change, definitions, old, _slice_values(table, after, fields, instant_time, valid | {instant_time}, start))
+    if isinstance(meta, ReplaceCommitMetadata):
+        empty: SliceValues = {f: {} for f in fields}
+        for partition, file_id in sorted(meta.replaced_file_ids()):
+            _diff(change, definitions, _slice_values(table, before.get((partition, file_id)), fields, None, valid,
+                                                     start), empty)
+    return change
+
+
+def _narrowed(files: IndexPartitionFiles, valid: set[str]) -> IndexPartitionFiles:
+    """``files`` reading only the blocks of ``valid`` instants (no timeline start: an
+    instant before it is not one of them)."""
+    return dataclasses.replace(files, valid=set(valid), timeline_start=None)
+
+
+def _rollback_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition],
+                     instants: set[str]) -> SecondaryIndexChange:
+    """Undo the blocks of rolled-back ``instants``: each entry they wrote gets the state the
+    index has without them (a rollback's instants stay valid to readers, so ours must follow
+    them with records of their own)."""
+    change = SecondaryIndexChange()
+    for definition in definitions:
+        files = index_partition_files(table, definition.name)
+        theirs, kept = _narrowed(files, instants), dataclasses.replace(files, valid=files.valid - instants)
+        for index, fs in enumerate(files.slices):
+            if not fs.log_files:
+                continue
+            logs_only = dataclasses.replace(theirs, slices=[fs.with_base_file(None) if i == index else s
+                                                            for i, s in enumerate(files.slices)])
+            touched = {e.key for e in group_entries(table, logs_only, definition, index)}
+            if not touched:
+                continue
+            live = live_keys(e for e in group_entries(table, kept, definition, index) if e.key in touched)
+            for key in touched:
+                change.add(definition, key, key not in live)
+    return change
+
+
+def table_entries(table: HoodieTable, definitions: list[SecondaryIndexDefinition]) -> dict[str, set[str]]:
+    """Index name -> the entry keys the table's rows make (its latest file slices, merged):
+    what each index holds when it is exact (a full scan, as building an index is)."""
+    timeline = table.reload_timeline()
+    valid = {i.timestamp for i in timeline.completed().instants}
+    start = timeline.first_non_savepoint_commit()
+    fields = sorted({d.source_field for d in definitions})
+    out: dict[str, set[str]] = {d.name: set() for d in definitions}
+    for fs in table.file_system_view(timeline).latest_merged_file_slices():
+        values = _slice_values(table, fs, fields, None, valid, start)
+        for definition in definitions:
+            out[definition.name].update(secondary_index_key(v, rk) for rk, v in values[definition.source_field].items())
+    return out
+
+
+def reconcile_secondary_indexes(table: HoodieTable, definitions: list[SecondaryIndexDefinition],
+                                skip_instants: frozenset[str] = frozenset()) -> SecondaryIndexChange:
+    """Every difference between the indexes (without the blocks of ``skip_instants``) and the
+    table's rows: what a rollback past a metadata-table compaction and a restore need, since
+    the blocks to undo are merged away or stop counting; from empty file groups, the build."""
+    expected = table_entries(table, definitions)
+    change = SecondaryIndexChange()
+    for definition in definitions:
+        files = index_partition_files(table, definition.name)
+        files = dataclasses.replace(files, valid=files.valid - skip_instants)
+        current = live_keys(e for i in range(files.count) for e in group_entries(table, files, definition, i))
+        want = expected[definition.name]
+        for key in current - want:
+            change.add(definition, key, True)
+        for key in want - current:
+            change.add(definition, key, False)
+    return change
+
+
+def secondary_index_change(table: HoodieTable, instant: Instant, metadata: Any) -> SecondaryIndexChange:
+    """What data instant ``instant`` (about to complete with ``metadata``) does to the table's
+    kept secondary indexes."""
+    definitions = kept_secondary_indexes(table)
+    if not definitions:
+        return SecondaryIndexChange()
+    if isinstance(metadata, CommitMetadata):
+        operation = (metadata.operation_type or "").upper()
+        if metadata.compacted or operation in ("COMPACT", "LOG_COMPACT", "CLUSTER"):
+            return SecondaryIndexChange()  # rows keep their keys and values
+        return _write_change(table, definitions, instant.timestamp, metadata)
+    if instant.action in (Action.ROLLBACK, Action.RESTORE):
+        instants = _rolled_back(instant.action, metadata)
+        if not instants:
+            return SecondaryIndexChange()
+        if instant.action == Action.RESTORE:
+            inner = frozenset(rb.get("startRollbackTime") for rbs in (metadata.get("hoodieRestoreMetadata") or {})
+                              .values() for rb in rbs or [] if rb.get("startRollbackTime"))
+            return reconcile_secondary_indexes(table, definitions, inner)
+        if _compacted_past(table, instants):
+            return reconcile_secondary_indexes(table, definitions)
+        return _rollback_change(table, definitions, instants)
+    return SecondaryIndexChange()  # clean, savepoint: no row changes
+
+
+# ------------------------------------------------------------------------ writing
+def _index_slices(mdt: HoodieTable, definition: SecondaryIndexDefinition) -> list[FileSlice]:
+    view = mdt.file_system_view(mdt.reload_timeline())
+    slices = sorted(view.latest_file_slices(definition.name), key=lambda s: s.file_id)
+    expected = [file_group_id(definition.name, i) for i in range(len(slices))]
+    if not slices or [s.file_id for s in slices] != expected:
+        raise HoodieNotSupportedError(
+            f"The secondary index {definition.name} of the metadata table {mdt.base_uri} has the file groups "
+            f"{[s.file_id for s in slices]}, not Hudi's {file_group_id(definition.name, 0)} .. <n-1>; it cannot be "
+            "kept true. Run with hoodie.metadata.enable=false to drop the metadata table (Hudi rebuilds it).")
+    return slices
+
+
+def append_secondary_index(mdt: HoodieTable, instant_time: str, change: SecondaryIndexChange,
+                           meta: CommitMetadata) -> None:
+    """Append ``change`` to the indexes' file groups as delta commit ``instant_time`` of the
+    metadata table ``mdt``: one log version per touched group, one HFile data block of
+    type-7 records (tombstones as ``isDeleted`` records, as Hudi writes them), their write
+    stats added to ``meta``."""
+    version = mdt.format.version
+    schema = metadata_record_schema_json(version)
+    for definition, entries in sorted(change.entries.items(), key=lambda item: item[0].name):
+        if not entries:
+            continue
+        slices = _index_slices(mdt, definition)
+        groups: dict[int, dict[str, bool]] = {}
+        for key, deleted in entries.items():
+            groups.setdefault(entry_file_group(key, len(slices), definition.version), {})[key] = deleted
+        for index, group in sorted(groups.items()):
+            fs = slices[index]
+            refuse_damaged_slice(mdt.storage, fs, definition.name)  # never build on a damaged group
+            block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
+                             content=write_hfile(secondary_index_records(group, version), schema))
+            deletes = sum(1 for d in group.values() if d)
+            append_group_log(mdt, definition.name, fs, instant_time, [block], meta, numWrites=len(group),
+                             numInserts=len(group) - deletes, numDeletes=deletes)
+
+
+def merged_entries(files: IndexPartitionFiles, file_slice: FileSlice) -> dict[str, bool]:
+    """Entry key -> tombstone? of one slice of an index's file group, the latest record of each
+    key winning: what a metadata-table compaction merges (it then drops the tombstones)."""
+    index = int(file_slice.file_id.rsplit("-", 2)[-2])
+    return {entry.key: entry.deleted for entry in slice_entries(files, file_slice, index)}
+
+
+def definitions_by_name(table: HoodieTable) -> Mapping[str, SecondaryIndexDefinition]:
+    """The kept secondary indexes by partition name."""
+    return {d.name: d for d in kept_secondary_indexes(table)}
