@@ -25,6 +25,9 @@ from airflow_hoodie.actions.metadata_table.metadata_writer import update_files_p
 from airflow_hoodie.actions.metadata_table.record_index_writer import (
     record_index_change,
 )
+from airflow_hoodie.actions.metadata_table.secondary_index_writer import (
+    secondary_index_change,
+)
 from airflow_hoodie.actions.rollback_identity import (
     RollbackRecord,
     record_rollback,
@@ -263,10 +266,12 @@ def _mirror_in_metadata_table(table: HoodieTable, target: str, ts: str, md: Mapp
     # the delta commit also tombstones the files the rollback deleted: that alone keeps the
     # listing true when the target's records were compacted into a base file, where no
     # rollback block reaches them (Hudi refuses that rollback; validateRollback)
-    # the record index gets the keys' locations without the target (record_index.py)
-    index_change = record_index_change(table, Instant(ts, Action.ROLLBACK, State.INFLIGHT), md) \
-        if has_record_index(table.config) else None
-    update_files_partition(table, ts, files_change(Action.ROLLBACK, md), settings, index_change)
+    # the record index gets the keys' locations without the target (record_index.py), the
+    # secondary indexes the entries of the rows without it (secondary_index_writer.py)
+    rolling_back = Instant(ts, Action.ROLLBACK, State.INFLIGHT)
+    index_change = record_index_change(table, rolling_back, md) if has_record_index(table.config) else None
+    update_files_partition(table, ts, files_change(Action.ROLLBACK, md), settings, index_change,
+                           secondary_index_change(table, rolling_back, md))
     if undoable:
         rollback_instant(mdt, target, rollback_time=ts + METADATA_ROLLBACK_SUFFIX, latest_only=False)
     return True

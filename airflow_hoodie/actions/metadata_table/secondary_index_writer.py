@@ -10,10 +10,11 @@ entry (a record moving between file groups), the addition wins. We derive the sa
 instant's committed files, as :mod:`record_index_writer` does for the record index, so the
 in-process and the Spark write paths get it alike: both complete through
 ``actions.commit.complete``. An insert_overwrite's replaced groups lose their entries;
-compaction and clustering write none (values do not move between keys). A rollback gives
-every entry the rolled-back blocks touched the state the index has without them; once a
-metadata-table compaction merged those blocks, and for a restore, the whole index is
-reconciled with the table's rows (a full scan).
+compaction and clustering write none (values do not move between keys). A rollback on these
+table versions rolls the target's metadata delta commit back when it can (``actions.rollback``),
+which takes every index record of the target with it; when a metadata-table compaction merged
+them already, and for a restore, the whole index is reconciled with the table's rows (a full
+scan, rare: only those paths take it).
 
 The records go to the index's file groups (:func:`secondary_index.entry_file_group`, N fixed
 when the index was built) in the metadata-table delta commit of the data instant: one log
@@ -33,10 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.actions.metadata_table.group_log import append_group_log
-from airflow_hoodie.actions.metadata_table.record_index_writer import (
-    _compacted_past,
-    _rolled_back,
-)
+from airflow_hoodie.actions.metadata_table.record_index_writer import _rolled_back
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_slice_reader import (
@@ -227,35 +225,6 @@ def _write_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition
     return change
 
 
-def _narrowed(files: IndexPartitionFiles, valid: set[str]) -> IndexPartitionFiles:
-    """``files`` reading only the blocks of ``valid`` instants (no timeline start: an
-    instant before it is not one of them)."""
-    return dataclasses.replace(files, valid=set(valid), timeline_start=None)
-
-
-def _rollback_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition],
-                     instants: set[str]) -> SecondaryIndexChange:
-    """Undo the blocks of rolled-back ``instants``: each entry they wrote gets the state the
-    index has without them (a rollback's instants stay valid to readers, so ours must follow
-    them with records of their own)."""
-    change = SecondaryIndexChange()
-    for definition in definitions:
-        files = index_partition_files(table, definition.name)
-        theirs, kept = _narrowed(files, instants), dataclasses.replace(files, valid=files.valid - instants)
-        for index, fs in enumerate(files.slices):
-            if not fs.log_files:
-                continue
-            logs_only = dataclasses.replace(theirs, slices=[fs.with_base_file(None) if i == index else s
-                                                            for i, s in enumerate(files.slices)])
-            touched = {e.key for e in group_entries(table, logs_only, definition, index)}
-            if not touched:
-                continue
-            live = live_keys(e for e in group_entries(table, kept, definition, index) if e.key in touched)
-            for key in touched:
-                change.add(definition, key, key not in live)
-    return change
-
-
 def table_entries(table: HoodieTable, definitions: list[SecondaryIndexDefinition]) -> dict[str, set[str]]:
     """Index name -> the entry keys the table's rows make (its latest file slices, merged):
     what each index holds when it is exact (a full scan, as building an index is)."""
@@ -305,13 +274,17 @@ def secondary_index_change(table: HoodieTable, instant: Instant, metadata: Any) 
         instants = _rolled_back(instant.action, metadata)
         if not instants:
             return SecondaryIndexChange()
+        # a rollback whose target's metadata delta commit can still be undone rolls that delta
+        # commit back in the metadata table (actions.rollback: Hudi 1.x's way), and every index
+        # record of the target goes with it; one reaching here found the target's records merged
+        # by a metadata-table compaction, where only a comparison with the rows can undo them
+        inner: frozenset[str] = frozenset()
         if instant.action == Action.RESTORE:
+            # its inner rollbacks leave no instant on the data timeline, so the records they
+            # wrote stop counting once the restore completes: its own delta commit holds it all
             inner = frozenset(rb.get("startRollbackTime") for rbs in (metadata.get("hoodieRestoreMetadata") or {})
                               .values() for rb in rbs or [] if rb.get("startRollbackTime"))
-            return reconcile_secondary_indexes(table, definitions, inner)
-        if _compacted_past(table, instants):
-            return reconcile_secondary_indexes(table, definitions)
-        return _rollback_change(table, definitions, instants)
+        return reconcile_secondary_indexes(table, definitions, inner)
     return SecondaryIndexChange()  # clean, savepoint: no row changes
 
 
