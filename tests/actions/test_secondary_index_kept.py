@@ -185,3 +185,17 @@ def test_a_rollback_takes_its_entries_with_its_metadata_delta_commit(conformance
     rollback_latest_or(HoodieTable.load(str(base)), None, HoodieConfig(cfg))
     assert check_indexes(base, "rollback") == before
     assert scans == []
+
+
+def test_an_index_on_a_column_whose_text_we_do_not_know_stops_the_job_before_any_change(tmp_path):
+    base = v8_table_with_index(tmp_path, "COPY_ON_WRITE")
+    cfg = {**FAST, "hoodie.datasource.write.recordkey.field": "txn_id"}
+    scored = _data(read_table(str(base)).slice(0, 1)).drop_columns(["_hoodie_is_deleted"])
+    scored = scored.append_column("score", pa.array([1.5]))
+    write_arrow(str(base), scored, "upsert", cfg)  # the table gets a double column
+    path = base / ".hoodie" / ".index_defs" / "index.json"
+    path.write_text(path.read_text().replace('"sourceFields": ["merchant_name"]', '"sourceFields": ["score"]'))
+    before = sorted(p.name for p in (base / ".hoodie").rglob("*"))
+    with pytest.raises(HoodieNotSupportedError, match="secondary_index_merchant_idx.*score.*double.*nothing was changed"):
+        write_arrow(str(base), scored, "upsert", cfg)
+    assert sorted(p.name for p in (base / ".hoodie").rglob("*")) == before

@@ -32,6 +32,7 @@ from airflow_hoodie.actions.metadata_table.files_bootstrap import initialize_fil
 from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
 from airflow_hoodie.actions.metadata_table.secondary_index_writer import (
     kept_secondary_indexes,
+    refuse_unindexable_columns,
     refuse_unkept_secondary_indexes,
 )
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
@@ -168,6 +169,7 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
             "cannot keep true yet; nothing was changed. Run this job with hoodie.metadata.enable=false to drop the "
             "whole metadata table first, as a Hudi writer with it disabled does (Hudi rebuilds it, and the record "
             "index with a full scan), or run the job with Hudi itself.")
+    refuse_unindexable_columns(table)
     stale = _unkeepable_stats(table, settings)
     if stale:
         _drop_partitions(table, stale)

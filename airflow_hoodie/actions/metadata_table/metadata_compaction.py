@@ -28,7 +28,8 @@ delta commit of the data instant being completed, under the data table's lock):
 
 The merge is the reader's (files_listing.merge_file_slice, record_index._merge_group,
 secondary_index.slice_entries): base records, then the blocks of valid instants in log order;
-file tombstones and secondary-index tombstones are dropped from the result, since the new base holds the whole state and nothing older is merged under it.
+file tombstones and secondary-index tombstones are dropped from the result, since the new
+base holds the whole state and nothing older is merged under it.
 Every record names its new file in ``_hoodie_file_name``, as Hudi's merge handle writes it.
 
 The data table's archival stops before the latest compaction (actions/archive.py): the

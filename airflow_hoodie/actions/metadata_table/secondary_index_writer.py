@@ -75,6 +75,7 @@ from airflow_hoodie.table.metadata_table.stats_reader import (
     IndexPartitionFiles,
     index_partition_files,
 )
+from airflow_hoodie.table.read import table_schema
 from airflow_hoodie.table.schema.meta_fields import IS_DELETED, RECORD_KEY
 from airflow_hoodie.table.timeline.instant import Action, Instant
 
@@ -118,6 +119,26 @@ def refuse_unkept_secondary_indexes(table: HoodieTable, partitions: Iterable[str
     for name in partitions:
         if name.startswith(SECONDARY_INDEX_PREFIX) and name in definitions and default is not None:
             SecondaryIndexDefinition.parse(name, definitions[name], default)
+
+
+def refuse_unindexable_columns(table: HoodieTable) -> None:
+    """Stop a change before it starts when a kept index's column has a type whose indexed text
+    we do not know (:func:`secondary_index.index_values`): finding out at its commit would
+    leave a written instant to roll back."""
+    definitions = kept_secondary_indexes(table)
+    if not definitions:
+        return
+    schema = table_schema(table, table.timeline)
+    for definition in definitions:
+        if schema is None or definition.source_field not in schema.names:
+            continue
+        kind = schema.field(definition.source_field).type
+        try:
+            index_values(pa.array([], kind))
+        except HoodieNotSupportedError as exc:
+            raise HoodieNotSupportedError(
+                f"The secondary index {definition.name} of {table.base_uri} is on {definition.source_field} ({kind}); "
+                f"nothing was changed. {exc}") from exc
 
 
 # ------------------------------------------------------------------------ what an instant changes
