@@ -199,3 +199,14 @@ def test_an_index_on_a_column_whose_text_we_do_not_know_stops_the_job_before_any
     with pytest.raises(HoodieNotSupportedError, match="secondary_index_merchant_idx.*score.*double.*nothing was changed"):
         write_arrow(str(base), scored, "upsert", cfg)
     assert sorted(p.name for p in (base / ".hoodie").rglob("*")) == before
+
+
+def test_a_table_without_record_keys_is_refused_before_any_change(tmp_path):
+    """Every entry names a record key; a table that stores none cannot keep its index."""
+    base = v8_table_with_index(tmp_path, "COPY_ON_WRITE")
+    rows = _data(read_table(str(base)).slice(0, 1)).drop_columns(["_hoodie_is_deleted"])
+    HoodieTable.load(str(base)).update_config({"hoodie.populate.meta.fields": "false"})
+    before = sorted(p.name for p in (base / ".hoodie").rglob("*"))
+    with pytest.raises(HoodieNotSupportedError, match="secondary_index_merchant_idx.*populate.meta.fields=false"):
+        write_arrow(str(base), rows, "upsert", {**FAST, "hoodie.datasource.write.recordkey.field": "txn_id"})
+    assert sorted(p.name for p in (base / ".hoodie").rglob("*")) == before

@@ -11,7 +11,12 @@ import pytest
 from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.table.read import read_table
-from tests.actions.secondary_index_fixtures import AWKWARD, FAST, check_indexes, v8_table_with_index
+from tests.actions.secondary_index_fixtures import (
+    AWKWARD,
+    FAST,
+    check_indexes,
+    v8_table_with_index,
+)
 from tests.table.table_files import copy_conformance_table
 
 

@@ -123,11 +123,16 @@ def refuse_unkept_secondary_indexes(table: HoodieTable, partitions: Iterable[str
 
 def refuse_unindexable_columns(table: HoodieTable) -> None:
     """Stop a change before it starts when a kept index's column has a type whose indexed text
-    we do not know (:func:`secondary_index.index_values`): finding out at its commit would
-    leave a written instant to roll back."""
+    we do not know (:func:`secondary_index.index_values`), or the table stores no record keys:
+    finding out at its commit would leave a written instant to roll back."""
     definitions = kept_secondary_indexes(table)
     if not definitions:
         return
+    if not table.config.populate_meta_fields:
+        raise HoodieNotSupportedError(
+            f"The table {table.base_uri} keeps the secondary index(es) {', '.join(d.name for d in definitions)} but "
+            "stores no record keys (hoodie.populate.meta.fields=false), which every index entry names; nothing was "
+            "changed. Keep this table with Hudi itself, or drop the metadata table (hoodie.metadata.enable=false).")
     schema = table_schema(table, table.timeline)
     for definition in definitions:
         if schema is None or definition.source_field not in schema.names:
