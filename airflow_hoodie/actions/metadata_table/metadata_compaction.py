@@ -220,7 +220,7 @@ def _operation_slice(mdt: HoodieTable, op: CompactionOperation) -> FileSlice:
     return FileSlice(part, op.file_id or "", op.base_instant_time or "", base, logs)
 
 
-def stats_reader_files(mdt: HoodieTable, fs: FileSlice, valid: set[str], pending: set[str],
+def _index_files(mdt: HoodieTable, fs: FileSlice, valid: set[str], pending: set[str],
                        data_timeline: Timeline) -> IndexPartitionFiles:
     """An index partition's reader over the one slice a compaction operation merges."""
     return IndexPartitionFiles(mdt.storage, fs.partition_path, [fs], valid, pending,
@@ -241,14 +241,14 @@ def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, va
             for key, info in sorted(infos.items())]
         return records, {}
     if fs.partition_path.startswith(SECONDARY_INDEX_PREFIX):
-        files = stats_reader_files(mdt, fs, valid, pending, data_timeline)
+        files = _index_files(mdt, fs, valid, pending, data_timeline)
         live = {key: False for key, deleted in siw.merged_entries(files, fs).items() if not deleted}
         return secondary_index_records(live, mdt.format.version, name), {}
     if fs.partition_path in ("column_stats", "partition_stats", "bloom_filters"):
         # merged as their reader merges them; tombstones go, as Hudi's compaction drops them
         from airflow_hoodie.table.metadata_table import stats_reader  # noqa: PLC0415
 
-        files = stats_reader_files(mdt, fs, valid, pending, data_timeline)
+        files = _index_files(mdt, fs, valid, pending, data_timeline)
         live = {k: r for k, r in stats_reader.merge_group(files, fs, None).items()
                 if not (r.get("ColumnStatsMetadata") or r.get("BloomFilterMetadata") or {}).get("isDeleted")}
         records = [(key.encode("utf-8"), encode_record({**{k: v for k, v in rec.items() if not k.startswith("_hoodie_")},

@@ -26,7 +26,7 @@ V1/V2, several columns, a function) stays refused by :mod:`maintenance`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -357,8 +357,3 @@ def merged_entries(files: IndexPartitionFiles, file_slice: FileSlice) -> dict[st
     key winning: what a metadata-table compaction merges (it then drops the tombstones)."""
     index = int(file_slice.file_id.rsplit("-", 2)[-2])
     return {entry.key: entry.deleted for entry in slice_entries(files, file_slice, index)}
-
-
-def definitions_by_name(table: HoodieTable) -> Mapping[str, SecondaryIndexDefinition]:
-    """The kept secondary indexes by partition name."""
-    return {d.name: d for d in kept_secondary_indexes(table)}
