@@ -49,6 +49,15 @@ register(
     ConfigKey(BLOOM_FILTER_FILE_GROUP_COUNT, "4", "File groups of a new bloom_filters partition"),
 )
 
+# ------------------------------------------------------------------ secondary indexes
+SECONDARY_INDEX_ENABLE = "hoodie.metadata.index.secondary.enable"
+
+register(
+    ConfigKey(SECONDARY_INDEX_ENABLE, "true",
+              "true keeps every secondary index (table versions 8 and 9) consistent with the data table; false "
+              "deletes them, as Hudi's writer does (an index is created by CREATE INDEX, not by this key)"),
+)
+
 #: HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED: the metadata table's cleaner
 #: (KEEP_LATEST_COMMITS) keeps this many commits; fixed, not a key a writer sets
 CLEANER_COMMITS_RETAINED = 20

@@ -65,6 +65,8 @@ class MetadataTableSettings:
     column_stats_enabled: bool | None
     partition_stats_enabled: bool | None
     bloom_filter_enabled: bool | None
+    #: hoodie.metadata.index.secondary.enable: keep the secondary indexes (false: delete them)
+    secondary_index_enabled: bool
     #: hoodie.metadata.index.column.stats.column.list
     column_stats_columns: tuple[str, ...]
     #: hoodie.metadata.index.column.stats.max.columns.to.index
@@ -90,6 +92,7 @@ class MetadataTableSettings:
             column_stats_enabled=_flag(config, keys.COLUMN_STATS_ENABLE),
             partition_stats_enabled=_flag(config, keys.PARTITION_STATS_ENABLE),
             bloom_filter_enabled=_flag(config, keys.BLOOM_FILTER_ENABLE),
+            secondary_index_enabled=config.get_bool(keys.SECONDARY_INDEX_ENABLE),
             column_stats_columns=tuple(c.strip() for c in (config.get(keys.COLUMN_STATS_COLUMN_LIST) or "").split(",")
                                        if c.strip()),
             column_stats_max_columns=int(config.get(keys.COLUMN_STATS_MAX_COLUMNS) or 32),

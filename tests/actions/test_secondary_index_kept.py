@@ -37,6 +37,7 @@ from tests.actions.secondary_index_fixtures import (
     check_indexes,
     v8_table_with_index,
 )
+from tests.table.normalize import hudi_rs_rows, normalize_table
 from tests.table.table_files import copy_conformance_table
 
 TABLES = ["v9-cow", "v9-mor", "v8-cow", "v8-mor"]
@@ -210,3 +211,14 @@ def test_a_table_without_record_keys_is_refused_before_any_change(tmp_path):
     with pytest.raises(HoodieNotSupportedError, match="secondary_index_merchant_idx.*populate.meta.fields=false"):
         write_arrow(str(base), rows, "upsert", {**FAST, "hoodie.datasource.write.recordkey.field": "txn_id"})
     assert sorted(p.name for p in (base / ".hoodie").rglob("*")) == before
+
+
+def test_secondary_index_enable_false_deletes_the_indexes_as_hudi_does(conformance_next, tmp_path):
+    base = copy_conformance_table(conformance_next, "cow/v9_txns_simple_meta", tmp_path)
+    rows = _data(read_table(str(base)).slice(0, 1)).drop_columns(["_hoodie_is_deleted"])
+    write_arrow(str(base), _later(rows, 2 ** 50), "upsert", {**FAST, "hoodie.datasource.write.recordkey.field": "txn_id",
+                                                              "hoodie.metadata.index.secondary.enable": "false"})
+    listed = HoodieTable.load(str(base)).config.get("hoodie.table.metadata.partitions")
+    assert "secondary_index" not in listed and "record_index" in listed
+    assert not list((base / ".hoodie" / "metadata").glob("secondary_index_*"))
+    assert normalize_table(read_table(str(base))) == hudi_rs_rows(str(base))

@@ -17,7 +17,8 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
 - secondary indexes (``secondary_index_<name>``, table versions 8 and 9): kept true, in the same
   delta commit (:mod:`secondary_index_writer`), when ``index.json`` defines them on one column
   as it is with version V1 or V2; any other (and one still being built) stops the job, naming
-  it and its definition's reason;
+  it and its definition's reason; with ``hoodie.metadata.index.secondary.enable=false`` every
+  listed one is dropped first, as Hudi's writer deletes them;
 - anything else (expression indexes): the job stops before it changes anything, naming them
   (and an expression index's function, when it is none we evaluate).
 """
@@ -47,6 +48,7 @@ from airflow_hoodie.table.metadata_table.partitions import (
     has_metadata_table,
     listed_in,
 )
+from airflow_hoodie.table.metadata_table.secondary_index import SECONDARY_INDEX_PREFIX
 from airflow_hoodie.table.metadata_table.record_index import (
     RECORD_INDEX_PARTITION,
     is_partitioned_record_index,
@@ -159,6 +161,8 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
                     "rebuilt from the data files.", table.base_uri)
         remove_metadata_table(table)
         return
+    if not settings.secondary_index_enabled:
+        _drop_partitions(table, [p for p in _listed(table, METADATA_PARTITIONS) if p.startswith(SECONDARY_INDEX_PREFIX)])
     blocked = unmaintained_partitions(table)
     if any(p.startswith(EXPRESSION_INDEX_PREFIX) for p in blocked):
         expression_index_definitions(table)  # a function we do not evaluate is refused by its name
