@@ -222,3 +222,30 @@ def test_secondary_index_enable_false_deletes_the_indexes_as_hudi_does(conforman
     assert "secondary_index" not in listed and "record_index" in listed
     assert not list((base / ".hoodie" / "metadata").glob("secondary_index_*"))
     assert normalize_table(read_table(str(base))) == hudi_rs_rows(str(base))
+
+
+@pytest.mark.parametrize("compact_every", ["1", "100"])
+def test_a_write_killed_after_its_metadata_commit_leaves_no_entry_once_rolled_back(conformance_next, tmp_path,
+                                                                                  compact_every):
+    """The dead write's index records went in with its metadata delta commit; the next write
+    rolls it back, and the index then holds exactly the rows (whether a metadata-table
+    compaction merged them first, ``compact_every=1``, or not)."""
+    from tests.actions.test_attack_crash_steps import expire_heartbeats, run_killed
+
+    base = copy_conformance_table(conformance_next, "mor/v9_txns_simple_meta", tmp_path)
+    cfg = {**FAST, "hoodie.datasource.write.recordkey.field": "txn_id",
+           "hoodie.metadata.compact.max.delta.commits": compact_every}
+    rows = _data(read_table(str(base)).sort_by("_hoodie_record_key"))
+    dead = _with(_with(_later(rows.slice(0, 2), 2 ** 50), "txn_id", ["TXN-001", "DEAD$1"]), "merchant_name",
+                 ["dead", "dead"])
+
+    def completing_the_data_write(name: str, path: str) -> bool:
+        return name == "create_if_absent" and "/.hoodie/metadata/" not in path and path.endswith(".deltacommit")
+
+    assert run_killed(lambda: write_arrow(str(base), dead, "upsert", cfg), completing_the_data_write)
+    expire_heartbeats(str(base))
+    assert write_arrow(str(base), _with(_later(rows.slice(3, 1), 2 ** 50), "merchant_name", ["next"]), "upsert",
+                       cfg).rolled_back
+    check_indexes(base, "the rollback of a write killed after its metadata commit")
+    write_arrow(str(base), _later(rows.slice(4, 1), 2 ** 51), "upsert", cfg)
+    check_indexes(base, "the write after")
