@@ -2,7 +2,7 @@
 wrote, V2 indexes) and 8 (tables our writer made, V1 indexes), copy-on-write and
 merge-on-read: upserts that change indexed values (escaped characters included), inserts, a
 hard and a soft delete, an insert_overwrite, rollbacks (one past a metadata-table compaction),
-compaction, clustering and a restore to a savepoint, with the
+compaction, clustering, a restore to a savepoint and a clean, with the
 metadata table compacting every second delta commit. After every step each index record sits
 in the file group Hudi's mapping gives it, and the live entries are exactly those of the rows
 hudi-rs and our reader read (:func:`secondary_index_fixtures.check_indexes`)."""
@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.actions import compaction as c
 from airflow_hoodie.actions.executor import LocalExecutor
@@ -144,6 +145,10 @@ def test_every_job_keeps_the_secondary_indexes_exact(conformance_next, tmp_path,
     # a restore to the savepoint taken after the first upsert
     restore_to(HoodieTable.load(str(base)), savepointed, HoodieConfig(FAST))
     check_indexes(base, "restore")
+    res = cl.run_clean(HoodieTable.load(str(base)), HoodieConfig(
+        {**FAST, cl.POLICY: cl.KEEP_LATEST_FILE_VERSIONS, cl.FILE_VERSIONS_RETAINED: "1"}), LocalExecutor())
+    assert res.get("state", "completed") == "completed", res  # (nothing to clean on some tables)
+    check_indexes(base, "clean")
     mdt_commits = [p.name for p in (base / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
                    if p.name.endswith(".commit")]
     assert mdt_commits, "the metadata table compacted"
