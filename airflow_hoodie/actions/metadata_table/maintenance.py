@@ -14,8 +14,12 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
 - ``record_index``: kept true, in the same delta commit (:mod:`record_index_writer`); Hudi
   1.1's partitioned record index (``isPartitioned=true`` in ``index.json``) is not kept: the
   job stops before it changes anything, naming it, rather than write it as a global one;
-- anything else (secondary and expression indexes): the job stops before it changes
-  anything, naming them (and an expression index's function, when it is none we evaluate).
+- expression indexes (``expr_index_*``): kept true in the same delta commit
+  (:mod:`expression_index_writer`) when index.json defines them with a function we evaluate
+  over parquet base files; otherwise (an unknown function, no definition, a bloom index over
+  values whose Java text we cannot reproduce, another layout, one still being built) the job
+  stops before it changes anything, naming the index and what to do;
+- anything else (secondary indexes): the job stops before it changes anything, naming them.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.actions.metadata_table.stats_index_writer import ensure_stats_partitions
 from airflow_hoodie.errors import HoodieNotSupportedError
-from airflow_hoodie.table.expression_index.definitions import EXPRESSION_INDEX_PREFIX, expression_index_definitions
+from airflow_hoodie.actions.metadata_table.expression_index_writer import check_keepable, kept_definitions
+from airflow_hoodie.table.expression_index.definitions import expression_index_definitions
 from airflow_hoodie.table.metadata_table.damage import metadata_properties_missing
 from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
 from airflow_hoodie.table.metadata_table.partitions import (
@@ -42,7 +47,11 @@ from airflow_hoodie.table.metadata_table.record_index import (
     RECORD_INDEX_PARTITION,
     is_partitioned_record_index,
 )
-from airflow_hoodie.table.metadata_table.stats_partitions import FILE_GROUP_PREFIX, index_version
+from airflow_hoodie.table.metadata_table.stats_partitions import (
+    EXPRESSION_INDEX_PREFIX,
+    file_group_prefix,
+    index_version,
+)
 from airflow_hoodie.table.storage.storage import Storage
 
 if TYPE_CHECKING:
@@ -91,9 +100,10 @@ def _hudi_layout(table: HoodieTable, partition: str) -> bool:
     folder = Storage.join(metadata_table_path(table.base_path), partition)
     if not table.storage.exists(folder):
         return False
-    pattern = re.compile(r"^\.?(" + re.escape(FILE_GROUP_PREFIX[partition]) + r"\d{4}-0)_")
+    prefix = file_group_prefix(partition)
+    pattern = re.compile(r"^\.?(" + re.escape(prefix) + r"\d{4}-0)_")
     ids = {m.group(1) for f in table.storage.list_dir(folder) if (m := pattern.match(f.path.rsplit("/", 1)[-1]))}
-    return bool(ids) and ids == {f"{FILE_GROUP_PREFIX[partition]}{i:04d}-0" for i in range(len(ids))}
+    return bool(ids) and ids == {f"{prefix}{i:04d}-0" for i in range(len(ids))}
 
 
 def unmaintained_partitions(table: HoodieTable) -> list[str]:
@@ -103,8 +113,32 @@ def unmaintained_partitions(table: HoodieTable) -> list[str]:
     inflight = _listed(table, METADATA_PARTITIONS_INFLIGHT)
     listed = dict.fromkeys(_listed(table, METADATA_PARTITIONS) + inflight)  # once each, in order
     partitioned = RECORD_INDEX_PARTITION in listed and is_partitioned_record_index(table)
-    return [p for p in listed if p not in (FILES_PARTITION, RECORD_INDEX_PARTITION) and p not in DROPPABLE
-            or p == RECORD_INDEX_PARTITION and (p in inflight or partitioned)]
+    kept_expression = [p for p in listed if p.startswith(EXPRESSION_INDEX_PREFIX) and p not in inflight]
+    return [p for p in listed if p not in (FILES_PARTITION, RECORD_INDEX_PARTITION, *kept_expression)
+            and p not in DROPPABLE or p == RECORD_INDEX_PARTITION and (p in inflight or partitioned)]
+
+
+def refuse_unkeepable_expression_indexes(table: HoodieTable, settings: MetadataTableSettings) -> None:
+    """Stop, before anything changes, a change on a table with an expression index we cannot
+    keep exactly as Hudi's writer would: an unknown function (refused by name), no definition,
+    non-parquet base files, a bloom index over values we cannot print as Java does, or file
+    groups other than Hudi's ``expr-index-<nnnn>-0``."""
+    definitions = kept_definitions(table)
+    if not definitions:
+        return
+    from airflow_hoodie.table.read import table_schema  # noqa: PLC0415 - only tables with an expression index
+
+    schema = table_schema(table, table.reload_timeline())
+    for definition in definitions:
+        source = definition.source_field
+        check_keepable(table, definition, schema.field(source).type if schema is not None and source in schema.names
+                       else None, settings)
+        if not _hudi_layout(table, definition.partition):
+            raise HoodieNotSupportedError(
+                f"The expression index {definition.name} of {table.base_uri} does not have Hudi's file groups "
+                "expr-index-0000-0 .. expr-index-<n-1>-0 in its metadata-table partition; nothing was changed. Rebuild "
+                "it with Hudi (DROP INDEX, CREATE INDEX), or run with hoodie.metadata.enable=false to drop the "
+                "metadata table.")
 
 
 def refuse_partitioned_record_index(table: HoodieTable, settings: MetadataTableSettings) -> None:
@@ -158,6 +192,7 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
             "cannot keep true yet; nothing was changed. Run this job with hoodie.metadata.enable=false to drop the "
             "whole metadata table first, as a Hudi writer with it disabled does (Hudi rebuilds it, and the record "
             "index with a full scan), or run the job with Hudi itself.")
+    refuse_unkeepable_expression_indexes(table, settings)
     stale = _unkeepable_stats(table, settings)
     if stale:
         _drop_partitions(table, stale)

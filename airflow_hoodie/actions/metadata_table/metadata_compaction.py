@@ -20,7 +20,7 @@ delta commit of the data instant being completed, under the data table's lock):
    compaction (all of them, the initializing one included, before the first), compaction
    ``<latest delta commit>001`` (version 6; a fresh instant time on 8 and 9) merges the latest slice of every file group of the ``files``
    ``record_index``, ``column_stats``, ``partition_stats`` and ``bloom_filters`` partitions
-   into new base HFiles (Hudi compacts all partitions at
+   and of the expression indexes (``expr_index_*``) into new base HFiles (Hudi compacts all partitions at
    once; with a partition we do not compact, there is no compaction at all).
 4. archival of the metadata table's timeline (actions/archive.archive_metadata_table):
    the data table's rules with keep.min/max one higher, and nothing at or after the data
@@ -51,6 +51,7 @@ from airflow_hoodie.table.file_group.file_naming import base_file_name, make_wri
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
 from airflow_hoodie.table.metadata_table import record_index as ri
+from airflow_hoodie.table.metadata_table.stats_partitions import EXPRESSION_INDEX_PREFIX
 from airflow_hoodie.table.metadata_table.files_listing import (
     FILES_PARTITION,
     _Merger,
@@ -84,6 +85,12 @@ MB = 1024 * 1024
 #: the partitions this module compacts (each merged as its reader merges it)
 COMPACTED_PARTITIONS = (FILES_PARTITION, ri.RECORD_INDEX_PARTITION, "column_stats", "partition_stats",
                         "bloom_filters")
+
+
+def is_compacted(partition: str) -> bool:
+    """Whether this module compacts ``partition``: the ones above, and the expression indexes
+    (laid out and merged as the statistics partitions are)."""
+    return partition in COMPACTED_PARTITIONS or partition.startswith(EXPRESSION_INDEX_PREFIX)
 
 
 @dataclass
@@ -176,11 +183,13 @@ def _operation_metrics(fs: FileSlice) -> dict[str, float]:
             "TOTAL_LOG_FILES_SIZE": float(log_size), "TOTAL_LOG_FILES": float(len(fs.log_files))}
 
 
-def _schedule_compaction(mdt: HoodieTable, instant_time: str) -> bool:
-    """Write ``instant_time.compaction.requested`` for the files slice; False when the slice
-    has no log file to compact (Hudi then schedules nothing)."""
+def _schedule_compaction(mdt: HoodieTable, instant_time: str, listed: list[str]) -> bool:
+    """Write ``instant_time.compaction.requested`` for the slices with log files of the compacted
+    partitions (``listed``: the partitions the data table lists); False when there are none
+    (Hudi then schedules nothing)."""
     view = mdt.file_system_view(mdt.reload_timeline())
-    slices = [s for part in COMPACTED_PARTITIONS for s in view.latest_file_slices(part) if s.log_files]
+    parts = list(COMPACTED_PARTITIONS) + sorted(p for p in listed if p.startswith(EXPRESSION_INDEX_PREFIX))
+    slices = [s for part in parts for s in view.latest_file_slices(part) if s.log_files]
     if not slices:
         return False
     ops = [CompactionOperation(
@@ -220,7 +229,8 @@ def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, va
             mdt.format.version))
             for key, info in sorted(infos.items())]
         return records, {}
-    if fs.partition_path in ("column_stats", "partition_stats", "bloom_filters"):
+    if fs.partition_path in ("column_stats", "partition_stats", "bloom_filters") or \
+            fs.partition_path.startswith(EXPRESSION_INDEX_PREFIX):
         # merged as their reader merges them; tombstones go, as Hudi's compaction drops them
         from airflow_hoodie.table.metadata_table import stats_reader  # noqa: PLC0415
 
@@ -301,7 +311,7 @@ def _other_partitions(table: HoodieTable) -> list[str]:
     is not compacted (and the barrier stays put)."""
     listed = listed_in(table.config, METADATA_PARTITIONS)
     building = listed_in(table.config, METADATA_PARTITIONS_INFLIGHT)
-    return [p for p in listed if p not in COMPACTED_PARTITIONS] + building
+    return [p for p in listed if not is_compacted(p)] + building
 
 
 def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str,
@@ -330,7 +340,7 @@ def _compact_if_necessary(table: HoodieTable, mdt: HoodieTable, latest: str,
     if _serviced_after(timeline, (Action.COMMIT, Action.COMPACTION), latest):
         return None  # compacted at this delta commit already (a later one failed and was retried)
     instant_time = _service_instant(mdt, latest, COMPACTION_SUFFIX)
-    if not _schedule_compaction(mdt, instant_time):
+    if not _schedule_compaction(mdt, instant_time, listed_in(table.config, METADATA_PARTITIONS)):
         return None
     _execute_compaction(table, mdt, instant_time)
     return instant_time

@@ -27,13 +27,11 @@ from airflow_hoodie.table.metadata_table.bloom_filter_index import (
     BLOOM_FILTERS_PARTITION,
 )
 from airflow_hoodie.table.metadata_table.column_stats import COLUMN_STATS_PARTITION
-from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
+from airflow_hoodie.table.metadata_table.stats_partitions import EXPRESSION_INDEX_PREFIX, index_definitions
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-#: Hudi's PARTITION_NAME_EXPRESSION_INDEX_PREFIX: the definition's (and partition's) name prefix
-EXPRESSION_INDEX_PREFIX = "expr_index_"
 EXPRESSION_INDEX_TYPES = (COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION)
 
 
