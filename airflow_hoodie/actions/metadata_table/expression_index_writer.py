@@ -9,7 +9,9 @@ commit:
 
 - ``column_stats`` indexes: per file, one column-stats record keyed and named by the *source*
   column (min, max, null count of ``f(col)``, value count of its non-null values, the file's
-  size and twice it as the "uncompressed" size), of the definition's index version; and per data
+  size and twice it as the "uncompressed" size), of the definition's index version (a file
+  without rows, such as a log file of deletes only, gets none: Hudi aggregates per file over
+  rows); and per data
   partition the commit wrote, a partition-level record (tight bound) over the latest slices'
   files, keyed ``column + "__partition_stat__" + partition`` in the same partition;
 - ``bloom_filters`` indexes: per file, a bloom filter of the Java text of each ``f(col)``
@@ -63,9 +65,18 @@ from airflow_hoodie.table.metadata_table.column_stats import (
     table_column_ranges,
 )
 from airflow_hoodie.table.metadata_table.files_change import FilesChange
-from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, expression_partition_stats_key
-from airflow_hoodie.table.metadata_table.partition_stats import partition_ranges, partition_stats_records
-from airflow_hoodie.table.metadata_table.stats_partitions import EXPRESSION_INDEX_PREFIX, kept_expression_indexes
+from airflow_hoodie.table.metadata_table.index_keys import (
+    bloom_filter_key,
+    expression_partition_stats_key,
+)
+from airflow_hoodie.table.metadata_table.partition_stats import (
+    partition_ranges,
+    partition_stats_records,
+)
+from airflow_hoodie.table.metadata_table.stats_partitions import (
+    EXPRESSION_INDEX_PREFIX,
+    kept_expression_indexes,
+)
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -182,8 +193,8 @@ def _file_records(table: HoodieTable, definition: ExpressionIndexDefinition,
                     records[bloom_filter_key(part, name)] = bloom_filter_tombstone(instant_time or "")
                 continue
             values = indexed_values(table, definition, part, name, instant_time, settings.session_time_zone)
-            if values is None:
-                continue
+            if values is None or len(values) == 0:
+                continue  # Hudi aggregates f(col) per file over its rows: a file without rows gets no record
             if is_stats:
                 ranges[(part, name)] = values_range(definition, values, size)
                 col_files.append(FileColumnStats(part, name, [ranges[(part, name)]]))
@@ -209,7 +220,7 @@ def _partition_records(table: HoodieTable, definition: ExpressionIndexDefinition
         def read_range(part: str, name: str, _path: str) -> list[ColumnRange]:
             values = indexed_values(table, definition, part, name, None, settings.session_time_zone)
             size = table.storage.size(_path)
-            return [] if values is None else [values_range(definition, values, size)]
+            return [] if values is None or len(values) == 0 else [values_range(definition, values, size)]
 
         lookup = definition.partition if definition.version == "V2" else None
         file_ranges = latest_slice_ranges(table, files, {k: [r] for k, r in fresh.items()},

@@ -31,7 +31,9 @@ from airflow_hoodie.table.expression_index.functions import (
 from airflow_hoodie.table.expression_index.session_zone import session_zone
 
 if TYPE_CHECKING:
-    from airflow_hoodie.table.expression_index.definitions import ExpressionIndexDefinition
+    from airflow_hoodie.table.expression_index.definitions import (
+        ExpressionIndexDefinition,
+    )
 
 
 def _function_options(options: Mapping[str, str]) -> dict[str, str]:

@@ -20,10 +20,22 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_hoodie.table.expression_index.definitions import ExpressionIndexDefinition, expression_index_definitions
-from airflow_hoodie.table.expression_index.expression import Expression, bloom_key_strings
-from airflow_hoodie.table.metadata_table.bloom_filter_index import BLOOM_FILTERS_PARTITION, bloom_filter_of
-from airflow_hoodie.table.metadata_table.index_keys import bloom_filter_key, expression_partition_stats_key
+from airflow_hoodie.table.expression_index.definitions import (
+    ExpressionIndexDefinition,
+    expression_index_definitions,
+)
+from airflow_hoodie.table.expression_index.expression import (
+    Expression,
+    bloom_key_strings,
+)
+from airflow_hoodie.table.metadata_table.bloom_filter_index import (
+    BLOOM_FILTERS_PARTITION,
+    bloom_filter_of,
+)
+from airflow_hoodie.table.metadata_table.index_keys import (
+    bloom_filter_key,
+    expression_partition_stats_key,
+)
 from airflow_hoodie.table.metadata_table.stats_partitions import kept_expression_indexes
 from airflow_hoodie.table.metadata_table.stats_pruning import (
     TypedFilter,
