@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from airflow_hoodie.actions.metadata_table.expression_index_writer import (
     initialize_expression_index,
@@ -47,11 +48,27 @@ from airflow_hoodie.table.metadata_table.stats_reader import (
     index_partition_files,
     read_index_records,
 )
+from tests.actions.table_versions import _CURRENT
 from tests.table.metadata_table.stats_check import (
     _has_records,
     _valid_instants,
     data_files,
 )
+
+
+@pytest.fixture
+def version_9(monkeypatch: pytest.MonkeyPatch):
+    """Tables of version 9 (expression indexes are Hudi 1.x's), without the clock-skew wait."""
+    import dataclasses
+
+    from airflow_hoodie import config as hoodie_config
+    from airflow_hoodie.config_keys.time_generator import MAX_EXPECTED_CLOCK_SKEW_MS
+
+    hoodie_config.load_registry()
+    key = hoodie_config._REGISTRY[MAX_EXPECTED_CLOCK_SKEW_MS]
+    monkeypatch.setitem(hoodie_config._REGISTRY, MAX_EXPECTED_CLOCK_SKEW_MS, dataclasses.replace(key, default="0"))
+    monkeypatch.setitem(_CURRENT, "version", 9)
+    yield
 
 
 def define_index(base: str, name: str, index_type: str, function: str, source: str,

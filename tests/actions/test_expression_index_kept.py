@@ -22,12 +22,14 @@ from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.hoodie_table import HoodieTable
-from tests.actions.expression_index_check import (
+from tests.actions.expression_index_check import (  # noqa: F401 - version_9 is the fixture
     assert_index_describes_storage,
     define_index,
+    version_9,
 )
 from tests.actions.services_fixtures import Model, load, snapshot, table_config, write
-from tests.actions.table_versions import _CURRENT
+
+pytestmark = pytest.mark.usefixtures("version_9")
 
 #: one index per documented function group: name -> (type, function, source column, options)
 INDEXES = {
@@ -52,21 +54,6 @@ INDEXES = {
     "bloom_to_date": ("bloom_filters", "to_date", "day", {"format": "dd/MM/yyyy"}),
     "bloom_identity": ("bloom_filters", "identity", "v", {"numentries": "1000", "filtertype": "SIMPLE"}),
 }
-
-
-@pytest.fixture(autouse=True)
-def _version_9(monkeypatch: pytest.MonkeyPatch):
-    """Tables of version 9 (expression indexes are Hudi 1.x's), without the clock-skew wait."""
-    import dataclasses
-
-    from airflow_hoodie import config as hoodie_config
-    from airflow_hoodie.config_keys.time_generator import MAX_EXPECTED_CLOCK_SKEW_MS
-
-    hoodie_config.load_registry()
-    key = hoodie_config._REGISTRY[MAX_EXPECTED_CLOCK_SKEW_MS]
-    monkeypatch.setitem(hoodie_config._REGISTRY, MAX_EXPECTED_CLOCK_SKEW_MS, dataclasses.replace(key, default="0"))
-    monkeypatch.setitem(_CURRENT, "version", 9)
-    yield
 
 
 def rows(ids, t: int) -> pa.Table:
