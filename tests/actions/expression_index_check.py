@@ -37,13 +37,17 @@ from airflow_hoodie.table.log.data_block import decode_data_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import read_log_blocks
 from airflow_hoodie.table.metadata_table.bloom_filter_index import bloom_filter_of
-from airflow_hoodie.table.metadata_table.column_stats import range_from_payload
+from airflow_hoodie.table.metadata_table.column_stats import (
+    _arrow_value_type,
+    range_from_payload,
+)
 from airflow_hoodie.table.metadata_table.index_keys import (
     bloom_filter_key,
     column_stats_key,
     expression_partition_stats_key,
 )
 from airflow_hoodie.table.metadata_table.partitions import listed_partitions
+from airflow_hoodie.table.metadata_table.stats_pruning import stored_range
 from airflow_hoodie.table.metadata_table.stats_reader import (
     index_partition_files,
     read_index_records,
@@ -57,8 +61,9 @@ from tests.table.metadata_table.stats_check import (
 
 
 @pytest.fixture
-def version_9(monkeypatch: pytest.MonkeyPatch):
-    """Tables of version 9 (expression indexes are Hudi 1.x's), without the clock-skew wait."""
+def version_9(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
+    """Tables of version 9 (expression indexes are Hudi 1.x's; 8 when parametrized so, indirectly),
+    without the clock-skew wait."""
     import dataclasses
 
     from airflow_hoodie import config as hoodie_config
@@ -67,15 +72,16 @@ def version_9(monkeypatch: pytest.MonkeyPatch):
     hoodie_config.load_registry()
     key = hoodie_config._REGISTRY[MAX_EXPECTED_CLOCK_SKEW_MS]
     monkeypatch.setitem(hoodie_config._REGISTRY, MAX_EXPECTED_CLOCK_SKEW_MS, dataclasses.replace(key, default="0"))
-    monkeypatch.setitem(_CURRENT, "version", 9)
+    monkeypatch.setitem(_CURRENT, "version", getattr(request, "param", 9))
     yield
 
 
-def define_index(base: str, name: str, index_type: str, function: str, source: str,
+def define_index(base: str, name: str, index_type: str, function: str, source: str, *, index_version: str = "V2",
                  **options: str) -> ExpressionIndexDefinition:
-    """``CREATE INDEX name ON t USING index_type(source) OPTIONS(expr=function, ...)``."""
+    """``CREATE INDEX name ON t USING index_type(source) OPTIONS(expr=function, ...)`` (Hudi 1.1
+    defines V2 indexes on table version 9, V1 on 8)."""
     definition = ExpressionIndexDefinition(f"expr_index_{name}", index_type, function, source,
-                                           {"expr": function, **options}, "V2")
+                                           {"expr": function, **options}, index_version)
     initialize_expression_index(HoodieTable.load(base), definition)
     return definition
 
@@ -117,11 +123,11 @@ def _check_stats(definition: ExpressionIndexDefinition, live: dict[str, Any], ex
             continue
         payload = rec["ColumnStatsMetadata"]
         assert payload["columnName"] == definition.source_field and payload["fileName"] == n
-        rng = range_from_payload(payload)
+        rng = range_from_payload(payload) or stored_range(payload, _arrow_value_type(values.type) or "NULL", None)
         want = _expected_range(values)
         got = {"min": rng.min, "max": rng.max, "null_count": rng.null_count, "value_count": rng.value_count}
         assert got == want, (definition.name, p, n, got, want)
-        assert (rng.total_size, rng.total_uncompressed_size) == (sizes[(p, n)], 2 * sizes[(p, n)]), (p, n)
+        assert (payload["totalSize"], payload["totalUncompressedSize"]) == (sizes[(p, n)], 2 * sizes[(p, n)]), (p, n)
         checked += 1
     return checked
 
@@ -131,8 +137,9 @@ def _check_partition_records(definition: ExpressionIndexDefinition, live: dict[s
     for part in {p for (p, _n) in latest}:
         rec = live.get(expression_partition_stats_key(definition.source_field, part))
         assert rec is not None, f"{definition.name}: no partition-level record for {part}"
-        rng = range_from_payload(rec["ColumnStatsMetadata"])
         for (p, n), values in expected.items():
+            payload = rec["ColumnStatsMetadata"]
+            rng = range_from_payload(payload) or stored_range(payload, _arrow_value_type(values.type) or "NULL", None)
             want = _expected_range(values)
             if p != part or (p, n) not in latest or want["min"] is None:
                 continue

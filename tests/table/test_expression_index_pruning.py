@@ -141,3 +141,28 @@ def test_an_expression_no_index_defines_is_exact_and_skips_nothing(tmp_path, mon
     # combined with a plain column filter and a projection
     both = read_table(base, filters=[(_expression("lower"), "=", "b-24"), ("p", "=", "p0")], columns=["v"])
     assert both.column("v").to_pylist() == [2004]
+
+
+@pytest.mark.parametrize("version_9", [8], indirect=True)
+def test_version_8_tables_keep_v1_expression_indexes_and_prune(tmp_path, monkeypatch, version_9):
+    """Table version 8 (Hudi 1.0/1.1 at version 8) defines V1 indexes: untyped wrapped values."""
+    base = str(tmp_path / "t")
+    cfg = table_config("MERGE_ON_READ", **{"hoodie.parquet.small.file.limit": "0"})
+    for t in range(1, BATCHES + 1):
+        write(base, batch(t), cfg, "insert")
+    cases = ("from_unixtime", "to_date", "year", "lower", "bloom_lower")
+    for name in cases:
+        index_type, function, column, options, _op, _value = CASES[name]
+        define_index(base, name, index_type, function, column, index_version="V1", **options)
+    write(base, batch(2, range(20, 23), shift=3), cfg)
+    opened = _counting_reads(monkeypatch)
+    read_table(base)
+    total = len(opened)
+    for name in cases:
+        assert_index_describes_storage(base, name)
+        _type, _function, _column, _options, op, value = CASES[name]
+        flt = [(_expression(name), op, value)]
+        opened.clear()
+        pruned = read_table(base, filters=flt)
+        assert len(opened) < total, name
+        assert pruned.num_rows > 0 and _rows(pruned) == _rows(read_table(base, filters=flt, metadata_enable=False))
