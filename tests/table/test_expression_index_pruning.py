@@ -144,7 +144,7 @@ def test_an_expression_no_index_defines_is_exact_and_skips_nothing(tmp_path, mon
 
 
 @pytest.mark.parametrize("version_9", [8], indirect=True)
-def test_version_8_tables_keep_v1_expression_indexes_and_prune(tmp_path, monkeypatch, version_9):
+def test_version_8_tables_keep_v1_expression_indexes_and_prune(tmp_path, monkeypatch, version_9):  # noqa: F811
     """Table version 8 (Hudi 1.0/1.1 at version 8) defines V1 indexes: untyped wrapped values."""
     base = str(tmp_path / "t")
     cfg = table_config("MERGE_ON_READ", **{"hoodie.parquet.small.file.limit": "0"})
