@@ -1,6 +1,6 @@
 """Expression indexes (``expr_index_*``) stay exact on v9 tables we write: after inserts, upserts
-that change the indexed values, deletes, compaction, clustering, clean, rollback and the metadata
-table's own compaction, every index (one per documented function group, column_stats and
+that change the indexed values, deletes, compaction, clustering, clean, rollback, savepoint and
+restore, and the metadata table's own compaction, every index (one per documented function group, column_stats and
 bloom_filters) describes exactly the data files on storage (:mod:`expression_index_check`). An
 index on a function we do not evaluate still stops a job by name before any change."""
 
@@ -16,6 +16,8 @@ import pytest
 from airflow_hoodie.actions import clean as cl
 from airflow_hoodie.actions import clustering as cu
 from airflow_hoodie.actions import compaction as c
+from airflow_hoodie.actions import restore as rs
+from airflow_hoodie.actions import savepoint as sp
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.rollback import rollback_latest_or
 from airflow_hoodie.actions.write import write_arrow
@@ -106,9 +108,13 @@ def test_expression_indexes_stay_exact_through_every_action(tmp_path, table_type
     rollback_latest_or(load(base), last, HoodieConfig(cfg))
     _check_all(base)
     b = rows(range(5, 14), 4)
-    write(base, b, cfg)
+    kept = write(base, b, cfg)
     model.upsert(b)
     assert _check_all(base) > 0
+    sp.create_savepoint(load(base), kept)
+    write(base, rows(range(0, 16), 5), cfg)
+    rs.restore_to(load(base), kept, HoodieConfig(cfg))
+    _check_all(base)
     compacted = [n for n in os.listdir(Path(base) / ".hoodie" / "metadata" / "expr_index_lower") if n.endswith(".hfile")]
     assert len(compacted) > 2, "the metadata table's compaction ran over the expression indexes"
     assert snapshot(base) == model.table()
