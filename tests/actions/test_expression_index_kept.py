@@ -112,7 +112,7 @@ def test_expression_indexes_stay_exact_through_every_action(tmp_path, table_type
     model.upsert(b)
     assert _check_all(base) > 0
     sp.create_savepoint(load(base), kept)
-    write(base, rows(range(0, 16), 5), cfg)
+    write(base, rows(range(16), 5), cfg)
     rs.restore_to(load(base), kept, HoodieConfig(cfg))
     _check_all(base)
     compacted = [n for n in os.listdir(Path(base) / ".hoodie" / "metadata" / "expr_index_lower") if n.endswith(".hfile")]
