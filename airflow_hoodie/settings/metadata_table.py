@@ -9,7 +9,7 @@ keys Hudi parses that way), as before; the same settings serve table versions 6,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys import metadata_table as keys
@@ -78,7 +78,7 @@ class MetadataTableSettings:
     session_time_zone: str = "UTC"
     #: the bloom filter an expression index of type bloom_filters starts from (Hudi takes the
     #: data table's hoodie.index.bloom.* keys, then the index's own options)
-    expression_bloom: BloomSettings = BloomSettings()
+    expression_bloom: BloomSettings = field(default_factory=BloomSettings)
     #: hoodie.metadata.index.expression.file.group.count of a new expression index
     expression_index_file_groups: int = 2
 

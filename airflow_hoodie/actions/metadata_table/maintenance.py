@@ -28,15 +28,27 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from airflow_hoodie.actions.metadata_table.files_bootstrap import initialize_files_partition
+from airflow_hoodie.actions.metadata_table.expression_index_writer import (
+    check_keepable,
+    kept_definitions,
+)
+from airflow_hoodie.actions.metadata_table.files_bootstrap import (
+    initialize_files_partition,
+)
 from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
-from airflow_hoodie.settings.metadata_table import MetadataTableSettings
-from airflow_hoodie.actions.metadata_table.stats_index_writer import ensure_stats_partitions
+from airflow_hoodie.actions.metadata_table.stats_index_writer import (
+    ensure_stats_partitions,
+)
 from airflow_hoodie.errors import HoodieNotSupportedError
-from airflow_hoodie.actions.metadata_table.expression_index_writer import check_keepable, kept_definitions
-from airflow_hoodie.table.expression_index.definitions import expression_index_definitions
+from airflow_hoodie.settings.metadata_table import MetadataTableSettings
+from airflow_hoodie.table.expression_index.definitions import (
+    expression_index_definitions,
+)
 from airflow_hoodie.table.metadata_table.damage import metadata_properties_missing
-from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
+from airflow_hoodie.table.metadata_table.files_listing import (
+    FILES_PARTITION,
+    metadata_table_path,
+)
 from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
@@ -126,7 +138,8 @@ def refuse_unkeepable_expression_indexes(table: HoodieTable, settings: MetadataT
     definitions = kept_definitions(table)
     if not definitions:
         return
-    from airflow_hoodie.table.read import table_schema  # noqa: PLC0415 - only tables with an expression index
+    # imported here: only a table with an expression index needs its schema
+    from airflow_hoodie.table.read import table_schema
 
     schema = table_schema(table, table.reload_timeline())
     for definition in definitions:

@@ -51,7 +51,6 @@ from airflow_hoodie.table.file_group.file_naming import base_file_name, make_wri
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
 from airflow_hoodie.table.metadata.plans import CompactionOperation, CompactionPlan
 from airflow_hoodie.table.metadata_table import record_index as ri
-from airflow_hoodie.table.metadata_table.stats_partitions import EXPRESSION_INDEX_PREFIX
 from airflow_hoodie.table.metadata_table.files_listing import (
     FILES_PARTITION,
     _Merger,
@@ -68,6 +67,7 @@ from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_PARTITIONS_INFLIGHT,
     listed_in,
 )
+from airflow_hoodie.table.metadata_table.stats_partitions import EXPRESSION_INDEX_PREFIX
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 

@@ -24,7 +24,9 @@ import secrets
 from typing import TYPE_CHECKING
 
 from airflow_hoodie.actions import commit
-from airflow_hoodie.actions.metadata_table.expression_index_writer import add_expression_index_changes
+from airflow_hoodie.actions.metadata_table.expression_index_writer import (
+    add_expression_index_changes,
+)
 from airflow_hoodie.actions.metadata_table.metadata_compaction import run_table_services
 from airflow_hoodie.actions.metadata_table.record_index_writer import (
     RecordIndexChange,

@@ -27,7 +27,10 @@ from airflow_hoodie.table.metadata_table.bloom_filter_index import (
     BLOOM_FILTERS_PARTITION,
 )
 from airflow_hoodie.table.metadata_table.column_stats import COLUMN_STATS_PARTITION
-from airflow_hoodie.table.metadata_table.stats_partitions import EXPRESSION_INDEX_PREFIX, index_definitions
+from airflow_hoodie.table.metadata_table.stats_partitions import (
+    EXPRESSION_INDEX_PREFIX,
+    index_definitions,
+)
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable

@@ -106,9 +106,9 @@ def _comparable_scale(rng: ColumnRange, value_type: str, schema_scale: int | Non
 
 def prune_partitions_by_stats(table: HoodieTable, partitions: Iterable[str], filters: list[TypedFilter],
                               schema: pa.Schema | None = None, index_partition: str | None = None,
-                              key: Callable[[str, str], str] = partition_stats_key) -> set[str]:
+                              key_of: Callable[[str, str], str] = partition_stats_key) -> set[str]:
     """The partitions whose partition stats may satisfy every filter (``index_partition``: the
-    metadata-table partition holding them, under ``key``; default ``partition_stats``)."""
+    metadata-table partition holding them, keyed by ``key_of``; default ``partition_stats``)."""
     parts = set(partitions)
     if index_partition is None:
         if PARTITION_STATS_PARTITION not in kept_stats_partitions(table):
@@ -116,7 +116,7 @@ def prune_partitions_by_stats(table: HoodieTable, partitions: Iterable[str], fil
         index_partition = PARTITION_STATS_PARTITION
     if not filters:
         return parts
-    keys = {key(c, p): (p, i) for p in parts for i, (c, _o, _v, _t) in enumerate(filters)}
+    keys = {key_of(c, p): (p, i) for p in parts for i, (c, _o, _v, _t) in enumerate(filters)}
     records = _records_or_none(table, index_partition, keys)
     if records is None:
         return parts
