@@ -166,3 +166,16 @@ def test_version_8_tables_keep_v1_expression_indexes_and_prune(tmp_path, monkeyp
         pruned = read_table(base, filters=flt)
         assert len(opened) < total, name
         assert pruned.num_rows > 0 and _rows(pruned) == _rows(read_table(base, filters=flt, metadata_enable=False))
+
+
+def test_an_expression_filter_is_checked_when_built_and_read(tmp_path):
+    from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
+
+    with pytest.raises(HoodieNotSupportedError, match="'concat' is not supported"):
+        Expression("concat", "name")
+    with pytest.raises(HoodieConfigError, match="substring requires options"):
+        Expression("substring", "name", {"pos": "1"})
+    base = str(tmp_path / "t")
+    write(base, batch(1), table_config("COPY_ON_WRITE"), "insert")
+    with pytest.raises(HoodieConfigError, match="nope"):
+        read_table(base, filters=[(Expression("lower", "nope"), "=", "a")])
