@@ -3,7 +3,8 @@ true, commit by commit, and building one.
 
 Hudi 1.1's Spark writer (HoodieBackedTableMetadataWriter.getExpressionIndexUpdates,
 SparkMetadataWriterUtils.getExprIndexRecords) reads each file a commit wrote on its own (a base
-file, or one log file without its base), applies the index's function to the source column in
+file, or one log file without its base, through its file group reader: records merged by key,
+deletes applied; we read it through our one slice reader the same way), applies the index's function to the source column in
 the Spark session time zone, and appends to the index's partition, in the commit's own delta
 commit:
 
@@ -38,7 +39,6 @@ from airflow_hoodie.actions.metadata_table.stats_index_writer import (
     StatsBatch,
     latest_files,
     latest_slice_ranges,
-    log_data,
     put_index_definition,
     stats_file_kind,
     write_initial_partitions,
@@ -52,6 +52,12 @@ from airflow_hoodie.table.expression_index.definitions import (
     expression_index_definitions,
 )
 from airflow_hoodie.table.expression_index.expression import bloom_key_strings
+from airflow_hoodie.table.file_group.file_group import FileSlice, LogFile
+from airflow_hoodie.table.file_group.file_slice_reader import (
+    SliceReadOptions,
+    read_file_slice,
+)
+from airflow_hoodie.table.merge_config import MergeConfig
 from airflow_hoodie.table.metadata_table.bloom_filter_index import (
     BLOOM_FILTERS_PARTITION,
     bloom_filter_record,
@@ -126,9 +132,10 @@ def _path(table: HoodieTable, part: str, name: str) -> str:
 
 def indexed_values(table: HoodieTable, definition: ExpressionIndexDefinition, part: str, name: str,
                    instant_time: str | None, time_zone: str) -> pa.Array | None:
-    """``f(source)`` over the rows of one data file (a log file: the records of its blocks of
-    ``instant_time``, every valid block when None); None when that instant wrote no data or
-    delete block to the log file (no statistics, as for the plain partitions)."""
+    """``f(source)`` over the rows of one data file; None for a file that is not a data file.
+    A log file is read alone, as Hudi's writer reads it (its file group reader over that one
+    log file, no base file): its records merged by key, its deletes applied (blocks of
+    ``instant_time`` when given, every valid block when None)."""
     path = _path(table, part, name)
     source = definition.source_field
     if stats_file_kind(name) == "base":
@@ -141,12 +148,16 @@ def indexed_values(table: HoodieTable, definition: ExpressionIndexDefinition, pa
         finally:
             handle.close()
     else:
-        data = log_data(table.storage, path, instant_time)
-        if data is False:
+        log = LogFile.from_path(path, table.storage.size(path), part)
+        if log is None:
             return None
-        if data is None or source not in data.column_names:
-            return pa.nulls(0 if data is None else data.num_rows, pa.null())
-        values = data.column(source)
+        rows = read_file_slice(table.storage, FileSlice(part, log.file_id, log.base_instant, None, [log]),
+                               SliceReadOptions(merge_config=MergeConfig.from_properties(table.config),
+                                                valid_instants=None if instant_time is None
+                                                else frozenset({instant_time})))
+        if source not in rows.column_names:
+            return pa.nulls(rows.num_rows, pa.null())
+        values = rows.column(source)
     return definition.apply(values, time_zone)
 
 
