@@ -29,7 +29,7 @@ from airflow_hoodie.actions.metadata_table.expression_index_writer import (
 from airflow_hoodie.table.bloom.bloom_filter import create_bloom_filter
 from airflow_hoodie.table.expression_index.definitions import (
     ExpressionIndexDefinition,
-    expression_index_definitions,
+    definitions_of,
 )
 from airflow_hoodie.table.expression_index.expression import bloom_key_strings
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -171,7 +171,7 @@ def assert_index_describes_storage(base: str, name: str, time_zone: str = "UTC")
     table = HoodieTable.load(base)
     partition = f"expr_index_{name}"
     assert partition in listed_partitions(table), partition
-    (definition,) = [d for d in expression_index_definitions(table) if d.partition == partition]
+    definition = definitions_of(table, [partition])[partition]
     valid = _valid_instants(table)
     expected: dict[tuple[str, str], pa.Array] = {}
     sizes: dict[tuple[str, str], int] = {}

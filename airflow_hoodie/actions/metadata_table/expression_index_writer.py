@@ -21,13 +21,15 @@ commit:
 
 Files a change deletes (clean, rollback, restore, replaced files cleaned) get tombstones, as the
 plain statistics partitions do (:mod:`stats_index_writer`, whose per-file machinery, batch and
-log appends this module reuses). Hudi's writer builds an expression index only when its SQL
-(``CREATE INDEX``) or its indexer asks; so does this module (:func:`initialize_expression_index`,
-for the indexer and tests); a write never builds one.
+log appends this module reuses). Hudi 1.1's writer treats expression indexes as enabled while
+``index.json`` defines one, so a write builds a defined index whose partition is missing
+(:func:`ensure_expression_indexes`, under the table lock); ``CREATE INDEX`` itself (the definition,
+then the build) is :func:`initialize_expression_index`, for the indexer and tests.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -49,7 +51,10 @@ from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.table.bloom.bloom_footer import new_bloom_filter
 from airflow_hoodie.table.expression_index.definitions import (
     ExpressionIndexDefinition,
+    definitions_of,
     expression_index_definitions,
+    is_expression_index,
+    parse_definition,
 )
 from airflow_hoodie.table.expression_index.expression import bloom_key_strings
 from airflow_hoodie.table.file_group.file_group import FileSlice, LogFile
@@ -79,13 +84,21 @@ from airflow_hoodie.table.metadata_table.partition_stats import (
     partition_ranges,
     partition_stats_records,
 )
+from airflow_hoodie.table.metadata_table.partitions import (
+    METADATA_PARTITIONS_INFLIGHT,
+    listed_in,
+    listed_partitions,
+)
 from airflow_hoodie.table.metadata_table.stats_partitions import (
     EXPRESSION_INDEX_PREFIX,
+    index_definitions,
     kept_expression_indexes,
 )
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
+
+log = logging.getLogger(__name__)
 
 #: the bloom options of an expression index and the data-table keys they stand for
 #: (HoodieExpressionIndex.BLOOM_FILTER_CONFIG_MAPPING)
@@ -101,7 +114,7 @@ def kept_definitions(table: HoodieTable) -> list[ExpressionIndexDefinition]:
     listed = kept_expression_indexes(table)
     if not listed:
         return []
-    defs = {d.partition: d for d in expression_index_definitions(table)}
+    defs = definitions_of(table, listed)
     missing = [p for p in listed if p not in defs]
     if missing:
         raise HoodieNotSupportedError(
@@ -266,6 +279,13 @@ def definition_entry(definition: ExpressionIndexDefinition) -> dict[str, Any]:
             "version": definition.version}
 
 
+def _build(table: HoodieTable, definition: ExpressionIndexDefinition, settings: MetadataTableSettings) -> str:
+    """Build ``definition``'s partition from the latest file slices (one delta commit)."""
+    records = expression_index_records(table, definition, latest_files(table), None, settings)
+    return write_initial_partitions(table, {definition.partition: records},
+                                    {definition.partition: settings.expression_index_file_groups})
+
+
 def initialize_expression_index(table: HoodieTable, definition: ExpressionIndexDefinition,
                                 settings: MetadataTableSettings | None = None) -> str:
     """Record ``definition`` in ``index.json`` (as ``CREATE INDEX`` does) and build its partition
@@ -282,6 +302,31 @@ def initialize_expression_index(table: HoodieTable, definition: ExpressionIndexD
     check_keepable(table, definition, None, settings)
     put_index_definition(table, definition.name, definition_entry(definition))
     (parsed,) = [d for d in expression_index_definitions(table) if d.name == definition.name]
-    records = expression_index_records(table, parsed, latest_files(table), None, settings)
-    return write_initial_partitions(table, {parsed.partition: records},
-                                    {parsed.partition: settings.expression_index_file_groups})
+    return _build(table, parsed, settings)
+
+
+def ensure_expression_indexes(table: HoodieTable, settings: MetadataTableSettings) -> list[str]:
+    """Under the table lock, before a write's instant exists: build the expression indexes
+    ``index.json`` defines and the metadata table lacks (nor is building), as Hudi 1.1's writer
+    does (an expression index is enabled while a definition exists). One we cannot compute
+    (a function we do not evaluate, non-parquet base files, a bloom index over values whose Java
+    text we cannot print) is left unbuilt, with a warning: no partition means no stale index,
+    and Hudi's next writer builds it. Returns the partitions built."""
+    defined = [(name, raw) for name, raw in index_definitions(table).items() if is_expression_index(name, raw)]
+    if not defined:
+        return []
+    present = set(listed_partitions(table)) | set(listed_in(table.config, METADATA_PARTITIONS_INFLIGHT))
+    built = []
+    for name, raw in defined:
+        try:
+            definition = parse_definition(name, raw)
+            if definition.partition in present:
+                continue
+            check_keepable(table, definition, None, settings)
+            _build(table, definition, settings)
+        except HoodieNotSupportedError as exc:
+            log.warning("Expression index %s of %s is defined but not built, and this write does not build it: "
+                        "%s", name, table.base_uri, exc)
+            continue
+        built.append(definition.partition)
+    return built

@@ -16,7 +16,8 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
   job stops before it changes anything, naming it, rather than write it as a global one;
 - expression indexes (``expr_index_*``): kept true in the same delta commit
   (:mod:`expression_index_writer`) when index.json defines them with a function we evaluate
-  over parquet base files; otherwise (an unknown function, no definition, a bloom index over
+  over parquet base files, and built by a write when defined but missing, as Hudi 1.1's writer
+  does; otherwise (an unknown function, no definition, a bloom index over
   values whose Java text we cannot reproduce, another layout, one still being built) the job
   stops before it changes anything, naming the index and what to do;
 - anything else (secondary indexes): the job stops before it changes anything, naming them.
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from airflow_hoodie.actions.metadata_table.expression_index_writer import (
     check_keepable,
+    ensure_expression_indexes,
     kept_definitions,
 )
 from airflow_hoodie.actions.metadata_table.files_bootstrap import (
@@ -230,8 +232,8 @@ def committed_listing(table: HoodieTable) -> dict[str, dict[str, int]]:
 def ensure_files_partition(table: HoodieTable, settings: MetadataTableSettings) -> bool:
     """Under the table lock, before a write's instant exists: build the metadata table from
     the committed files when there is none (or only a half-built one), as a Hudi writer with
-    it enabled does, then the statistics partitions ``settings`` enable. Returns whether the
-    table now has one."""
+    it enabled does, then the statistics partitions ``settings`` enable and the expression
+    indexes ``index.json`` defines. Returns whether the table now has one."""
     table.reload_config()
     refuse_partitioned_record_index(table, settings)  # another writer may have defined it since
     if FILES_PARTITION not in _listed(table, METADATA_PARTITIONS):
@@ -239,4 +241,5 @@ def ensure_files_partition(table: HoodieTable, settings: MetadataTableSettings) 
             remove_metadata_table(table)
         initialize_files_partition(table, committed_listing(table))
     ensure_stats_partitions(table, settings)
+    ensure_expression_indexes(table, settings)
     return True

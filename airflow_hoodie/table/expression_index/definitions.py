@@ -11,7 +11,7 @@ before it reads or changes anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -91,3 +91,17 @@ def expression_index_definitions(table: HoodieTable) -> list[ExpressionIndexDefi
     """The table's expression indexes, in ``index.json`` order (empty for a table without)."""
     return [parse_definition(name, raw) for name, raw in index_definitions(table).items()
             if is_expression_index(name, raw)]
+
+
+def definitions_of(table: HoodieTable, partitions: Iterable[str]) -> dict[str, ExpressionIndexDefinition]:
+    """partition -> definition of the expression indexes among ``partitions`` that ``index.json``
+    defines (only those are parsed: a definition of another index, even one on a function we do
+    not evaluate, is not this caller's concern). An unevaluated function among them is refused
+    by name."""
+    wanted = set(partitions)
+    out = {}
+    for name, raw in index_definitions(table).items():
+        if is_expression_index(name, raw) and str(raw.get("indexName") or name) in wanted:
+            definition = parse_definition(name, raw)
+            out[definition.partition] = definition
+    return out

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.table.expression_index.definitions import (
     ExpressionIndexDefinition,
-    expression_index_definitions,
+    definitions_of,
 )
 from airflow_hoodie.table.expression_index.expression import (
     Expression,
@@ -56,10 +57,15 @@ ExpressionFilter = tuple[Expression, str, Any]
 def _indexes_for(table: HoodieTable, filters: Sequence[ExpressionFilter]
                  ) -> list[tuple[ExpressionIndexDefinition, ExpressionFilter]]:
     """(index, filter) pairs of the kept indexes that index a filter's expression exactly."""
-    listed = set(kept_expression_indexes(table))
+    listed = kept_expression_indexes(table)
     if not listed or not filters:
         return []
-    definitions = [d for d in expression_index_definitions(table) if d.partition in listed]
+    definitions = []
+    for partition in listed:
+        try:
+            definitions += list(definitions_of(table, [partition]).values())
+        except HoodieError:  # an index we cannot evaluate (or a malformed one) skips nothing; rows decide
+            continue
     return [(d, f) for f in filters for d in definitions if f[0].indexed_by(d)]
 
 
