@@ -44,7 +44,7 @@ from airflow_hoodie.actions.metadata_table.stats_index_writer import (
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.table.expression_index.definitions import (
-    expression_index_definitions,
+    definitions_of,
 )
 from airflow_hoodie.table.metadata_table.damage import metadata_properties_missing
 from airflow_hoodie.table.metadata_table.files_listing import (
@@ -199,8 +199,8 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
         remove_metadata_table(table)
         return
     blocked = unmaintained_partitions(table)
-    if any(p.startswith(EXPRESSION_INDEX_PREFIX) for p in blocked):
-        expression_index_definitions(table)  # a function we do not evaluate is refused by its name
+    # an expression index still being built, on a function we do not evaluate: refused by that name
+    definitions_of(table, [p for p in blocked if p.startswith(EXPRESSION_INDEX_PREFIX)])
     if blocked:
         raise HoodieNotSupportedError(
             f"The metadata table of {table.base_uri} has the partition(s) {', '.join(blocked)}, which airflow-hoodie "
