@@ -9,7 +9,10 @@
 - no per-file record names a file storage lacks (deleted files have tombstones);
 - column_stats indexes: per data partition, the partition-level record covers every latest file.
 The values are recomputed with the evaluator tested against Spark (``ExpressionIndexDefinition.apply``),
-reading files directly with pyarrow and the log reader, not through the writer's code.
+reading files directly with pyarrow and the log reader, not through the writer's code (a log
+file's rows are its valid data blocks' rows: the same as the writer's merged read of that file
+while, as in every table these tests write, a log file holds each key once and no delete of a
+key it also writes).
 """
 
 from __future__ import annotations
