@@ -17,3 +17,13 @@ def get_provider_info() -> dict:
     from airflow_hoodie.provider_info import provider_info
 
     return provider_info()
+
+
+def __getattr__(name: str) -> object:
+    """``airflow_hoodie.Expression`` (a read filter's expression-index function), imported on
+    first use so that importing the provider stays light."""
+    if name == "Expression":
+        from airflow_hoodie.table.expression_index.expression import Expression
+
+        return Expression
+    raise AttributeError(f"module 'airflow_hoodie' has no attribute {name!r}")

@@ -61,3 +61,17 @@ register(
 #: HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED: the metadata table's cleaner
 #: (KEEP_LATEST_COMMITS) keeps this many commits; fixed, not a key a writer sets
 CLEANER_COMMITS_RETAINED = 20
+
+# ------------------------------------------------------------------ expression indexes
+#: Spark's session time zone: Hudi's Spark writer evaluates an expression index's datetime
+#: functions in it (our Spark jobs set it to UTC unless told otherwise)
+SESSION_TIME_ZONE = "spark.sql.session.timeZone"
+EXPRESSION_INDEX_FILE_GROUP_COUNT = "hoodie.metadata.index.expression.file.group.count"
+
+register(
+    ConfigKey(SESSION_TIME_ZONE, "UTC",
+              "The Spark session time zone in which an expression index's datetime functions are evaluated, as "
+              "Hudi's Spark writer evaluates them; it must be the zone the index was built and queried in"),
+    ConfigKey(EXPRESSION_INDEX_FILE_GROUP_COUNT, "2",
+              "File groups of an expression index's metadata-table partition when it is built"),
+)

@@ -9,7 +9,7 @@ keys Hudi parses that way), as before; the same settings serve table versions 6,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys import metadata_table as keys
@@ -22,6 +22,7 @@ from airflow_hoodie.config_keys.record_index import (
 )
 from airflow_hoodie.config_keys.write import METADATA_ENABLE
 from airflow_hoodie.settings.archive import ArchiveSettings
+from airflow_hoodie.settings.base_file import BloomSettings
 
 
 def _flag(config: HoodieConfig, key: str) -> bool | None:
@@ -75,6 +76,13 @@ class MetadataTableSettings:
     column_stats_file_groups: int
     partition_stats_file_groups: int
     bloom_filter_file_groups: int
+    #: spark.sql.session.timeZone: the zone expression indexes' datetime functions run in
+    session_time_zone: str = "UTC"
+    #: the bloom filter an expression index of type bloom_filters starts from (Hudi takes the
+    #: data table's hoodie.index.bloom.* keys, then the index's own options)
+    expression_bloom: BloomSettings = field(default_factory=BloomSettings)
+    #: hoodie.metadata.index.expression.file.group.count of a new expression index
+    expression_index_file_groups: int = 2
 
     @classmethod
     def for_change(cls, config: HoodieConfig) -> MetadataTableSettings | None:
@@ -99,6 +107,9 @@ class MetadataTableSettings:
             column_stats_file_groups=int(config.get(keys.COLUMN_STATS_FILE_GROUP_COUNT) or 2),
             partition_stats_file_groups=int(config.get(keys.PARTITION_STATS_FILE_GROUP_COUNT) or 1),
             bloom_filter_file_groups=int(config.get(keys.BLOOM_FILTER_FILE_GROUP_COUNT) or 4),
+            session_time_zone=str(config.get(keys.SESSION_TIME_ZONE) or "UTC"),
+            expression_bloom=BloomSettings.from_config(config),
+            expression_index_file_groups=int(config.get(keys.EXPRESSION_INDEX_FILE_GROUP_COUNT) or 2),
         )
 
     @classmethod

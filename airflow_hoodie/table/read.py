@@ -14,7 +14,11 @@ GIL) and concatenate. What differs per query type:
 
 Filters are ``(column, op, value)`` tuples joined by AND, as in pyarrow and hudi-rs
 (``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``). Values may be given as
-strings (hudi-rs style); they are converted to the column's type.
+strings (hudi-rs style); they are converted to the column's type. ``column`` may also be an
+``airflow_hoodie.Expression`` (an expression-index function applied to a column, e.g.
+``(Expression("from_unixtime", "ts", {"format": "yyyy-MM-dd"}), "=", "2024-01-01")``): it is
+evaluated on the merged rows, so the result is exact, and an expression index defined on the
+same function, options and column lets the read skip files (``expression_pruning``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.merge_config import MergeConfig
+from airflow_hoodie.table.metadata_table.expression_pruning import (
+    prune_partitions_by_expression_indexes,
+    prune_slices_by_expression_indexes,
+)
 from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions
 from airflow_hoodie.table.metadata_table.stats_pruning import (
     prune_partitions_by_stats,
@@ -42,7 +50,14 @@ from airflow_hoodie.table.metadata_table.stats_pruning import (
 )
 from airflow_hoodie.table.parallel_map import parallel_map
 from airflow_hoodie.table.partition_spec import PartitionSpec, PartitionValues, prune_partitions, row_filters
-from airflow_hoodie.table.read_filters import Filter, coerce_value, filters_to_expression, normalize_filters
+from airflow_hoodie.table.read_filters import (
+    Filter,
+    apply_expression_filters,
+    coerce_value,
+    filters_to_expression,
+    normalize_filters,
+    split_expression_filters,
+)
 from airflow_hoodie.table.read_plan import (
     IncrementalWindow,
     before_active_timeline,
@@ -164,13 +179,14 @@ def read_table(
     warning names the commit's completion time (the commit itself is then in the window).
     ``columns``: projection (meta columns included only if named); None returns every column,
     ``_hoodie_*`` meta columns first. ``filters``: AND-ed ``(column, op, value)`` tuples, used
-    to prune partitions and pushed into parquet reads. ``metadata_enable`` (Hudi's
+    to prune partitions and pushed into parquet reads (``column`` may be an ``Expression``: see
+    the module's docstring). ``metadata_enable`` (Hudi's
     ``hoodie.metadata.enable``): list files through the table's metadata table when it has
     a ``files`` partition, instead of listing storage.
     """
     query_type = _check_query(query_type, as_of, start, end)
     as_of, start, end = normalize_query_time(as_of), normalize_query_time(start), normalize_query_time(end)
-    flt = normalize_filters(filters)
+    flt, expr_flt = split_expression_filters(normalize_filters(filters))
     columns = list(columns) if columns is not None else None
 
     table = _load_table(base_path, storage_options)
@@ -181,7 +197,7 @@ def read_table(
     commits = completed_write_instants(timeline)
     visible = visible_commits(timeline, commits, query_type, as_of, end)
     schema = table_schema(table, visible if len(visible) else commits)
-    _check_columns(columns, schema)
+    read_columns = _with_expression_sources(columns, expr_flt, schema)
     # one view (listed once, on first use) for the time-travel checks and the read
     view = table.file_system_view(timeline)
     check_readable(timeline, view, query_type, as_of, commits, visible)
@@ -200,10 +216,10 @@ def read_table(
             return _empty(schema, columns)
         filter_expr = window.expression if filter_expr is None else (filter_expr & window.expression)
         filter_columns = sorted(set(filter_columns) | {COMMIT_TIME})
-    slices = _pruned_slices(table, view, query_type, as_of, latest, metadata_enable, spec, flt, schema, window)
+    slices = _pruned_slices(table, view, query_type, as_of, latest, metadata_enable, spec, flt + expr_flt, schema, window)
     opts = SliceReadOptions(
         merge_config=MergeConfig.from_properties(table.config),
-        columns=columns if partition_values is None else None,
+        columns=read_columns if partition_values is None else None,
         filter=filter_expr,
         filter_columns=filter_columns,
         as_of=latest,
@@ -216,15 +232,16 @@ def read_table(
         schema=schema,
     )
     parts = _read_live_slices(table, view, slices, opts, partition_values)
-    if not parts:
-        return _empty(schema, columns)
-    return _as_returned(unify_tables(parts), table, schema, columns)
+    return _as_returned(apply_expression_filters(unify_tables(parts), expr_flt), table, schema, columns) \
+        if parts else _empty(schema, columns)
 
 
 def _pruned_slices(table: HoodieTable, view: Any, query_type: str, as_of: str | None, latest: str,
                    metadata_enable: bool, spec: PartitionSpec, flt: list[Filter], schema: pa.Schema | None,
                    window: IncrementalWindow | None) -> list[Any]:
-    """The slices to read once partition values and the metadata table's statistics pruned them."""
+    """The slices to read once partition values, the metadata table's statistics and its
+    expression indexes (for the expression filters among ``flt``) pruned them."""
+    flt, expr_flt = split_expression_filters(flt)
     if not as_of:
         # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
         view.check_latest_files_present()
@@ -232,10 +249,31 @@ def _pruned_slices(table: HoodieTable, view: Any, query_type: str, as_of: str | 
     skipping = _data_skipping(table, query_type, as_of, metadata_enable, flt, schema)
     if skipping:  # partition_stats, then column_stats (stats_pruning)
         partitions = prune_partitions_by_stats(table, partitions, skipping, schema)
+    by_expression = expr_flt if expr_flt and _may_skip(table, query_type, as_of, metadata_enable) else []
+    if by_expression:
+        partitions = prune_partitions_by_expression_indexes(table, partitions, by_expression, schema)
     slices = slices_to_read(table, view, query_type, latest, partitions, window)
     if skipping:
         slices = prune_slices_by_stats(table, slices, skipping, schema)
+    if by_expression:
+        slices = prune_slices_by_expression_indexes(table, slices, by_expression, schema)
     return slices
+
+
+def _may_skip(table: HoodieTable, query_type: str, as_of: str | None, metadata_enable: bool) -> bool:
+    """Whether the read may skip files by the metadata table's indexes: latest snapshot and
+    read-optimized reads only (the indexes describe the latest files), with the metadata table."""
+    return not as_of and query_type != "incremental" and metadata_enable
+
+
+def _with_expression_sources(columns: list[str] | None, expr_flt: list[Filter], schema: pa.Schema | None
+                             ) -> list[str] | None:
+    """The columns to read (checked against the schema): an expression filter needs its source
+    column, projected away afterwards."""
+    _check_columns(columns, schema)
+    sources = list(dict.fromkeys(f[0].column for f in expr_flt))
+    _check_columns(sources or None, schema)
+    return columns if columns is None or not sources else list(dict.fromkeys(columns + sources))
 
 
 def _check_columns(columns: list[str] | None, schema: pa.Schema | None) -> None:
@@ -300,7 +338,7 @@ def _data_skipping(table: HoodieTable, query_type: str, as_of: str | None, metad
     """The filters the metadata table's statistics can skip files by: latest snapshot and
     read-optimized reads only (the statistics describe the latest files), on a table that
     keeps them, read with the metadata table."""
-    if not flt or as_of or query_type == "incremental" or not metadata_enable or not kept_stats_partitions(table):
+    if not flt or not _may_skip(table, query_type, as_of, metadata_enable) or not kept_stats_partitions(table):
         return []
     return typed_filters(flt, schema, coerce_value)
 

@@ -6,6 +6,11 @@ statistics (stats_pruning) and are pushed into the parquet reads of file slices,
 parsing and typing live here, once. Operators are those of pyarrow and hudi-rs (``=``, ``!=``,
 ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``); values may be given as strings (hudi-rs style)
 and are converted to the column's type.
+
+A filter's left side may also be an :class:`~airflow_hoodie.table.expression_index.expression.Expression`
+(an expression-index function applied to a column): such filters are evaluated on the rows
+after they are read and merged (:func:`apply_expression_filters`), the value typed as the
+function's result, and may skip files by a matching expression index.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.expression_index.expression import Expression
 
-Filter = tuple[str, str, Any]
+Filter = tuple[Any, str, Any]
 
 
 _OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
@@ -43,8 +49,29 @@ def normalize_filters(filters: Iterable[Sequence[Any]] | None) -> list[Filter]:
             value = list(value)
             if not value:
                 raise HoodieConfigError(f"filter {f!r}: {op!r} needs at least one value")
-        out.append((str(col), op, value))
+        out.append((col if isinstance(col, Expression) else str(col), op, value))
     return out
+
+
+def split_expression_filters(filters: Sequence[Filter]) -> tuple[list[Filter], list[Filter]]:
+    """(column filters, expression filters)."""
+    return ([f for f in filters if not isinstance(f[0], Expression)],
+            [f for f in filters if isinstance(f[0], Expression)])
+
+
+def apply_expression_filters(data: pa.Table, filters: Sequence[Filter]) -> pa.Table:
+    """The rows of ``data`` for which every ``(Expression, op, value)`` holds, compared as a
+    column filter on the expression's values (same typing of the value, same operators).
+    Applied to the merged rows, so the result is exact whatever the indexes skipped."""
+    for i, (expr, op, value) in enumerate(filters):
+        if data.num_rows == 0:
+            break
+        name = f"__hoodie_expression_{i}"
+        values = expr.evaluate(data.column(expr.column))
+        with_values = data.append_column(name, values)
+        condition = filters_to_expression([(name, op, value)], pa.schema([pa.field(name, values.type)]))
+        data = with_values.filter(condition).drop_columns([name])
+    return data
 
 
 def coerce_value(value: Any, typ: pa.DataType | None) -> pa.Scalar | Any:

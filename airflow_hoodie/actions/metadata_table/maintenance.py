@@ -19,8 +19,13 @@ Decided before an action changes anything (Hudi's ``hoodie.metadata.enable``, de
   as it is with version V1 or V2; any other (and one still being built) stops the job, naming
   it and its definition's reason; with ``hoodie.metadata.index.secondary.enable=false`` every
   listed one is dropped first, as Hudi's writer deletes them;
-- anything else (expression indexes): the job stops before it changes anything, naming them
-  (and an expression index's function, when it is none we evaluate).
+- expression indexes (``expr_index_*``): kept true in the same delta commit
+  (:mod:`expression_index_writer`) when index.json defines them with a function we evaluate
+  over parquet base files, and built by a write when defined but missing, as Hudi 1.1's writer
+  does; otherwise (an unknown function, no definition, a bloom index over
+  values whose Java text we cannot reproduce, another layout, one still being built) the job
+  stops before it changes anything, naming the index and what to do;
+- anything else: the job stops before it changes anything, naming it.
 """
 
 from __future__ import annotations
@@ -29,19 +34,33 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from airflow_hoodie.actions.metadata_table.files_bootstrap import initialize_files_partition
+from airflow_hoodie.actions.metadata_table.expression_index_writer import (
+    check_keepable,
+    ensure_expression_indexes,
+    kept_definitions,
+)
+from airflow_hoodie.actions.metadata_table.files_bootstrap import (
+    initialize_files_partition,
+)
 from airflow_hoodie.actions.metadata_table.removal import remove_metadata_table
 from airflow_hoodie.actions.metadata_table.secondary_index_writer import (
     kept_secondary_indexes,
     refuse_unindexable_columns,
     refuse_unkept_secondary_indexes,
 )
-from airflow_hoodie.settings.metadata_table import MetadataTableSettings
-from airflow_hoodie.actions.metadata_table.stats_index_writer import ensure_stats_partitions
+from airflow_hoodie.actions.metadata_table.stats_index_writer import (
+    ensure_stats_partitions,
+)
 from airflow_hoodie.errors import HoodieNotSupportedError
-from airflow_hoodie.table.expression_index.definitions import EXPRESSION_INDEX_PREFIX, expression_index_definitions
+from airflow_hoodie.settings.metadata_table import MetadataTableSettings
+from airflow_hoodie.table.expression_index.definitions import (
+    definitions_of,
+)
 from airflow_hoodie.table.metadata_table.damage import metadata_properties_missing
-from airflow_hoodie.table.metadata_table.files_listing import FILES_PARTITION, metadata_table_path
+from airflow_hoodie.table.metadata_table.files_listing import (
+    FILES_PARTITION,
+    metadata_table_path,
+)
 from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
@@ -53,7 +72,11 @@ from airflow_hoodie.table.metadata_table.record_index import (
     RECORD_INDEX_PARTITION,
     is_partitioned_record_index,
 )
-from airflow_hoodie.table.metadata_table.stats_partitions import FILE_GROUP_PREFIX, index_version
+from airflow_hoodie.table.metadata_table.stats_partitions import (
+    EXPRESSION_INDEX_PREFIX,
+    file_group_prefix,
+    index_version,
+)
 from airflow_hoodie.table.storage.storage import Storage
 
 if TYPE_CHECKING:
@@ -102,9 +125,10 @@ def _hudi_layout(table: HoodieTable, partition: str) -> bool:
     folder = Storage.join(metadata_table_path(table.base_path), partition)
     if not table.storage.exists(folder):
         return False
-    pattern = re.compile(r"^\.?(" + re.escape(FILE_GROUP_PREFIX[partition]) + r"\d{4}-0)_")
+    prefix = file_group_prefix(partition)
+    pattern = re.compile(r"^\.?(" + re.escape(prefix) + r"\d{4}-0)_")
     ids = {m.group(1) for f in table.storage.list_dir(folder) if (m := pattern.match(f.path.rsplit("/", 1)[-1]))}
-    return bool(ids) and ids == {f"{FILE_GROUP_PREFIX[partition]}{i:04d}-0" for i in range(len(ids))}
+    return bool(ids) and ids == {f"{prefix}{i:04d}-0" for i in range(len(ids))}
 
 
 def unmaintained_partitions(table: HoodieTable) -> list[str]:
@@ -115,8 +139,34 @@ def unmaintained_partitions(table: HoodieTable) -> list[str]:
     inflight = _listed(table, METADATA_PARTITIONS_INFLIGHT)
     listed = dict.fromkeys(_listed(table, METADATA_PARTITIONS) + inflight)  # once each, in order
     partitioned = RECORD_INDEX_PARTITION in listed and is_partitioned_record_index(table)
-    kept = {FILES_PARTITION, RECORD_INDEX_PARTITION, *DROPPABLE, *(d.name for d in kept_secondary_indexes(table))}
+    kept_expression = [p for p in listed if p.startswith(EXPRESSION_INDEX_PREFIX) and p not in inflight]
+    kept = {FILES_PARTITION, RECORD_INDEX_PARTITION, *DROPPABLE, *kept_expression,
+            *(d.name for d in kept_secondary_indexes(table))}
     return [p for p in listed if p not in kept or p == RECORD_INDEX_PARTITION and (p in inflight or partitioned)]
+
+
+def refuse_unkeepable_expression_indexes(table: HoodieTable, settings: MetadataTableSettings) -> None:
+    """Stop, before anything changes, a change on a table with an expression index we cannot
+    keep exactly as Hudi's writer would: an unknown function (refused by name), no definition,
+    non-parquet base files, a bloom index over values we cannot print as Java does, or file
+    groups other than Hudi's ``expr-index-<nnnn>-0``."""
+    definitions = kept_definitions(table)
+    if not definitions:
+        return
+    # imported here: only a table with an expression index needs its schema
+    from airflow_hoodie.table.read import table_schema
+
+    schema = table_schema(table, table.reload_timeline())
+    for definition in definitions:
+        source = definition.source_field
+        check_keepable(table, definition, schema.field(source).type if schema is not None and source in schema.names
+                       else None, settings)
+        if not _hudi_layout(table, definition.partition):
+            raise HoodieNotSupportedError(
+                f"The expression index {definition.name} of {table.base_uri} does not have Hudi's file groups "
+                "expr-index-0000-0 .. expr-index-<n-1>-0 in its metadata-table partition; nothing was changed. Rebuild "
+                "it with Hudi (DROP INDEX, CREATE INDEX), or run with hoodie.metadata.enable=false to drop the "
+                "metadata table.")
 
 
 def refuse_partitioned_record_index(table: HoodieTable, settings: MetadataTableSettings) -> None:
@@ -164,8 +214,8 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
     if not settings.secondary_index_enabled:
         _drop_partitions(table, [p for p in _listed(table, METADATA_PARTITIONS) if p.startswith(SECONDARY_INDEX_PREFIX)])
     blocked = unmaintained_partitions(table)
-    if any(p.startswith(EXPRESSION_INDEX_PREFIX) for p in blocked):
-        expression_index_definitions(table)  # a function we do not evaluate is refused by its name
+    # an expression index still being built, on a function we do not evaluate: refused by that name
+    definitions_of(table, [p for p in blocked if p.startswith(EXPRESSION_INDEX_PREFIX)])
     refuse_unkept_secondary_indexes(table, blocked)  # a version or definition we do not keep, by its name
     if blocked:
         raise HoodieNotSupportedError(
@@ -174,6 +224,7 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
             "whole metadata table first, as a Hudi writer with it disabled does (Hudi rebuilds it, and the record "
             "index with a full scan), or run the job with Hudi itself.")
     refuse_unindexable_columns(table)
+    refuse_unkeepable_expression_indexes(table, settings)
     stale = _unkeepable_stats(table, settings)
     if stale:
         _drop_partitions(table, stale)
@@ -198,8 +249,8 @@ def committed_listing(table: HoodieTable) -> dict[str, dict[str, int]]:
 def ensure_files_partition(table: HoodieTable, settings: MetadataTableSettings) -> bool:
     """Under the table lock, before a write's instant exists: build the metadata table from
     the committed files when there is none (or only a half-built one), as a Hudi writer with
-    it enabled does, then the statistics partitions ``settings`` enable. Returns whether the
-    table now has one."""
+    it enabled does, then the statistics partitions ``settings`` enable and the expression
+    indexes ``index.json`` defines. Returns whether the table now has one."""
     table.reload_config()
     refuse_partitioned_record_index(table, settings)  # another writer may have defined it since
     if FILES_PARTITION not in _listed(table, METADATA_PARTITIONS):
@@ -207,4 +258,5 @@ def ensure_files_partition(table: HoodieTable, settings: MetadataTableSettings) 
             remove_metadata_table(table)
         initialize_files_partition(table, committed_listing(table))
     ensure_stats_partitions(table, settings)
+    ensure_expression_indexes(table, settings)
     return True

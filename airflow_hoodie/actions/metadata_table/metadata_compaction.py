@@ -19,8 +19,9 @@ delta commit of the data instant being completed, under the data table's lock):
    ``hoodie.metadata.compact.max.delta.commits`` delta commits gathered since the last
    compaction (all of them, the initializing one included, before the first), compaction
    ``<latest delta commit>001`` (version 6; a fresh instant time on 8 and 9) merges the latest slice of every file group of the ``files``
-   ``record_index``, ``column_stats``, ``partition_stats``, ``bloom_filters`` and kept
-   secondary-index partitions into new base HFiles (Hudi compacts all partitions at
+   ``record_index``, ``column_stats``, ``partition_stats`` and ``bloom_filters`` partitions,
+   of the kept secondary indexes and of the expression indexes (``expr_index_*``) into new base
+   HFiles (Hudi compacts all partitions at
    once; with a partition we do not compact, there is no compaction at all).
 4. archival of the metadata table's timeline (actions/archive.archive_metadata_table):
    the data table's rules with keep.min/max one higher, and nothing at or after the data
@@ -74,6 +75,7 @@ from airflow_hoodie.table.metadata_table.secondary_index import (
     secondary_index_records,
 )
 from airflow_hoodie.table.metadata_table.stats_reader import IndexPartitionFiles
+from airflow_hoodie.table.metadata_table.stats_partitions import EXPRESSION_INDEX_PREFIX
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
@@ -184,9 +186,12 @@ def _operation_metrics(fs: FileSlice) -> dict[str, float]:
 
 
 def _compacted_partitions(table: HoodieTable) -> list[str]:
-    """The partitions a compaction of ``table``'s metadata table merges: the fixed ones and
-    the secondary indexes kept true."""
-    return [*COMPACTED_PARTITIONS, *(d.name for d in siw.kept_secondary_indexes(table))]
+    """The partitions a compaction of ``table``'s metadata table merges: the fixed ones, the
+    secondary indexes kept true and the listed expression indexes (laid out and merged as the
+    statistics partitions are)."""
+    listed = listed_in(table.config, METADATA_PARTITIONS)
+    return [*COMPACTED_PARTITIONS, *(d.name for d in siw.kept_secondary_indexes(table)),
+            *sorted(p for p in listed if p.startswith(EXPRESSION_INDEX_PREFIX))]
 
 
 def _schedule_compaction(mdt: HoodieTable, instant_time: str, partitions: list[str]) -> bool:
@@ -244,7 +249,8 @@ def _merged_records(mdt: HoodieTable, fs: FileSlice, data_timeline: Timeline, va
         files = _index_files(mdt, fs, valid, pending, data_timeline)
         live = {key: False for key, deleted in siw.merged_entries(files, fs).items() if not deleted}
         return secondary_index_records(live, mdt.format.version, name), {}
-    if fs.partition_path in ("column_stats", "partition_stats", "bloom_filters"):
+    if fs.partition_path in ("column_stats", "partition_stats", "bloom_filters") or \
+            fs.partition_path.startswith(EXPRESSION_INDEX_PREFIX):
         # merged as their reader merges them; tombstones go, as Hudi's compaction drops them
         from airflow_hoodie.table.metadata_table import stats_reader  # noqa: PLC0415
 

@@ -9,8 +9,9 @@ archival). Then the delta commit appends one HFile data block (HoodieMetadataRec
 by partition, plus ``__all_partitions__``) to a new log version of the ``files-0000-0`` file
 group, as Hudi's Spark writer does on every commit; in the same delta commit, the instant's
 record-index records (:mod:`record_index_writer`), its secondary-index records
-(:mod:`secondary_index_writer`) and the column_stats, partition_stats and
-bloom_filters records of the files it wrote or deleted (:mod:`stats_index_writer`). The
+(:mod:`secondary_index_writer`), the column_stats, partition_stats and
+bloom_filters records of the files it wrote or deleted (:mod:`stats_index_writer`) and those of
+the expression indexes (:mod:`expression_index_writer`). The
 record schema and log layout are the table version's (Hudi 1.x's records carry more fields;
 its log files are named by the writing instant). Readers take such a block only once the
 data instant completed too (files_listing.valid_data_instants), so a data instant that
@@ -24,6 +25,9 @@ import secrets
 from typing import TYPE_CHECKING
 
 from airflow_hoodie.actions import commit
+from airflow_hoodie.actions.metadata_table.expression_index_writer import (
+    add_expression_index_changes,
+)
 from airflow_hoodie.actions.metadata_table.metadata_compaction import run_table_services
 from airflow_hoodie.actions.metadata_table.record_index_writer import (
     RecordIndexChange,
@@ -136,7 +140,10 @@ def update_files_partition(table: HoodieTable, instant_time: str, change: FilesC
     if secondary_index:
         append_secondary_index(mdt, instant_time, secondary_index, meta)
     # column_stats, partition_stats and bloom_filters of the files this instant wrote or
-    # deleted, in the same delta commit (:mod:`stats_index_writer`)
-    append_stats(mdt, instant_time, stats_for_change(table, instant_time, change, settings), meta)
+    # deleted, and the expression indexes' records of them, in the same delta commit
+    # (:mod:`stats_index_writer`, :mod:`expression_index_writer`)
+    batch = stats_for_change(table, instant_time, change, settings)
+    add_expression_index_changes(table, instant_time, change, settings, batch)
+    append_stats(mdt, instant_time, batch, meta)
     commit.complete(mdt, Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), meta)
     return result.log_path

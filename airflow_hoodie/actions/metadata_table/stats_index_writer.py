@@ -24,7 +24,9 @@ the format layer's (``table.metadata_table.column_stats``, ``stats_partitions``)
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import pyarrow as pa
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.metadata_table.files_bootstrap import partition_init_instant, write_empty_log
@@ -61,8 +63,8 @@ from airflow_hoodie.table.metadata_table.partitions import METADATA_PARTITIONS, 
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
 from airflow_hoodie.table.metadata_table.stats_partitions import (
     DEFAULT_INDEX_DEFS_PATH,
-    FILE_GROUP_PREFIX,
     INDEX_DEFS_PATH_KEY,
+    file_group_prefix,
     index_definitions,
     index_version,
     kept_stats_partitions,
@@ -116,20 +118,26 @@ def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = Non
     return cols[: settings.column_stats_max_columns]
 
 
+def put_index_definition(table: HoodieTable, name: str, entry: Mapping[str, Any]) -> None:
+    """Record (or replace) index definition ``name`` in the table's ``index.json``, as Hudi 1.x
+    does when it builds an index, and point ``hoodie.table.index.defs.path`` at that file."""
+    rel = table.config.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
+    path = table.storage.join(table.base_path, rel)
+    defs = index_definitions(table) if table.config.get(INDEX_DEFS_PATH_KEY) else {}
+    defs[name] = dict(entry)
+    table.storage.write_bytes(path, json.dumps({"indexDefinitions": defs}, indent=2).encode("utf-8"))
+    if not table.config.get(INDEX_DEFS_PATH_KEY):
+        table.update_config({INDEX_DEFS_PATH_KEY: rel})
+
+
 def _write_index_definition(table: HoodieTable, columns: Sequence[str]) -> None:
     """Hudi 1.x records which columns column_stats covers in the table's index definitions."""
     if not table.format.release.records_index_definitions:
         return
-    rel = table.config.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
-    path = table.storage.join(table.base_path, rel)
-    defs = index_definitions(table) if table.config.get(INDEX_DEFS_PATH_KEY) else {}
-    defs[COLUMN_STATS_PARTITION] = {
+    put_index_definition(table, COLUMN_STATS_PARTITION, {
         "indexName": COLUMN_STATS_PARTITION, "indexType": COLUMN_STATS_PARTITION,
         "indexFunction": COLUMN_STATS_PARTITION, "sourceFields": list(columns), "indexOptions": {},
-        "version": index_version(table)}
-    table.storage.write_bytes(path, json.dumps({"indexDefinitions": defs}, indent=2).encode("utf-8"))
-    if not table.config.get(INDEX_DEFS_PATH_KEY):
-        table.update_config({INDEX_DEFS_PATH_KEY: rel})
+        "version": index_version(table)})
 
 
 # ------------------------------------------------------------------ file statistics
@@ -149,26 +157,43 @@ def _parquet_stats(storage: Storage, path: str, columns: Sequence[str] | None,
             bloom_filter_from_footer(md.metadata) if want_bloom else None, names)
 
 
-def _log_ranges(storage: Storage, path: str, columns: Sequence[str] | None, instant_time: str | None
-                ) -> list[ColumnRange] | None:
-    """Ranges of a log file's data records (only the blocks of ``instant_time`` when given);
-    None when that instant wrote no data or delete block to it (a rollback's command block:
-    Hudi writes no statistics for it)."""
-    if instant_time is None:
-        return read_log_column_ranges(storage, path, columns or [])
-    import pyarrow as pa  # noqa: PLC0415
+def log_data(storage: Storage, path: str, instant_time: str | None) -> pa.Table | None | bool:
+    """The data records of a log file's blocks (of ``instant_time`` when given; every valid
+    block otherwise): a table, None when there are none, False when ``instant_time`` wrote no
+    data or delete block to it (a rollback's command block: Hudi writes no statistics for it)."""
 
     from airflow_hoodie.table.log.data_block import decode_data_block  # noqa: PLC0415
     from airflow_hoodie.table.log.log_reader import read_log_blocks  # noqa: PLC0415
 
-    mine = [b for b in read_log_blocks(storage, path) if not b.corrupt and b.instant_time == instant_time]
-    if not any(b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE) for b in mine):
+    data_types = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
+    mine = [b for b in read_log_blocks(storage, path)
+            if not b.corrupt and (instant_time is None or b.instant_time == instant_time)]
+    if instant_time is not None and not any(b.block_type in (*data_types, BlockType.DELETE) for b in mine):
+        return False
+    tables = [decode_data_block(b) for b in mine if b.block_type in data_types]
+    return pa.concat_tables(tables, promote_options="default") if tables else None
+
+
+def _log_ranges(storage: Storage, path: str, columns: Sequence[str] | None, instant_time: str | None
+                ) -> list[ColumnRange] | None:
+    """Ranges of a log file's data records (only the blocks of ``instant_time`` when given);
+    None when that instant wrote no data or delete block to it (see :func:`log_data`)."""
+    if instant_time is None:
+        return read_log_column_ranges(storage, path, columns or [])
+    data = log_data(storage, path, instant_time)
+    if data is False:
         return None
-    tables = [decode_data_block(b) for b in mine if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)]
-    data = pa.concat_tables(tables, promote_options="default") if tables else None
     if columns is None:
         columns = [] if data is None else list(data.column_names)
-    return table_column_ranges(data, columns)
+    return table_column_ranges(data or None, columns)
+
+
+def stats_file_kind(name: str) -> str | None:
+    """``base`` or ``log`` for a data file that gets statistics; None for anything else
+    (change-data-capture logs get none)."""
+    if name.endswith(".parquet"):
+        return "base"
+    return "log" if ".log." in name and not name.endswith(".cdc") else None
 
 
 class StatsBatch:
@@ -205,9 +230,10 @@ def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mappin
     want_ranges = COLUMN_STATS_PARTITION in partitions or PARTITION_STATS_PARTITION in partitions
     for part, names in sorted(files.items()):
         for name, size in sorted(names.items()):
-            is_base = name.endswith(".parquet")
-            if not is_base and (".log." not in name or name.endswith(".cdc")):
-                continue  # change-data-capture logs get no statistics
+            kind = stats_file_kind(name)
+            if kind is None:
+                continue
+            is_base = kind == "base"
             if size is None:
                 col_files.append(FileColumnStats(part, name, None, columns or ()))
                 if is_base:
@@ -239,8 +265,12 @@ def stats_for_files(table: HoodieTable, partitions: Sequence[str], files: Mappin
         batch.add(COLUMN_STATS_PARTITION, column_stats_records(col_files, ivs, version))
     if PARTITION_STATS_PARTITION in partitions and new_ranges:
         if instant_time is not None:  # a commit: Hudi's delta covers the partitions' latest slices
-            new_ranges = _latest_slice_ranges(table, files, dict(((p, n), r) for p, n, r in _named(col_files)),
-                                              columns or [])
+            new_ranges = latest_slice_ranges(
+                table, files, dict(((p, n), r) for p, n, r in _named(col_files)), columns or [],
+                COLUMN_STATS_PARTITION if COLUMN_STATS_PARTITION in kept_stats_partitions(table)
+                and index_version(table) == "V2" else None,
+                lambda p, n, path: (_parquet_stats(table.storage, path, columns, False)[0] if n.endswith(".parquet")
+                                    else _log_ranges(table.storage, path, columns, None) or []))
         batch.add(PARTITION_STATS_PARTITION, partition_stats_records(partition_ranges(new_ranges), ivs, version))
     if want_bloom:
         batch.add(BLOOM_FILTERS_PARTITION, bloom_filter_records(blooms, instant_time or ""))
@@ -251,13 +281,15 @@ def _named(col_files: Sequence[FileColumnStats]) -> list[tuple[str, str, list[Co
     return [(f.partition, f.file_name, f.ranges) for f in col_files if f.ranges is not None]
 
 
-def _latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, int | None]],
-                         fresh: Mapping[tuple[str, str], list[ColumnRange]], columns: Sequence[str]
-                         ) -> list[tuple[str, list[ColumnRange]]]:
+def latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, int | None]],
+                        fresh: Mapping[tuple[str, str], list[ColumnRange]], columns: Sequence[str],
+                        lookup: str | None, file_ranges: Callable[[str, str, str], list[ColumnRange]]
+                        ) -> list[tuple[str, list[ColumnRange]]]:
     """(partition, ranges) of every file of the latest file slices of each partition the
     change wrote to, the change's own files laid over the committed slices (Hudi's
-    partition-stats delta). Files the change did not write take their ranges from
-    column_stats (one batched lookup), or from the file when the index is V1."""
+    partition-stats delta). Files the change did not write take their ranges from the V2
+    records of metadata-table partition ``lookup`` (one batched lookup; None: no such
+    records), else from ``file_ranges(partition, name, path)``."""
     from airflow_hoodie.table.file_group.file_naming import parse_base_file_name, parse_log_file_name  # noqa: PLC0415
     from airflow_hoodie.table.metadata_table.column_stats import range_from_payload  # noqa: PLC0415
     from airflow_hoodie.table.metadata_table.index_keys import column_stats_key  # noqa: PLC0415
@@ -291,9 +323,9 @@ def _latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, in
             slices[key] = [n for n in slices[key] if files[part].get(n, 0) is not None]
     wanted = [(p, n) for (p, _fid), names in slices.items() for n in names if (p, n) not in fresh]
     known: dict[tuple[str, str], list[ColumnRange]] = {}
-    if wanted and COLUMN_STATS_PARTITION in kept_stats_partitions(table) and index_version(table) == "V2":
+    if wanted and lookup is not None:
         keys = {column_stats_key(c, p, n): (p, n) for p, n in wanted for c in columns}
-        records = read_index_records(index_partition_files(table, COLUMN_STATS_PARTITION), keys)
+        records = read_index_records(index_partition_files(table, lookup), keys)
         for key, rec in records.items():
             rng = range_from_payload(rec["ColumnStatsMetadata"])
             if rng is not None:
@@ -302,8 +334,7 @@ def _latest_slice_ranges(table: HoodieTable, files: Mapping[str, Mapping[str, in
     for p, n in wanted:
         if (p, n) not in known:
             path = table.storage.join(table.base_path, p, n) if p else table.storage.join(table.base_path, n)
-            known[(p, n)] = (_parquet_stats(table.storage, path, columns, False)[0] if n.endswith(".parquet")
-                             else _log_ranges(table.storage, path, columns, None) or [])
+            known[(p, n)] = file_ranges(p, n, path)
         out.append((p, known[(p, n)]))
     return out
 
@@ -319,7 +350,7 @@ def stats_for_change(table: HoodieTable, instant_time: str, change: FilesChange,
 def _group_slices(mdt: HoodieTable, partition: str) -> list[Any]:
     view = mdt.file_system_view(mdt.reload_timeline())
     slices = sorted(view.latest_file_slices(partition), key=lambda s: s.file_id)
-    prefix = FILE_GROUP_PREFIX[partition]
+    prefix = file_group_prefix(partition)
     if not slices or [s.file_id for s in slices] != [f"{prefix}{i:04d}-0" for i in range(len(slices))]:
         raise HoodieNotSupportedError(
             f"The {partition} partition of the metadata table {mdt.base_uri} has the file groups "
@@ -350,7 +381,7 @@ def append_stats(mdt: HoodieTable, instant_time: str, batch: StatsBatch, meta: C
 
 
 # ------------------------------------------------------------------ building
-def _latest_files(table: HoodieTable) -> dict[str, dict[str, int | None]]:
+def latest_files(table: HoodieTable) -> dict[str, dict[str, int | None]]:
     """partition -> name -> size of the files of every latest file slice."""
     view = table.file_system_view(table.reload_timeline())
     out: dict[str, dict[str, int | None]] = {}
@@ -368,9 +399,8 @@ def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], g
     """Build ``partitions`` from the table's latest file slices as one delta commit of the
     metadata table at Hudi's initialization instant, then list them; returns that instant.
     Runs under the table lock, before the write's own instant exists."""
-    mdt = table.metadata_table()
-    storage, mdt_base = table.storage, metadata_table_path(table.base_path)
-    files = _latest_files(table)
+    storage = table.storage
+    files = latest_files(table)
     if COLUMN_STATS_PARTITION in partitions and table.format.release.records_index_definitions:
         columns = indexed_columns(table, settings=settings)
         if columns is None:
@@ -381,6 +411,16 @@ def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], g
         if columns:
             _write_index_definition(table, columns)
     batch = stats_for_files(table, partitions, files, None, settings)
+    return write_initial_partitions(table, {p: batch.records.get(p, {}) for p in partitions}, group_counts)
+
+
+def write_initial_partitions(table: HoodieTable, records_by_partition: Mapping[str, Mapping[str, dict[str, Any]]],
+                             group_counts: Mapping[str, int]) -> str:
+    """Write new metadata-table partitions, each as ``group_counts[partition]`` file groups
+    holding ``records_by_partition[partition]``, as one delta commit at Hudi's initialization
+    instant, then list them; returns that instant. Runs under the table lock."""
+    mdt = table.metadata_table()
+    storage, mdt_base = table.storage, metadata_table_path(table.base_path)
     writer = mdt.timeline_writer()
     instant = partition_init_instant(table, mdt.reload_timeline())
     writer.create_requested(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
@@ -388,18 +428,17 @@ def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], g
     version = mdt.format.version
     schema = metadata_record_schema_json(version)
     meta = CommitMetadata(operation_type="BULK_INSERT_PREPPED", extra_metadata={"schema": schema})
-    for partition in partitions:
-        # a timeless tombstone has no instant to carry; build records at the init instant
-        records = batch.records.get(partition, {})
-        if partition == BLOOM_FILTERS_PARTITION:
-            for rec in records.values():
+    for partition, records in records_by_partition.items():
+        # bloom filters built at initialization carry the init instant (Hudi's writer stamps them so)
+        for rec in records.values():
+            if rec.get("BloomFilterMetadata"):
                 rec["BloomFilterMetadata"]["timestamp"] = instant
         count = max(1, int(group_counts.get(partition, 1)))
         write_partition_metadata(storage, mdt_base, partition, instant)
         groups: list[dict[str, dict[str, Any]]] = [{} for _ in range(count)]
         for key, rec in records.items():
             groups[file_group_index(key, count)][key] = rec
-        prefix = FILE_GROUP_PREFIX[partition]
+        prefix = file_group_prefix(partition)
         for index, group in enumerate(groups):
             file_id = f"{prefix}{index:04d}-0"
             write_empty_log(mdt, partition, file_id, instant)
@@ -411,7 +450,8 @@ def initialize_stats_partitions(table: HoodieTable, partitions: Sequence[str], g
                 fileId=file_id, path=f"{partition}/{name}", prevCommit="null", numWrites=len(group),
                 numInserts=len(group), totalWriteBytes=len(data), partitionPath=partition, fileSizeInBytes=len(data)))
     commit.complete(mdt, Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta)
-    table.update_config({METADATA_PARTITIONS: ",".join(sorted(set(listed_partitions(table)) | set(partitions)))})
+    listed = set(listed_partitions(table)) | set(records_by_partition)
+    table.update_config({METADATA_PARTITIONS: ",".join(sorted(listed))})
     return instant
 
 

@@ -11,7 +11,7 @@ before it reads or changes anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +27,14 @@ from airflow_hoodie.table.metadata_table.bloom_filter_index import (
     BLOOM_FILTERS_PARTITION,
 )
 from airflow_hoodie.table.metadata_table.column_stats import COLUMN_STATS_PARTITION
-from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
+from airflow_hoodie.table.metadata_table.stats_partitions import (
+    EXPRESSION_INDEX_PREFIX,
+    index_definitions,
+)
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-#: Hudi's PARTITION_NAME_EXPRESSION_INDEX_PREFIX: the definition's (and partition's) name prefix
-EXPRESSION_INDEX_PREFIX = "expr_index_"
 EXPRESSION_INDEX_TYPES = (COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION)
 
 
@@ -90,3 +91,17 @@ def expression_index_definitions(table: HoodieTable) -> list[ExpressionIndexDefi
     """The table's expression indexes, in ``index.json`` order (empty for a table without)."""
     return [parse_definition(name, raw) for name, raw in index_definitions(table).items()
             if is_expression_index(name, raw)]
+
+
+def definitions_of(table: HoodieTable, partitions: Iterable[str]) -> dict[str, ExpressionIndexDefinition]:
+    """partition -> definition of the expression indexes among ``partitions`` that ``index.json``
+    defines (only those are parsed: a definition of another index, even one on a function we do
+    not evaluate, is not this caller's concern). An unevaluated function among them is refused
+    by name."""
+    wanted = set(partitions)
+    out = {}
+    for name, raw in index_definitions(table).items():
+        if is_expression_index(name, raw) and str(raw.get("indexName") or name) in wanted:
+            definition = parse_definition(name, raw)
+            out[definition.partition] = definition
+    return out

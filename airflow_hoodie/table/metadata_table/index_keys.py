@@ -7,7 +7,9 @@ for file names; each hash is base64-encoded and the key is their concatenation:
 
 - ``column_stats``: column + partition + file;
 - ``bloom_filters``: partition + file;
-- ``partition_stats``: column + partition.
+- ``partition_stats``: column + partition;
+- an expression index's partition-level records (kept in its own partition): column +
+  ``__partition_stat__`` (as a partition) + partition.
 
 The hashes need no third-party package: XXH64 is small and these keys are few per commit.
 """
@@ -110,3 +112,13 @@ def bloom_filter_key(partition: str, file_name: str) -> str:
 
 def partition_stats_key(column: str, partition: str) -> str:
     return column_id(column) + partition_id(partition)
+
+
+#: HoodieExpressionIndex.HOODIE_EXPRESSION_INDEX_PARTITION_STAT_PREFIX
+EXPRESSION_PARTITION_STAT_PREFIX = "__partition_stat__"
+
+
+def expression_partition_stats_key(column: str, partition: str) -> str:
+    """The key of an expression index's record for one data partition (Hudi keeps them in the
+    index's own partition, beside the per-file records)."""
+    return column_id(column) + partition_id(EXPRESSION_PARTITION_STAT_PREFIX) + partition_id(partition)

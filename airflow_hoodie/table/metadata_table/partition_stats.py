@@ -11,7 +11,7 @@ Hudi's; a reader may prune on the range, never on the counts.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from airflow_hoodie.table.metadata_table.column_stats import ColumnRange, stats_payload
 from airflow_hoodie.table.metadata_table.index_keys import partition_stats_key
@@ -40,12 +40,14 @@ def partition_ranges(file_ranges: Iterable[tuple[str, Iterable[ColumnRange]]]) -
 
 
 def partition_stats_records(ranges: Mapping[str, Mapping[str, ColumnRange]], index_version: str,
-                            table_version: int) -> dict[str, dict[str, Any]]:
-    """HFile key -> HoodieMetadataRecord of each partition's column ranges."""
+                            table_version: int,
+                            key: Callable[[str, str], str] = partition_stats_key) -> dict[str, dict[str, Any]]:
+    """HFile key -> HoodieMetadataRecord of each partition's column ranges (``key``: of a column
+    and partition; an expression index keys its partition-level records its own way)."""
     records: dict[str, dict[str, Any]] = {}
     for partition, cols in ranges.items():
         for column, rng in cols.items():
-            records[partition_stats_key(column, partition)] = {
+            records[key(column, partition)] = {
                 "key": "", "type": TYPE_PARTITION_STATS,
                 "ColumnStatsMetadata": stats_payload(partition_key(partition), rng, index_version, table_version,
                                                      tight=True)}

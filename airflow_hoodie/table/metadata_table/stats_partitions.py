@@ -1,6 +1,6 @@
 """The statistics partitions of the metadata table (``column_stats``, ``partition_stats``,
-``bloom_filters``): their file-group names, which ones a table keeps, and the column-stats
-index definition.
+``bloom_filters``, and the expression indexes ``expr_index_*`` laid out like them): their
+file-group names, which ones a table keeps, and the column-stats index definition.
 
 Table version 6 (Hudi 0.14) keeps no index definition, so its column-stats records are
 version V1; Hudi 1.x (versions 8 and 9) records which columns column_stats covers in
@@ -27,8 +27,24 @@ if TYPE_CHECKING:
 FILE_GROUP_PREFIX = {COLUMN_STATS_PARTITION: "col-stats-", PARTITION_STATS_PARTITION: "partition-stats-",
                      BLOOM_FILTERS_PARTITION: "bloom-filters-"}
 STATS_PARTITIONS = tuple(FILE_GROUP_PREFIX)
+#: Hudi's PARTITION_NAME_EXPRESSION_INDEX_PREFIX (an expression index's definition and partition
+#: name) and the file-id prefix of its file groups (MetadataPartitionType.EXPRESSION_INDEX)
+EXPRESSION_INDEX_PREFIX = "expr_index_"
+EXPRESSION_INDEX_FILE_GROUP_PREFIX = "expr-index-"
 INDEX_DEFS_PATH_KEY = "hoodie.table.index.defs.path"
 DEFAULT_INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
+
+
+def file_group_prefix(partition: str) -> str:
+    """The file-id prefix of a statistics or expression-index partition's file groups."""
+    if partition.startswith(EXPRESSION_INDEX_PREFIX):
+        return EXPRESSION_INDEX_FILE_GROUP_PREFIX
+    return FILE_GROUP_PREFIX[partition]
+
+
+def kept_expression_indexes(table: HoodieTable) -> list[str]:
+    """The expression-index partitions ``table`` lists (and so keeps true)."""
+    return [p for p in listed_partitions(table) if p.startswith(EXPRESSION_INDEX_PREFIX)]
 
 
 def kept_stats_partitions(table: HoodieTable) -> list[str]:

@@ -105,13 +105,19 @@ def _comparable_scale(rng: ColumnRange, value_type: str, schema_scale: int | Non
 
 
 def prune_partitions_by_stats(table: HoodieTable, partitions: Iterable[str], filters: list[TypedFilter],
-                              schema: pa.Schema | None = None) -> set[str]:
-    """The partitions whose partition stats may satisfy every filter."""
+                              schema: pa.Schema | None = None, index_partition: str | None = None,
+                              key_of: Callable[[str, str], str] = partition_stats_key) -> set[str]:
+    """The partitions whose partition stats may satisfy every filter (``index_partition``: the
+    metadata-table partition holding them, keyed by ``key_of``; default ``partition_stats``)."""
     parts = set(partitions)
-    if not filters or PARTITION_STATS_PARTITION not in kept_stats_partitions(table):
+    if index_partition is None:
+        if PARTITION_STATS_PARTITION not in kept_stats_partitions(table):
+            return parts
+        index_partition = PARTITION_STATS_PARTITION
+    if not filters:
         return parts
-    keys = {partition_stats_key(c, p): (p, i) for p in parts for i, (c, _o, _v, _t) in enumerate(filters)}
-    records = _records_or_none(table, PARTITION_STATS_PARTITION, keys)
+    keys = {key_of(c, p): (p, i) for p in parts for i, (c, _o, _v, _t) in enumerate(filters)}
+    records = _records_or_none(table, index_partition, keys)
     if records is None:
         return parts
     dropped = set()
@@ -216,25 +222,30 @@ def _scale(schema: pa.Schema | None, column: str) -> int | None:
     return typ.scale if pa.types.is_decimal(typ) else None
 
 
-def _slice_files(s: Any) -> list[str]:
+def slice_files(s: Any) -> list[str]:
     files = [s.base_file.file_name] if getattr(s, "base_file", None) is not None else []
     return files + [lf.file_name for lf in getattr(s, "log_files", ()) or ()]
 
 
 def prune_slices_by_stats(table: HoodieTable, slices: Sequence[Any], filters: list[TypedFilter],
-                          schema: pa.Schema | None = None) -> list[Any]:
-    """The file slices whose files' column stats may satisfy every filter."""
-    if not filters or not slices or COLUMN_STATS_PARTITION not in kept_stats_partitions(table):
+                          schema: pa.Schema | None = None, index_partition: str | None = None) -> list[Any]:
+    """The file slices whose files' column stats may satisfy every filter (``index_partition``:
+    the metadata-table partition holding them, keyed like ``column_stats``; default that one)."""
+    if index_partition is None:
+        if COLUMN_STATS_PARTITION not in kept_stats_partitions(table):
+            return list(slices)
+        index_partition = COLUMN_STATS_PARTITION
+    if not filters or not slices:
         return list(slices)
     columns = sorted({f[0] for f in filters})
     keys = {column_stats_key(c, s.partition_path, name): (c, s.partition_path, name)
-            for s in slices for name in _slice_files(s) for c in columns}
-    records = _records_or_none(table, COLUMN_STATS_PARTITION, keys)
+            for s in slices for name in slice_files(s) for c in columns}
+    records = _records_or_none(table, index_partition, keys)
     if records is None:
         return list(slices)
     kept = []
     for s in slices:
-        files = _slice_files(s)
+        files = slice_files(s)
         keep = True
         for column, op, values, value_type in filters:
             ranges = []

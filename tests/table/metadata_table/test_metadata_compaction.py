@@ -303,7 +303,7 @@ def test_a_metadata_table_with_a_partition_we_do_not_compact_is_not_compacted(tm
         write_arrow(str(base), _batch(n), "upsert", CONF)
     assert _compactions(base) == []  # 10 delta commits: due at the next one
     table = HoodieTable.load(str(base))
-    table.config = TableConfig({**dict(table.config.items()), "hoodie.table.metadata.partitions": "files,expr_index_x"})
+    table.config = TableConfig({**dict(table.config.items()), "hoodie.table.metadata.partitions": "files,secondary_index_x"})
     assert run_table_services(table, mdt_of(table)).compacted == []
     assert _compactions(base) == []
     table = HoodieTable.load(str(base))
