@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.metadata_table.files_bootstrap import partition_init_instant, write_empty_log
+from airflow_hoodie.actions.metadata_table.index_definition_writer import index_definition, put_index_definition
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_naming import make_write_token
@@ -61,9 +62,7 @@ from airflow_hoodie.table.metadata_table.partition_stats import (
 from airflow_hoodie.table.metadata_table.partitions import METADATA_PARTITIONS, listed_partitions
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
 from airflow_hoodie.table.metadata_table.stats_partitions import (
-    DEFAULT_INDEX_DEFS_PATH,
     FILE_GROUP_PREFIX,
-    INDEX_DEFS_PATH_KEY,
     index_definitions,
     index_version,
     kept_stats_partitions,
@@ -121,16 +120,8 @@ def _write_index_definition(table: HoodieTable, columns: Sequence[str]) -> None:
     """Hudi 1.x records which columns column_stats covers in the table's index definitions."""
     if not table.format.release.records_index_definitions:
         return
-    rel = table.config.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
-    path = table.storage.join(table.base_path, rel)
-    defs = index_definitions(table) if table.config.get(INDEX_DEFS_PATH_KEY) else {}
-    defs[COLUMN_STATS_PARTITION] = {
-        "indexName": COLUMN_STATS_PARTITION, "indexType": COLUMN_STATS_PARTITION,
-        "indexFunction": COLUMN_STATS_PARTITION, "sourceFields": list(columns), "indexOptions": {},
-        "version": index_version(table)}
-    table.storage.write_bytes(path, json.dumps({"indexDefinitions": defs}, indent=2).encode("utf-8"))
-    if not table.config.get(INDEX_DEFS_PATH_KEY):
-        table.update_config({INDEX_DEFS_PATH_KEY: rel})
+    put_index_definition(table, index_definition(COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION,
+                                                 COLUMN_STATS_PARTITION, columns, index_version(table)))
 
 
 # ------------------------------------------------------------------ file statistics
