@@ -34,6 +34,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.merge_config import MergeConfig
+from airflow_hoodie.table.metadata_table.secondary_index_pruning import prune_slices_by_secondary_index
 from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions
 from airflow_hoodie.table.metadata_table.stats_pruning import (
     prune_partitions_by_stats,
@@ -235,6 +236,8 @@ def _pruned_slices(table: HoodieTable, view: Any, query_type: str, as_of: str | 
     slices = slices_to_read(table, view, query_type, latest, partitions, window)
     if skipping:
         slices = prune_slices_by_stats(table, slices, skipping, schema)
+    if flt and query_type == "snapshot" and not as_of and metadata_enable:  # indexes describe the latest slices
+        slices = prune_slices_by_secondary_index(table, slices, flt, schema)
     return slices
 
 
