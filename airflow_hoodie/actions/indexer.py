@@ -39,6 +39,7 @@ from airflow_hoodie.actions.metadata_table.secondary_index_build import (
 from airflow_hoodie.actions.metadata_table.stats_index_writer import (
     initialize_stats_partitions,
 )
+from airflow_hoodie.actions.service_common import crash_point
 from airflow_hoodie.actions.transaction.service_transaction import (
     executing,
     transaction_manager_for,
@@ -138,6 +139,7 @@ def schedule_indexing(table: HoodieTable, settings: IndexerSettings) -> tuple[st
         instant = Instant(table.new_instant_time(), Action.INDEXING, State.REQUESTED)
         table.timeline_writer().create_requested(
             instant, avro_codec.serialize("HoodieIndexPlan", _plan(todo, last.timestamp if last else None)))
+        crash_point("indexing.after_requested")
         table.update_config({METADATA_PARTITIONS_INFLIGHT: ",".join(sorted(set(inflight) | set(todo)))})
         return instant.timestamp, todo, ""
 
@@ -171,6 +173,10 @@ def _plan_partitions(table: HoodieTable, instant_time: str) -> list[dict[str, An
     return list(plan.get("indexPartitionInfos") or [])
 
 
+def _plan_names(table: HoodieTable, instant_time: str) -> list[str]:
+    return [str(i.get("metadataPartitionPath")) for i in _plan_partitions(table, instant_time)]
+
+
 def execute_indexing(table: HoodieTable, instant_time: str, settings: IndexerSettings) -> dict[str, Any]:
     """Build the partitions of plan ``instant_time``, list them and complete the instant."""
     tm = transaction_manager_for(table, settings.action.lock)
@@ -180,18 +186,21 @@ def execute_indexing(table: HoodieTable, instant_time: str, settings: IndexerSet
         if current is None:
             raise HoodieConfigError(f"{table.base_uri} has no indexing instant {instant_time}; schedule one first.")
         infos = _plan_partitions(table, instant_time)
-        names = [str(i.get("metadataPartitionPath")) for i in infos]
+        names = [str(i.get("metadataPartitionPath")) for i in infos]  # the plan's, whatever this run asked
         if current.is_completed:
             return {"instant": instant_time, "action": Action.INDEXING, "state": "COMPLETED", "partitions": names,
                     "built": {}, "reason": "already completed"}
         writer = table.timeline_writer()
         if current.state == State.REQUESTED:
             writer.transition_to_inflight(Instant(instant_time, Action.INDEXING, State.REQUESTED))
+        crash_point("indexing.after_inflight")
         built = {p: _build(table, p, settings) for p in names if p not in listed_in(table.config)}
+        crash_point("indexing.after_build")
         listed = set(listed_in(table.config)) | set(names)
         inflight = [p for p in listed_in(table.config, METADATA_PARTITIONS_INFLIGHT) if p not in names]
         table.update_config({METADATA_PARTITIONS: ",".join(sorted(listed)),
                              METADATA_PARTITIONS_INFLIGHT: ",".join(inflight)})
+        crash_point("indexing.before_commit")
         done = {"version": PLAN_VERSION, "operationType": None, "indexPartitionInfos": infos}
         commit.complete(table, Instant(instant_time, Action.INDEXING, State.INFLIGHT), done, changes_listing=False)
     return {"instant": instant_time, "action": Action.INDEXING, "state": "COMPLETED", "partitions": names,
@@ -220,13 +229,17 @@ def run_indexer(table: HoodieTable, config: HoodieConfig, mode: str, index_types
         raise HoodieConfigError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}.")
     settings = IndexerSettings.from_config(config, index_types, index_name, index_column)
     _prepare(table, settings)
-    if mode == "execute":
-        if not instant_time:
-            pending = pending_indexing_instants(table)
-            if not pending:
-                return {"instant": None, "action": Action.INDEXING, "reason": "no pending indexing plan"}
-            instant_time = pending[0].timestamp
+    if mode == "execute" and instant_time:
         return execute_indexing(table, instant_time, settings)
+    if mode != "schedule":
+        # a plan of these partitions a killed run left behind is finished first (as a pending
+        # clean is), so a retried task completes what its first try started
+        pending = [i for i in pending_indexing_instants(table)
+                   if mode == "execute" or set(_plan_names(table, i.timestamp)) & set(settings.partitions)]
+        if pending:
+            return {**execute_indexing(table, pending[0].timestamp, settings), "resumed": pending[0].timestamp}
+        if mode == "execute":
+            return {"instant": None, "action": Action.INDEXING, "reason": "no pending indexing plan"}
     instant, todo, reason = schedule_indexing(table, settings)
     if instant is None:
         return {"instant": None, "action": Action.INDEXING, "reason": reason}
