@@ -167,3 +167,18 @@ def test_an_index_behind_the_data_table_is_not_used(indexed, tmp_path):
     os.remove(os.path.join(folder, done))
     table = HoodieTable.load(base)
     assert not metadata_table_current(table) and usable_secondary_indexes(table) == {}
+
+
+def test_a_prefix_is_read_through_the_hfile_key_index_across_block_boundaries():
+    from airflow_hoodie.table.metadata_table.hfile_lookup import _root_index, get_prefixed_records
+    from airflow_hoodie.table.metadata_table.hfile_reader import HFile
+    from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+    from airflow_hoodie.table.metadata_table.metadata_record import metadata_record_schema_json
+
+    keys = sorted({f"{v}${k:04d}".encode() for v in ("a", "a\\$b", "b", "bb", "c") for k in range(150)})
+    data = write_hfile([(k, b"x" * 40) for k in keys], metadata_record_schema_json(9), block_size=512)
+    hfile = HFile(data, "mem")
+    assert len(_root_index(hfile)) > 20  # the entries of one value span several blocks
+    for prefixes in ([b"a$"], [b"b$"], [b"a\\$b$", b"c$"], [b"bb$"], [b"zz$"], [b"$"]):
+        expected = [(k, b"x" * 40) for k in keys if any(k.startswith(p) for p in prefixes)]
+        assert list(get_prefixed_records(hfile, prefixes)) == expected, prefixes

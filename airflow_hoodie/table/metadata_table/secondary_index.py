@@ -212,14 +212,14 @@ def _deleted(key: str, record: dict[str, Any] | None, where: str) -> bool:
 
 
 def _group_entries(table: HoodieTable, files: IndexPartitionFiles, definition: SecondaryIndexDefinition,
-                   index: int) -> Iterator[SecondaryIndexEntry]:
-    """The entries of file group ``index``, in order."""
+                   index: int, prefixes: list[bytes] | None = None) -> Iterator[SecondaryIndexEntry]:
+    """The entries of file group ``index``, in order (``prefixes``: only keys starting with one)."""
     file_slice = files.slices[index]
     if file_slice.file_id != file_group_id(definition.name, index):
         raise HoodieNotSupportedError(
             f"The secondary index {definition.name} of {table.base_uri} has the file group {file_slice.file_id}, "
             f"not Hudi's {file_group_id(definition.name, index)}; it cannot be read.")
-    for key, record, where in slice_records(files, file_slice):
+    for key, record, where in slice_records(files, file_slice, prefixes=prefixes):
         yield SecondaryIndexEntry(key, _deleted(key, record, where), index, where)
 
 
@@ -242,7 +242,8 @@ def record_keys_for(table: HoodieTable, definition: SecondaryIndexDefinition,
         groups = sorted({entry_file_group(prefix, files.count, "V2") for prefix in prefixes})
     else:
         groups = list(range(files.count))
-    wanted = [e for g in groups for e in _group_entries(table, files, definition, g)
+    raw = sorted(p.encode("utf-8") for p in prefixes)  # read through the HFiles' key index
+    wanted = [e for g in groups for e in _group_entries(table, files, definition, g, raw)
               if e.key[:_separator_at(e.key) + 1] in prefixes]
     out: dict[str | None, set[str]] = {v: set() for v in prefixes.values()}
     for key in live_keys(wanted):
