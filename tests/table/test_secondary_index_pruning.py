@@ -170,10 +170,15 @@ def test_an_index_behind_the_data_table_is_not_used(indexed, tmp_path):
 
 
 def test_a_prefix_is_read_through_the_hfile_key_index_across_block_boundaries():
-    from airflow_hoodie.table.metadata_table.hfile_lookup import _root_index, get_prefixed_records
+    from airflow_hoodie.table.metadata_table.hfile_lookup import (
+        _root_index,
+        get_prefixed_records,
+    )
     from airflow_hoodie.table.metadata_table.hfile_reader import HFile
     from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
-    from airflow_hoodie.table.metadata_table.metadata_record import metadata_record_schema_json
+    from airflow_hoodie.table.metadata_table.metadata_record import (
+        metadata_record_schema_json,
+    )
 
     keys = sorted({f"{v}${k:04d}".encode() for v in ("a", "a\\$b", "b", "bb", "c") for k in range(150)})
     data = write_hfile([(k, b"x" * 40) for k in keys], metadata_record_schema_json(9), block_size=512)
