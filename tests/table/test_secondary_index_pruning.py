@@ -187,3 +187,4 @@ def test_a_prefix_is_read_through_the_hfile_key_index_across_block_boundaries():
     for prefixes in ([b"a$"], [b"b$"], [b"a\\$b$", b"c$"], [b"bb$"], [b"zz$"], [b"$"]):
         expected = [(k, b"x" * 40) for k in keys if any(k.startswith(p) for p in prefixes)]
         assert list(get_prefixed_records(hfile, prefixes)) == expected, prefixes
+

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_hoodie.errors import HoodieError
+from airflow_hoodie.errors import HoodieError, HoodieMetadataDamagedError
 from airflow_hoodie.table.metadata_table.files_listing import metadata_table_path
 from airflow_hoodie.table.metadata_table.partitions import (
     METADATA_PARTITIONS_INFLIGHT,
@@ -99,9 +99,20 @@ def _index_texts(op: str, value: Any, typ: pa.DataType) -> list[str] | None:
 def lookup_file_groups(table: HoodieTable, filters: Sequence[tuple[str, str, Any]],
                        schema: pa.Schema | None) -> set[tuple[str, str]] | None:
     """(partition, file id) of the file groups that may hold rows matching every indexed
-    point filter; None when no filter can use a secondary index."""
-    if not filters or schema is None:
+    point filter; None when no filter can use a secondary index, or when an index it needs is
+    damaged (a skipped block may hold an entry: the read then prunes nothing, and says so)."""
+    if not filters or schema is None or not any(op in _LOOKUP_OPS for _, op, _ in filters):
         return None
+    try:
+        return _lookup(table, filters, schema)
+    except HoodieMetadataDamagedError as exc:
+        log.warning("A secondary-index lookup of %s read a damaged metadata-table partition (%s); this read "
+                    "prunes nothing by it.", table.base_uri, exc)
+        return None
+
+
+def _lookup(table: HoodieTable, filters: Sequence[tuple[str, str, Any]],
+            schema: pa.Schema) -> set[tuple[str, str]] | None:
     indexes = usable_secondary_indexes(table)
     allowed: set[tuple[str, str]] | None = None
     for column, op, value in filters:
