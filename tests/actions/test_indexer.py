@@ -243,3 +243,14 @@ def test_clean_and_archive_take_an_indexing_instant_in_their_stride(tmp_path):
     assert archived and max(archived) > indexing["instant"]
     assert table.timeline.get(indexing["instant"], Action.INDEXING).is_completed
     assert _hudi_rs(base).num_rows == 10
+
+
+def test_the_settings_name_partitions_as_the_format_layer_reads_them():
+    from airflow_hoodie.settings import indexer as settings
+    from airflow_hoodie.table.metadata_table import secondary_index
+
+    assert settings.SECONDARY_INDEX_PREFIX == secondary_index.SECONDARY_INDEX_PREFIX
+    assert settings.secondary_index_partition("idx") == settings.secondary_index_partition("secondary_index_idx") \
+        == "secondary_index_idx"
+    with pytest.raises(HoodieConfigError, match="--index-name"):
+        settings.secondary_index_partition("bad name/..")
