@@ -66,6 +66,7 @@ from airflow_hoodie.table.read import table_schema
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 
 if TYPE_CHECKING:
+    from airflow_hoodie.actions.executor import Executor
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
 MODES = ("schedule", "execute", "scheduleAndExecute")
@@ -145,7 +146,7 @@ def schedule_indexing(table: HoodieTable, settings: IndexerSettings) -> tuple[st
 
 
 # ------------------------------------------------------------------------ execute
-def _build(table: HoodieTable, partition: str, settings: IndexerSettings) -> str:
+def _build(table: HoodieTable, partition: str, settings: IndexerSettings, executor: Executor | None) -> str:
     """Build one partition from the latest file slices; returns its metadata-table instant."""
     if partition == RECORD_INDEX_PARTITION:
         return initialize_record_index(table, settings.sizing)
@@ -156,7 +157,7 @@ def _build(table: HoodieTable, partition: str, settings: IndexerSettings) -> str
                 f"The indexing plan builds {partition}, but .hoodie/.index_defs/index.json of {table.base_uri} "
                 "defines no such index; schedule it again (--mode scheduleAndExecute with --index-name and "
                 "--index-column).")
-        return build_secondary_index(table, found[0], settings.sizing)
+        return build_secondary_index(table, found[0], settings.sizing, executor=executor)
     metadata = settings.metadata
     counts = {"column_stats": metadata.column_stats_file_groups, "partition_stats": metadata.partition_stats_file_groups,
               "bloom_filters": metadata.bloom_filter_file_groups}
@@ -177,8 +178,10 @@ def _plan_names(table: HoodieTable, instant_time: str) -> list[str]:
     return [str(i.get("metadataPartitionPath")) for i in _plan_partitions(table, instant_time)]
 
 
-def execute_indexing(table: HoodieTable, instant_time: str, settings: IndexerSettings) -> dict[str, Any]:
-    """Build the partitions of plan ``instant_time``, list them and complete the instant."""
+def execute_indexing(table: HoodieTable, instant_time: str, settings: IndexerSettings,
+                     executor: Executor | None = None) -> dict[str, Any]:
+    """Build the partitions of plan ``instant_time``, list them and complete the instant
+    (``executor``: where a secondary index's slices are read)."""
     tm = transaction_manager_for(table, settings.action.lock)
     with executing(tm, Action.INDEXING, instant_time), tm.transaction(f"execute indexing {instant_time}"):
         table.reload_config()
@@ -194,7 +197,7 @@ def execute_indexing(table: HoodieTable, instant_time: str, settings: IndexerSet
         if current.state == State.REQUESTED:
             writer.transition_to_inflight(Instant(instant_time, Action.INDEXING, State.REQUESTED))
         crash_point("indexing.after_inflight")
-        built = {p: _build(table, p, settings) for p in names if p not in listed_in(table.config)}
+        built = {p: _build(table, p, settings, executor) for p in names if p not in listed_in(table.config)}
         crash_point("indexing.after_build")
         listed = set(listed_in(table.config)) | set(names)
         inflight = [p for p in listed_in(table.config, METADATA_PARTITIONS_INFLIGHT) if p not in names]
@@ -222,22 +225,23 @@ def _prepare(table: HoodieTable, settings: IndexerSettings) -> None:
 
 def run_indexer(table: HoodieTable, config: HoodieConfig, mode: str, index_types: Sequence[str] | str,
                 index_name: str | None = None, index_column: str | None = None,
-                instant_time: str | None = None) -> dict[str, Any]:
+                instant_time: str | None = None, executor: Executor | None = None) -> dict[str, Any]:
     """``schedule``, ``execute`` (``instant_time`` or the earliest pending plan) or
-    ``scheduleAndExecute`` (the default of Hudi's indexer jobs). Returns the job's result."""
+    ``scheduleAndExecute`` (the default of Hudi's indexer jobs). Returns the job's result.
+    ``executor``: where a secondary index's file slices are read (Spark in the job)."""
     if mode not in MODES:
         raise HoodieConfigError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}.")
     settings = IndexerSettings.from_config(config, index_types, index_name, index_column)
     _prepare(table, settings)
     if mode == "execute" and instant_time:
-        return execute_indexing(table, instant_time, settings)
+        return execute_indexing(table, instant_time, settings, executor)
     if mode != "schedule":
         # a plan of these partitions a killed run left behind is finished first (as a pending
         # clean is), so a retried task completes what its first try started
         pending = [i for i in pending_indexing_instants(table)
                    if mode == "execute" or set(_plan_names(table, i.timestamp)) & set(settings.partitions)]
         if pending:
-            return {**execute_indexing(table, pending[0].timestamp, settings), "resumed": pending[0].timestamp}
+            return {**execute_indexing(table, pending[0].timestamp, settings, executor), "resumed": pending[0].timestamp}
         if mode == "execute":
             return {"instant": None, "action": Action.INDEXING, "reason": "no pending indexing plan"}
     instant, todo, reason = schedule_indexing(table, settings)
@@ -245,7 +249,7 @@ def run_indexer(table: HoodieTable, config: HoodieConfig, mode: str, index_types
         return {"instant": None, "action": Action.INDEXING, "reason": reason}
     if mode == "schedule":
         return {"instant": instant, "action": Action.INDEXING, "state": "REQUESTED", "partitions": todo}
-    return execute_indexing(table, instant, settings)
+    return execute_indexing(table, instant, settings, executor)
 
 
 __all__ = ["MODES", "execute_indexing", "pending_indexing_instants", "run_indexer", "schedule_indexing"]

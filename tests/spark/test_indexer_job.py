@@ -15,7 +15,7 @@ from tests.actions.test_indexer import check_index, make_table
 from tests.spark.test_services_jobs import fast, run
 
 NO_SKEW = ("--hoodie-conf", "hoodie.time.generator.max_expected_clock_skew_ms=0")
-SI = ("--index-types", "RECORD_INDEX,SECONDARY_INDEX", "--index-name", "city_idx", "--index-column", "city")
+SI = ("--index-types", "RECORD_INDEX,SECONDARY_INDEX", "--index-name", "city_idx", "--index-column", "city", "--local")
 POINTS = ["indexing.after_requested", "indexing.after_inflight", "indexing.after_build", "indexing.before_commit"]
 
 
@@ -51,3 +51,16 @@ def test_a_killed_run_is_finished_by_running_it_again(tmp_path, point):
     assert listed_in(table.config, METADATA_PARTITIONS_INFLIGHT) == []
     assert [i.timestamp for i in table.timeline.instants if i.action == "indexing"] == [result["instant"]]
     check_index(base, "secondary_index_city_idx", "city", "V2")
+
+
+def test_on_spark_the_slices_are_read_as_tasks(tmp_path, spark):
+    from airflow_hoodie.actions.indexer import run_indexer
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.spark.executor import SparkExecutor
+
+    base = str(tmp_path / "t")
+    make_table(base, 8)
+    out = run_indexer(HoodieTable.load(base), HoodieConfig(dict([NO_SKEW[1].split("=")])), "scheduleAndExecute",
+                      "RECORD_INDEX,SECONDARY_INDEX", "city_idx", "city", executor=SparkExecutor(spark))
+    assert out["state"] == "COMPLETED"
+    check_index(base, "secondary_index_city_idx", "city", "V1")

@@ -22,8 +22,9 @@ writes is the write path's business, not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -63,10 +64,12 @@ from airflow_hoodie.table.metadata_table.secondary_index import (
 )
 from airflow_hoodie.table.parallel_map import parallel_map
 from airflow_hoodie.table.schema.meta_fields import RECORD_KEY
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
 
 if TYPE_CHECKING:
+    from airflow_hoodie.actions.executor import Executor
     from airflow_hoodie.table.file_group.file_group import FileSlice
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
@@ -92,26 +95,33 @@ def _slice_options(table: HoodieTable, timeline: Timeline, column: str) -> Slice
         base_only=not table.is_mor)
 
 
-def table_entry_keys(table: HoodieTable, column: str) -> list[str]:
+def _slice_entry_keys(base_uri: str, storage_options: Mapping[str, Any], opts: SliceReadOptions, column: str,
+                      fs: FileSlice) -> list[str]:
+    """The entry keys of one file slice (an executor task: it opens its own storage)."""
+    storage, _ = Storage.for_uri(base_uri, dict(storage_options) or None)
+    rows = read_file_slice(storage, fs, opts)
+    if rows.num_rows == 0 or not rows.num_columns:
+        return []
+    if column not in rows.column_names:
+        raise HoodieConfigError(f"The secondary index column {column!r} is not a column of {base_uri}.")
+    return _entry_keys(rows, column)
+
+
+def table_entry_keys(table: HoodieTable, column: str, executor: Executor | None = None) -> list[str]:
     """Every live entry key of an index on ``column``: one per row of the latest merged file
-    slices (a slice per thread; the rows are merged through their logs first)."""
+    slices, each slice merged through its logs in a task of ``executor`` (Spark in the job;
+    None: a few threads here)."""
     if not table.config.populate_meta_fields:
         raise HoodieNotSupportedError(
             f"{table.base_uri} does not populate Hudi's meta fields (hoodie.populate.meta.fields=false), so its "
             "files hold no record keys to index. Build this secondary index with Hudi itself.")
     timeline = table.reload_timeline()
-    opts = _slice_options(table, timeline, column)
+    task = partial(_slice_entry_keys, table.base_uri, dict(getattr(table, "storage_options", None) or {}),
+                   _slice_options(table, timeline, column), column)
     slices = table.file_system_view(timeline).latest_merged_file_slices()
-
-    def read_one(fs: FileSlice) -> list[str]:
-        rows = read_file_slice(table.storage, fs, opts)
-        if rows.num_rows == 0 or not rows.num_columns:
-            return []
-        if column not in rows.column_names:
-            raise HoodieConfigError(f"The secondary index column {column!r} is not a column of {table.base_uri}.")
-        return _entry_keys(rows, column)
-
-    return [key for keys in parallel_map(read_one, slices, 4, "hoodie-si-build") for key in keys]
+    per_slice = executor.map(task, slices) if executor is not None else \
+        parallel_map(task, slices, 4, "hoodie-si-build")
+    return [key for keys in per_slice for key in keys]
 
 
 def secondary_index_records(keys: Sequence[str], table_version: int) -> list[tuple[bytes, bytes]]:
@@ -162,17 +172,18 @@ def _write_group(mdt: HoodieTable, partition: str, index: int, keys: list[str], 
 
 
 def build_secondary_index(table: HoodieTable, definition: SecondaryIndexDefinition, sizing: RecordIndexSizing,
-                          list_partition: bool = False) -> str:
+                          list_partition: bool = False, executor: Executor | None = None) -> str:
     """Build the partition of ``definition`` from the table's latest merged file slices as
     one delta commit of its metadata table; returns that commit's instant. Runs under the
     table lock. ``list_partition``: also list it in ``hoodie.table.metadata.partitions``
-    (the indexer lists it itself when its instant completes)."""
+    (the indexer lists it itself when its instant completes). ``executor``: where the
+    slices are read (the HFiles are written here, as Hudi's initialization commits them once)."""
     if not table.format.release.records_index_definitions:
         raise HoodieNotSupportedError(
             f"A secondary index on {table.base_uri} (table version {table.format.version}): Hudi 0.x tables have "
             "none. Secondary indexes exist from table version 8 (Hudi 1.0); upgrade the table with Hudi first.")
     partition = definition.name
-    keys = table_entry_keys(table, definition.source_field)
+    keys = table_entry_keys(table, definition.source_field, executor)
     count = file_group_count(len(keys), sizing.min_file_groups, sizing.max_file_groups, sizing.max_file_group_bytes,
                              sizing.growth_factor)
     groups: list[list[str]] = [[] for _ in range(count)]
