@@ -109,7 +109,8 @@ def _check_metadata_table(table: HoodieTable) -> None:
 # ------------------------------------------------------------------------ schedule
 def _plan(partitions: Sequence[str], up_to: str | None) -> dict[str, Any]:
     return {"version": PLAN_VERSION, "indexPartitionInfos": [
-        {"version": PLAN_VERSION, "metadataPartitionPath": p, "indexUptoInstant": up_to} for p in partitions]}
+        {"version": PLAN_VERSION, "metadataPartitionPath": p, "indexUptoInstant": up_to, "extraMetadata": {}}
+        for p in partitions]}
 
 
 def schedule_indexing(table: HoodieTable, settings: IndexerSettings) -> tuple[str | None, list[str], str]:
