@@ -20,7 +20,7 @@ index whose definition we cannot read, prunes nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -66,22 +66,26 @@ def metadata_table_current(table: HoodieTable) -> bool:
     return any(i.timestamp == done[-1].timestamp and i.is_completed for i in mdt.instants)
 
 
-def usable_secondary_indexes(table: HoodieTable) -> dict[str, SecondaryIndexDefinition]:
+def usable_secondary_indexes(table: HoodieTable, columns: Iterable[str] | None = None
+                             ) -> dict[str, SecondaryIndexDefinition]:
     """column -> the complete secondary index on it a snapshot read may prune with (none when
-    the table lacks a global record index or its metadata table lags behind)."""
+    the table lacks a global record index or its metadata table lags behind). ``columns``:
+    only indexes on these (the metadata table's timeline is read only when one is left)."""
     listed = set(listed_in(table.config))
     if RECORD_INDEX_PARTITION not in listed or not any(p.startswith("secondary_index_") for p in listed):
         return {}
     inflight = set(listed_in(table.config, METADATA_PARTITIONS_INFLIGHT))
+    wanted = None if columns is None else set(columns)
     try:
-        if is_partitioned_record_index(table):
-            return {}
         definitions = secondary_index_definitions(table)
+        usable = {d.source_field: d for d in definitions if d.name in listed and d.name not in inflight
+                  and (wanted is None or d.source_field in wanted)}
+        if not usable or is_partitioned_record_index(table):
+            return {}
     except HoodieError as exc:  # an index we cannot read: no pruning, the read itself goes on
         log.info("Secondary indexes of %s left unused: %s", table.base_uri, exc)
         return {}
-    usable = {d.source_field: d for d in definitions if d.name in listed and d.name not in inflight}
-    return usable if usable and metadata_table_current(table) else {}
+    return usable if metadata_table_current(table) else {}
 
 
 def _index_texts(op: str, value: Any, typ: pa.DataType) -> list[str] | None:
@@ -113,7 +117,7 @@ def lookup_file_groups(table: HoodieTable, filters: Sequence[tuple[str, str, Any
 
 def _lookup(table: HoodieTable, filters: Sequence[tuple[str, str, Any]],
             schema: pa.Schema) -> set[tuple[str, str]] | None:
-    indexes = usable_secondary_indexes(table)
+    indexes = usable_secondary_indexes(table, {c for c, op, _ in filters if op in _LOOKUP_OPS})
     allowed: set[tuple[str, str]] | None = None
     for column, op, value in filters:
         if op not in _LOOKUP_OPS or column not in indexes or column not in schema.names:
