@@ -269,3 +269,18 @@ def test_plan_and_commit_metadata_are_byte_for_byte_hudis(conformance_next):
     assert avro_codec.serialize("HoodieIndexPlan", plan, plan_bytes[-16:]) == plan_bytes
     done = {"version": 1, "operationType": None, "indexPartitionInfos": plan["indexPartitionInfos"]}
     assert table.format.encode_completed(Action.INDEXING, done, sync_marker=done_bytes[-16:]) == done_bytes
+
+
+def test_a_pending_compaction_is_read_through_its_merged_slices(tmp_path):
+    """Entries come from the latest merged slices: a log written after a compaction was
+    planned belongs with the slice the plan compacts, as every reader merges them."""
+    from airflow_hoodie.actions.compaction import schedule_compaction
+
+    base = str(tmp_path / "t")
+    make_table(base, 9)
+    sched = schedule_compaction(HoodieTable.load(base), HoodieConfig(NO_SKEW), force=True)
+    assert sched.instant is not None
+    write_arrow(base, _rows(range(20, 26), 5, shift=1), "upsert", _cfg(9))  # new values, logs in the new slices
+    run_indexer(HoodieTable.load(base), HoodieConfig(NO_SKEW), "scheduleAndExecute", "RECORD_INDEX,SECONDARY_INDEX",
+                "city_idx", "city")
+    check_index(base, "secondary_index_city_idx", "city", "V2")
