@@ -117,7 +117,7 @@ def provider_info() -> dict[str, Any]:
         "name": "Apache Hudi (airflow-hoodie)",
         "description": (
             "Every action on an Apache Hudi table's timeline (upsert, compaction, clustering, "
-            "clean, archive, rollback, savepoint) as an Airflow task, run as spark-submit jobs "
+            "clean, archive, rollback, savepoint, indexing) as an Airflow task, run as spark-submit jobs "
             "on a pure-Python implementation of the Hudi table format; sensors and deferrable "
             "triggers that wait on timeline instants; Asset events for table updates."
         ),

@@ -21,6 +21,7 @@ from airflow_hoodie.operators.hoodie_base import (
     is_templated,
     summary_table,
 )
+from airflow_hoodie.settings.indexer import parse_index_types
 
 __all__ = [
     "ASSET_EXTRA_KEYS",
@@ -32,6 +33,7 @@ __all__ = [
     "HoodieClusteringOperator",
     "HoodieCompactionExecuteOperator",
     "HoodieCompactionPlanOperator",
+    "HoodieIndexerOperator",
     "HoodieRollbackOperator",
     "HoodieSavepointOperator",
     "HoodieUpsertOperator",
@@ -225,4 +227,40 @@ class HoodieSavepointOperator(HoodieBaseOperator):
         args = ["--instant-time", str(self.instant_time)]
         if self.delete:
             args.append("--delete")
+        return args
+
+
+class HoodieIndexerOperator(HoodieBaseOperator):
+    """Build metadata-table indexes of an existing table (``spark_jobs/indexer.py``, Hudi's
+    HoodieIndexer): ``index_types`` among RECORD_INDEX, SECONDARY_INDEX (with ``index_name`` and
+    ``index_column``), COLUMN_STATS, BLOOM_FILTERS, PARTITION_STATS; ``mode`` schedule, execute
+    or scheduleAndExecute (default). An index changes no data, so no Asset event by default.
+    """
+
+    job = "indexer"
+    template_fields: Sequence[str] = (*HoodieBaseOperator.template_fields, "mode", "index_types", "index_name",
+                                      "index_column", "instant_time")
+    MODES = ("schedule", "execute", "scheduleAndExecute")
+
+    def __init__(self, *, index_types: str | Sequence[str], mode: str = "scheduleAndExecute",
+                 index_name: str | None = None, index_column: str | None = None, instant_time: str | None = None,
+                 **kwargs: Any) -> None:
+        if mode not in self.MODES and not is_templated(mode):
+            raise ValueError(f"mode must be one of {self.MODES}, not {mode!r}")
+        index_types = index_types if isinstance(index_types, str) else ",".join(index_types)
+        if not is_templated(index_types):
+            parse_index_types(index_types)  # an index type the job cannot build fails the DAG, not the run
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.index_types = index_types
+        self.index_name = index_name
+        self.index_column = index_column
+        self.instant_time = instant_time
+
+    def job_args(self, context: Any) -> list[str]:
+        args = ["--mode", self.mode, "--index-types", str(self.index_types)]
+        for flag, value in (("--index-name", self.index_name), ("--index-column", self.index_column),
+                            ("--instant-time", self.instant_time)):
+            if value:
+                args += [flag, str(value)]
         return args

@@ -42,6 +42,7 @@ from airflow_hoodie.table.metadata_table.expression_pruning import (
     prune_partitions_by_expression_indexes,
     prune_slices_by_expression_indexes,
 )
+from airflow_hoodie.table.metadata_table.secondary_index_pruning import prune_slices_by_secondary_index
 from airflow_hoodie.table.metadata_table.stats_partitions import kept_stats_partitions
 from airflow_hoodie.table.metadata_table.stats_pruning import (
     prune_partitions_by_stats,
@@ -239,8 +240,9 @@ def read_table(
 def _pruned_slices(table: HoodieTable, view: Any, query_type: str, as_of: str | None, latest: str,
                    metadata_enable: bool, spec: PartitionSpec, flt: list[Filter], schema: pa.Schema | None,
                    window: IncrementalWindow | None) -> list[Any]:
-    """The slices to read once partition values, the metadata table's statistics and its
-    expression indexes (for the expression filters among ``flt``) pruned them."""
+    """The slices to read once partition values, the metadata table's statistics, its
+    expression indexes (for the expression filters among ``flt``) and its secondary indexes
+    (point lookups) pruned them."""
     flt, expr_flt = split_expression_filters(flt)
     if not as_of:
         # a latest file gone from storage would read as older data (time travel may reach cleaned slices)
@@ -257,6 +259,8 @@ def _pruned_slices(table: HoodieTable, view: Any, query_type: str, as_of: str | 
         slices = prune_slices_by_stats(table, slices, skipping, schema)
     if by_expression:
         slices = prune_slices_by_expression_indexes(table, slices, by_expression, schema)
+    if flt and query_type == "snapshot" and not as_of and metadata_enable:  # indexes describe the latest slices
+        slices = prune_slices_by_secondary_index(table, slices, flt, schema)
     return slices
 
 

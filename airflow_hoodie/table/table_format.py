@@ -53,6 +53,7 @@ _AVRO_METADATA = {
     Action.ROLLBACK: "HoodieRollbackMetadata",
     Action.SAVEPOINT: "HoodieSavepointMetadata",
     Action.RESTORE: "HoodieRestoreMetadata",
+    Action.INDEXING: "HoodieIndexCommitMetadata",
 }
 #: actions that complete with commit metadata (compaction completes as a commit, clustering
 #: as a replacecommit)

@@ -159,17 +159,17 @@ def test_a_write_builds_a_defined_index_whose_partition_is_missing(tmp_path):
     """Hudi 1.1's writer treats expression indexes as enabled while index.json defines one, and
     builds a defined index that has no partition yet; so does ours. One whose function we do
     not evaluate is left unbuilt (no partition: nothing stale)."""
-    from airflow_hoodie.actions.metadata_table.stats_index_writer import put_index_definition
+    from airflow_hoodie.actions.metadata_table.index_definition_writer import put_index_definition
     from airflow_hoodie.table.metadata_table.partitions import listed_partitions
 
     base = str(tmp_path / "t")
     cfg = table_config("MERGE_ON_READ")
     write(base, rows(range(0, 6), 1), cfg, "insert")
     table = HoodieTable.load(base)
-    put_index_definition(table, "expr_index_up", {
+    put_index_definition(table, {
         "indexName": "expr_index_up", "indexType": "column_stats", "indexFunction": "upper", "sourceFields": ["name"],
         "indexOptions": {"expr": "upper"}, "version": "V2"})
-    put_index_definition(table, "expr_index_rr", {
+    put_index_definition(table, {
         "indexName": "expr_index_rr", "indexType": "column_stats", "indexFunction": "regexp_replace",
         "sourceFields": ["name"], "indexOptions": {}, "version": "V2"})
     write(base, rows(range(3, 9), 2), cfg)

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_hoodie.actions.metadata_table.index_definition_writer import index_definition, put_index_definition
 from airflow_hoodie.actions.metadata_table.stats_index_writer import (
     StatsBatch,
     latest_files,
     latest_slice_ranges,
-    put_index_definition,
     stats_file_kind,
     write_initial_partitions,
 )
@@ -274,9 +274,8 @@ def add_expression_index_changes(table: HoodieTable, instant_time: str, change: 
 # ------------------------------------------------------------------ building
 def definition_entry(definition: ExpressionIndexDefinition) -> dict[str, Any]:
     """The ``index.json`` entry Hudi's ``CREATE INDEX`` writes for ``definition``."""
-    return {"indexName": definition.name, "indexType": definition.index_type, "indexFunction": definition.function,
-            "sourceFields": [definition.source_field], "indexOptions": dict(definition.options),
-            "version": definition.version}
+    return index_definition(definition.name, definition.index_type, definition.function, [definition.source_field],
+                            definition.version, definition.options)
 
 
 def _build(table: HoodieTable, definition: ExpressionIndexDefinition, settings: MetadataTableSettings) -> str:
@@ -300,7 +299,7 @@ def initialize_expression_index(table: HoodieTable, definition: ExpressionIndexD
         raise HoodieNotSupportedError(
             f"expression index {definition.name!r}: Hudi names them {EXPRESSION_INDEX_PREFIX}<name>; rename it")
     check_keepable(table, definition, None, settings)
-    put_index_definition(table, definition.name, definition_entry(definition))
+    put_index_definition(table, definition_entry(definition))
     (parsed,) = [d for d in expression_index_definitions(table) if d.name == definition.name]
     return _build(table, parsed, settings)
 

@@ -31,6 +31,7 @@ import pyarrow as pa
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.metadata_table.files_bootstrap import partition_init_instant, write_empty_log
 from airflow_hoodie.actions.metadata_table.group_log import append_group_log
+from airflow_hoodie.actions.metadata_table.index_definition_writer import index_definition, put_index_definition
 from airflow_hoodie.settings.metadata_table import MetadataTableSettings
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_naming import make_write_token
@@ -62,8 +63,6 @@ from airflow_hoodie.table.metadata_table.partition_stats import (
 from airflow_hoodie.table.metadata_table.partitions import METADATA_PARTITIONS, listed_partitions
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
 from airflow_hoodie.table.metadata_table.stats_partitions import (
-    DEFAULT_INDEX_DEFS_PATH,
-    INDEX_DEFS_PATH_KEY,
     file_group_prefix,
     index_definitions,
     index_version,
@@ -118,26 +117,12 @@ def indexed_columns(table: HoodieTable, file_columns: Sequence[str] | None = Non
     return cols[: settings.column_stats_max_columns]
 
 
-def put_index_definition(table: HoodieTable, name: str, entry: Mapping[str, Any]) -> None:
-    """Record (or replace) index definition ``name`` in the table's ``index.json``, as Hudi 1.x
-    does when it builds an index, and point ``hoodie.table.index.defs.path`` at that file."""
-    rel = table.config.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
-    path = table.storage.join(table.base_path, rel)
-    defs = index_definitions(table) if table.config.get(INDEX_DEFS_PATH_KEY) else {}
-    defs[name] = dict(entry)
-    table.storage.write_bytes(path, json.dumps({"indexDefinitions": defs}, indent=2).encode("utf-8"))
-    if not table.config.get(INDEX_DEFS_PATH_KEY):
-        table.update_config({INDEX_DEFS_PATH_KEY: rel})
-
-
 def _write_index_definition(table: HoodieTable, columns: Sequence[str]) -> None:
     """Hudi 1.x records which columns column_stats covers in the table's index definitions."""
     if not table.format.release.records_index_definitions:
         return
-    put_index_definition(table, COLUMN_STATS_PARTITION, {
-        "indexName": COLUMN_STATS_PARTITION, "indexType": COLUMN_STATS_PARTITION,
-        "indexFunction": COLUMN_STATS_PARTITION, "sourceFields": list(columns), "indexOptions": {},
-        "version": index_version(table)})
+    put_index_definition(table, index_definition(COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION,
+                                                 COLUMN_STATS_PARTITION, columns, index_version(table)))
 
 
 # ------------------------------------------------------------------ file statistics

@@ -83,3 +83,33 @@ def get_records(hfile: HFile, keys: Iterable[bytes]) -> Iterator[tuple[bytes, by
         for key, value in hfile._cells(body, with_mvcc):
             if key in blocks[at]:
                 yield key, value
+
+
+def get_prefixed_records(hfile: HFile, prefixes: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
+    """(row key, value) of the rows starting with one of ``prefixes``, in key order: the rows
+    of a prefix are contiguous, so only the data block where the prefix would sit and the
+    blocks after it that still start inside it are read (a secondary index's entries of one
+    value: ``escape(value)$``)."""
+    wanted = sorted(set(prefixes))
+    if not wanted or hfile.trailer.entry_count == 0:
+        return
+    index = _root_index(hfile)
+    if index is None:
+        yield from ((k, v) for k, v in hfile.records() if any(k.startswith(p) for p in wanted))
+        return
+    rows = [row for _, row in index]
+    blocks: set[int] = set()
+    for prefix in wanted:
+        at = max(0, bisect.bisect_right(rows, prefix) - 1)
+        blocks.add(at)
+        while at + 1 < len(rows) and rows[at + 1].startswith(prefix):
+            at += 1
+            blocks.add(at)
+    with_mvcc = MAX_MEMSTORE_TS_KEY in hfile.file_info
+    for at in sorted(blocks):
+        magic, body, _ = hfile._block(index[at][0])
+        if magic not in DATA_MAGICS:
+            raise hfile._fail(f"the data index points at a {magic!r} block at byte {index[at][0]}")
+        for key, value in hfile._cells(body, with_mvcc):
+            if any(key.startswith(p) for p in wanted):
+                yield key, value

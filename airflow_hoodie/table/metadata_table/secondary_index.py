@@ -215,20 +215,22 @@ def _deleted(key: str, record: dict[str, Any] | None, where: str) -> bool:
 
 
 def group_entries(table: HoodieTable, files: IndexPartitionFiles, definition: SecondaryIndexDefinition,
-                  index: int) -> Iterator[SecondaryIndexEntry]:
+                  index: int, prefixes: list[bytes] | None = None) -> Iterator[SecondaryIndexEntry]:
     """The entries of file group ``index``, in order (the blocks of ``files.valid`` instants:
-    a writer undoing or reconciling blocks narrows it)."""
+    a writer undoing or reconciling blocks narrows it; ``prefixes``: only keys starting with
+    one, read through the HFiles' key index)."""
     file_slice = files.slices[index]
     if file_slice.file_id != file_group_id(definition.name, index):
         raise HoodieNotSupportedError(
             f"The secondary index {definition.name} of {table.base_uri} has the file group {file_slice.file_id}, "
             f"not Hudi's {file_group_id(definition.name, index)}; it cannot be read.")
-    yield from slice_entries(files, file_slice, index)
+    yield from slice_entries(files, file_slice, index, prefixes)
 
 
-def slice_entries(files: IndexPartitionFiles, file_slice: FileSlice, index: int) -> Iterator[SecondaryIndexEntry]:
+def slice_entries(files: IndexPartitionFiles, file_slice: FileSlice, index: int,
+                  prefixes: list[bytes] | None = None) -> Iterator[SecondaryIndexEntry]:
     """The entries of one slice of the index's file group ``index``, in order."""
-    for key, record, where in slice_records(files, file_slice):
+    for key, record, where in slice_records(files, file_slice, prefixes=prefixes):
         yield SecondaryIndexEntry(key, _deleted(key, record, where), index, where)
 
 
@@ -251,7 +253,8 @@ def record_keys_for(table: HoodieTable, definition: SecondaryIndexDefinition,
         groups = sorted({entry_file_group(prefix, files.count, "V2") for prefix in prefixes})
     else:
         groups = list(range(files.count))
-    wanted = [e for g in groups for e in group_entries(table, files, definition, g)
+    raw = sorted(p.encode("utf-8") for p in prefixes)  # read through the HFiles' key index
+    wanted = [e for g in groups for e in group_entries(table, files, definition, g, raw)
               if e.key[:_separator_at(e.key) + 1] in prefixes]
     out: dict[str | None, set[str]] = {v: set() for v in prefixes.values()}
     for key in live_keys(wanted):

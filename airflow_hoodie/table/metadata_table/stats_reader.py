@@ -25,7 +25,7 @@ from airflow_hoodie.table.log.log_reader import scan_log_files
 from airflow_hoodie.table.metadata_table.damage import load_metadata_config, refuse_damage
 from airflow_hoodie.table.metadata_table.column_stats import comparable_value, unwrap_value
 from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
-from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
+from airflow_hoodie.table.metadata_table.hfile_lookup import get_prefixed_records, get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
 from airflow_hoodie.table.timeline.timeline import Timeline
@@ -92,16 +92,19 @@ def _combine(old: Mapping[str, Any] | None, new: dict[str, Any]) -> dict[str, An
     return {**new, "ColumnStatsMetadata": merged}
 
 
-def slice_records(files: IndexPartitionFiles, fs: FileSlice,
-                  rows: list[bytes] | None = None) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
+def slice_records(files: IndexPartitionFiles, fs: FileSlice, rows: list[bytes] | None = None,
+                  prefixes: list[bytes] | None = None) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
     """Every record of one file group as written, in the order that decides the live one: the
     base HFile, then the log blocks of valid instants. Each comes as (key, record, where); a
     key of a delete block as (key, None, where). ``rows``: sorted keys to read through each
-    HFile's key index (other keys may still come); None reads everything."""
+    HFile's key index (other keys may still come); ``prefixes``: only keys starting with one
+    of them (read through the key index, undecoded otherwise); None reads everything."""
     storage = files.storage
 
     def take(hfile: HFile, schema: str | None) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
         pairs = hfile.records() if rows is None else get_records(hfile, rows)
+        if prefixes is not None:
+            pairs = get_prefixed_records(hfile, prefixes)
         for key, record in _decode_values(pairs, schema, hfile.where, named_unions=True):
             yield key, record, hfile.where
 
@@ -120,7 +123,8 @@ def slice_records(files: IndexPartitionFiles, fs: FileSlice,
         where = f"{storage.uri(block.log_path)} block at byte {block.block.offset}"
         if block.block_type == BlockType.DELETE:
             for rec in decode_delete_block(block.block):
-                yield rec.record_key, None, where
+                if prefixes is None or any((rec.record_key or "").encode("utf-8").startswith(p) for p in prefixes):
+                    yield rec.record_key, None, where
         elif block.block_type == BlockType.HFILE_DATA:
             yield from take(HFile(block.block.content or b"", where), block.block.schema)
         else:
