@@ -22,11 +22,12 @@ writes is the write path's business, not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.metadata_table.files_bootstrap import (
@@ -47,7 +48,6 @@ from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteS
 from airflow_hoodie.table.metadata_table.files_listing import metadata_table_path
 from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
 from airflow_hoodie.table.metadata_table.metadata_record import (
-    encode_record,
     metadata_record_schema_json,
 )
 from airflow_hoodie.table.metadata_table.partitions import (
@@ -55,15 +55,15 @@ from airflow_hoodie.table.metadata_table.partitions import (
     listed_in,
 )
 from airflow_hoodie.table.metadata_table.secondary_index import (
-    TYPE_SECONDARY_INDEX,
     SecondaryIndexDefinition,
     entry_file_group,
-    escape,
     file_group_id,
     index_values,
+    secondary_index_key,
+    secondary_index_records,
 )
 from airflow_hoodie.table.parallel_map import parallel_map
-from airflow_hoodie.table.schema.meta_fields import RECORD_KEY
+from airflow_hoodie.table.schema.meta_fields import IS_DELETED, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, Instant, State
 from airflow_hoodie.table.timeline.timeline import Timeline
@@ -75,9 +75,12 @@ if TYPE_CHECKING:
 
 
 def _entry_keys(rows: pa.Table, column: str) -> list[str]:
-    """The index keys of a slice's rows: ``escape(value)$escape(recordKey)``."""
+    """The index keys of a slice's rows (soft-deleted ones, ``_hoodie_is_deleted``, left out
+    as a snapshot reader leaves them out)."""
+    if IS_DELETED in rows.column_names:
+        rows = rows.filter(pc.invert(pc.fill_null(rows.column(IS_DELETED), False)))
     values = index_values(rows.column(column))
-    return [escape(v) + "$" + escape(k) for v, k in zip(values, rows.column(RECORD_KEY).to_pylist())]
+    return [secondary_index_key(v, k) for v, k in zip(values, rows.column(RECORD_KEY).to_pylist())]
 
 
 def _slice_options(table: HoodieTable, timeline: Timeline, column: str) -> SliceReadOptions:
@@ -87,7 +90,7 @@ def _slice_options(table: HoodieTable, timeline: Timeline, column: str) -> Slice
     last = completed.last()
     return SliceReadOptions(
         merge_config=MergeConfig.from_properties(table.config),
-        columns=[RECORD_KEY, column],
+        columns=[RECORD_KEY, IS_DELETED, column],
         as_of=last.timestamp if last is not None else None,
         valid_instants=frozenset(i.timestamp for i in completed),
         timeline_start=timeline.first_non_savepoint_commit(),
@@ -124,13 +127,6 @@ def table_entry_keys(table: HoodieTable, column: str, executor: Executor | None 
     return [key for keys in per_slice for key in keys]
 
 
-def secondary_index_records(keys: Sequence[str], table_version: int) -> list[tuple[bytes, bytes]]:
-    """(HFile key, Avro value) of live entries, sorted by key bytes as an HFile needs them."""
-    value = encode_record({"key": "", "type": TYPE_SECONDARY_INDEX, "SecondaryIndexMetadata": {"isDeleted": False}},
-                          table_version)
-    return sorted((k.encode("utf-8"), value) for k in set(keys))
-
-
 def _remove_unlisted_build(mdt: HoodieTable, partition: str) -> None:
     """A build that died before its partition was listed left the partition's folder and its
     delta commit (completed with only this partition's files, or pending with files of its
@@ -164,7 +160,7 @@ def _write_group(mdt: HoodieTable, partition: str, index: int, keys: list[str], 
         return
     name = f"{file_id}_{make_write_token(index, 0, 0)}_{instant}.hfile"
     schema = metadata_record_schema_json(mdt.format.version)
-    data = write_hfile(secondary_index_records(keys, mdt.format.version), schema)
+    data = write_hfile(secondary_index_records(dict.fromkeys(keys, False), mdt.format.version), schema)
     mdt.storage.write_bytes(mdt.storage.join(mdt.base_path, partition, name), data)
     meta.add_write_stat(partition, WriteStat.new(
         fileId=file_id, path=f"{partition}/{name}", prevCommit="null", numWrites=len(keys), numInserts=len(keys),
@@ -206,4 +202,4 @@ def build_secondary_index(table: HoodieTable, definition: SecondaryIndexDefiniti
     return instant
 
 
-__all__ = ["build_secondary_index", "secondary_index_records", "table_entry_keys"]
+__all__ = ["build_secondary_index", "table_entry_keys"]

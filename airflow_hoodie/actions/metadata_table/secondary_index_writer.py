@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from airflow_hoodie.actions.metadata_table.group_log import append_group_log
 from airflow_hoodie.actions.metadata_table.record_index_writer import _rolled_back
+from airflow_hoodie.actions.metadata_table.secondary_index_build import table_entry_keys
 from airflow_hoodie.errors import HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_group import BaseFile, FileSlice, LogFile
 from airflow_hoodie.table.file_group.file_slice_reader import (
@@ -253,17 +254,8 @@ def _write_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition
 
 def table_entries(table: HoodieTable, definitions: list[SecondaryIndexDefinition]) -> dict[str, set[str]]:
     """Index name -> the entry keys the table's rows make (its latest file slices, merged):
-    what each index holds when it is exact (a full scan, as building an index is)."""
-    timeline = table.reload_timeline()
-    valid = {i.timestamp for i in timeline.completed().instants}
-    start = timeline.first_non_savepoint_commit()
-    fields = sorted({d.source_field for d in definitions})
-    out: dict[str, set[str]] = {d.name: set() for d in definitions}
-    for fs in table.file_system_view(timeline).latest_merged_file_slices():
-        values = _slice_values(table, fs, fields, None, valid, start)
-        for definition in definitions:
-            out[definition.name].update(secondary_index_key(v, rk) for rk, v in values[definition.source_field].items())
-    return out
+    what each index holds when it is exact (a full scan, the indexer's build scan)."""
+    return {d.name: set(table_entry_keys(table, d.source_field)) for d in definitions}
 
 
 def reconcile_secondary_indexes(table: HoodieTable, definitions: list[SecondaryIndexDefinition],
