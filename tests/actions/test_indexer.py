@@ -305,3 +305,23 @@ def test_writes_after_the_indexer_keep_its_index_exact(tmp_path, version, table_
     write_arrow(base, _rows(range(1, 9, 3), 3), "delete", cfg)
     counts = check_indexes(Path(base), "deleted")
     assert counts, "no secondary index was checked"
+
+
+def test_a_write_while_an_index_is_scheduled_waits_for_its_build(tmp_path):
+    """Between the indexer's schedule and execute the partition is listed inflight: a write is
+    refused, naming the indexing instant and how to finish it, and changes nothing; after
+    execute the same write goes through and keeps the index exact."""
+    from tests.actions.secondary_index_fixtures import check_indexes
+
+    base = str(tmp_path / "t")
+    cfg = _cfg(9)
+    write_arrow(base, _rows(range(20), 1), "upsert", cfg)
+    run_indexer(HoodieTable.load(base), HoodieConfig(NO_SKEW), "scheduleAndExecute", "RECORD_INDEX")
+    out = run_indexer(HoodieTable.load(base), HoodieConfig(NO_SKEW), "schedule", "SECONDARY_INDEX", "city_idx", "city")
+    timeline_before = sorted(os.listdir(os.path.join(base, ".hoodie", "timeline")))
+    with pytest.raises(HoodieNotSupportedError, match=f"--mode execute --instant-time {out['instant']}"):
+        write_arrow(base, _rows(range(5), 2, shift=1), "upsert", cfg)
+    assert sorted(os.listdir(os.path.join(base, ".hoodie", "timeline"))) == timeline_before
+    run_indexer(HoodieTable.load(base), HoodieConfig(NO_SKEW), "execute", "SECONDARY_INDEX", "city_idx", "city")
+    write_arrow(base, _rows(range(5), 2, shift=1), "upsert", cfg)
+    check_indexes(Path(base), "after the build")

@@ -78,6 +78,7 @@ from airflow_hoodie.table.metadata_table.stats_partitions import (
     index_version,
 )
 from airflow_hoodie.table.storage.storage import Storage
+from airflow_hoodie.table.timeline.instant import Action
 
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -187,6 +188,20 @@ def refuse_partitioned_record_index(table: HoodieTable, settings: MetadataTableS
         "definition.")
 
 
+def _refuse_while_indexing(table: HoodieTable, blocked: list[str]) -> None:
+    """An index the indexer scheduled and has not built yet (listed inflight, with a pending
+    ``indexing`` instant): a write cannot keep a half-built index true, and Hudi's indexer
+    catches up only with the instants its own writers logged, so the write waits for the build."""
+    inflight = [p for p in blocked if p in _listed(table, METADATA_PARTITIONS_INFLIGHT)]
+    pending = [i for i in table.reload_timeline().instants if i.action == Action.INDEXING and not i.is_completed]
+    if inflight and pending:
+        raise HoodieNotSupportedError(
+            f"The index partition(s) {', '.join(inflight)} of {table.base_uri} are being built by the indexing "
+            f"instant {pending[0].timestamp}; nothing was changed. Finish the build first (the indexer job with "
+            f"--mode execute --instant-time {pending[0].timestamp}, or HoodieIndexerOperator with mode='execute'), "
+            "then run this job again.")
+
+
 def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings | None) -> None:
     """Make the metadata table one our change keeps true: drop it when disabled (``settings``
     None), drop the statistics partitions, refuse the ones we cannot keep."""
@@ -217,6 +232,7 @@ def prepare_metadata_table(table: HoodieTable, settings: MetadataTableSettings |
     # an expression index still being built, on a function we do not evaluate: refused by that name
     definitions_of(table, [p for p in blocked if p.startswith(EXPRESSION_INDEX_PREFIX)])
     refuse_unkept_secondary_indexes(table, blocked)  # a version or definition we do not keep, by its name
+    _refuse_while_indexing(table, blocked)
     if blocked:
         raise HoodieNotSupportedError(
             f"The metadata table of {table.base_uri} has the partition(s) {', '.join(blocked)}, which airflow-hoodie "
