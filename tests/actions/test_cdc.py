@@ -209,3 +209,27 @@ def test_replacing_operation_refused_on_cdc_table(tmp_path):
         write_arrow(base, rows_table([{"id": 2, "ts": 1, "p": "a", "v": "y"}]), "insert_overwrite", conf(),
                     table_name="t")
     assert _timeline_files(base) == before
+
+
+def test_cdc_logs_listed_by_metadata_table_and_cleaned_with_their_slice(tmp_path):
+    """Hudi lists a merge's .cdc log in the metadata table's files partition and keeps it in the
+    file slice of the commit that wrote it, so the cleaner removes it with that slice."""
+    from airflow_hoodie.actions import clean as cl
+    from airflow_hoodie.actions.executor import LocalExecutor
+    from airflow_hoodie.config import HoodieConfig
+    from airflow_hoodie.table.metadata_table.files_listing import load_files_listing
+    from tests.table.table_files import storage_listing
+
+    base = str(tmp_path / "t")
+    for ts in range(1, 6):
+        write_arrow(base, rows_table([{"id": 1, "ts": ts, "p": "a", "v": "x"}]), "upsert", conf(), table_name="t")
+    table = HoodieTable.load(base)
+    assert load_files_listing(table.storage, table.base_path, table.timeline).files == storage_listing(base)
+    cdc_logs = [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    assert len(cdc_logs) == 4
+    cl.run_clean(HoodieTable.load(base), HoodieConfig({cl.COMMITS_RETAINED: "1"}), LocalExecutor())
+    left = [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    assert 0 < len(left) < len(cdc_logs)
+    table = HoodieTable.load(base)
+    assert load_files_listing(table.storage, table.base_path, table.timeline).files == storage_listing(base)
+    assert read_table(base).num_rows == 1
