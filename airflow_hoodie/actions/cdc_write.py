@@ -37,7 +37,7 @@ from airflow_hoodie.table.storage.storage import Storage
 LOGGED_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert")
 
 
-def refuse_unsupported_cdc(cdc: CdcSettings, table_type: str, operation: str) -> None:
+def refuse_unsupported_cdc(cdc: CdcSettings, operation: str) -> None:
     """Refuse, before anything is written, a write to a CDC table that we would log otherwise
     than Hudi (or not at all)."""
     if not cdc.enabled:
@@ -47,11 +47,6 @@ def refuse_unsupported_cdc(cdc: CdcSettings, table_type: str, operation: str) ->
             f"The table logs CDC in supplemental logging mode {cdc.mode}; airflow-hoodie writes CDC logs only in "
             f"{DATA_BEFORE_AFTER} (Hudi's default). Nothing was written: write this table with Hudi's own writers, "
             "or create the table with hoodie.table.cdc.supplemental.logging.mode=DATA_BEFORE_AFTER.")
-    if table_type == "MERGE_ON_READ":
-        raise HoodieNotSupportedError(
-            "The table is a MERGE_ON_READ table with hoodie.table.cdc.enabled=true; airflow-hoodie does not write "
-            "the CDC logs Hudi's compaction of such a table writes, so it writes no MERGE_ON_READ CDC table. Nothing "
-            "was written: use Hudi's own writers for this table, or a COPY_ON_WRITE CDC table.")
     if operation not in LOGGED_OPERATIONS:
         raise HoodieNotSupportedError(
             f"The {operation} operation on a table with hoodie.table.cdc.enabled=true is not supported: airflow-hoodie "

@@ -205,7 +205,7 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     settings = WriteSettings.from_config(
         with_table_settings(client.effective_config(), client.table.config if client.table is not None else None),
         request, client.table.config.as_dict() if client.table is not None else None)
-    refuse_unsupported_cdc(settings.cdc, settings.table_type, operation)
+    refuse_unsupported_cdc(settings.cdc, operation)
     if not settings.record_key_fields:
         check_auto_keys_operation(operation)
         if settings.dedupe:
