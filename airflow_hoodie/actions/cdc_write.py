@@ -30,11 +30,42 @@ from airflow_hoodie.table.log.cdc_block import (
 )
 from airflow_hoodie.table.log.log_block import serialize_block
 from airflow_hoodie.table.schema.avro_convert import arrow_to_avro_records
-from airflow_hoodie.table.schema.meta_fields import RECORD_KEY
+from airflow_hoodie.table.schema.meta_fields import COMMIT_TIME, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
 #: operations whose file groups the write path logs as Hudi does (merge handle / create handle)
 LOGGED_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert")
+
+
+def refuse_unsupported_cdc_mode(cdc_enabled: bool, mode: str, action: str) -> None:
+    """Refuse a table service that would log a CDC table's changes in a mode we do not write."""
+    if cdc_enabled and mode != DATA_BEFORE_AFTER:
+        raise HoodieNotSupportedError(
+            f"The table logs CDC in supplemental logging mode {mode}; airflow-hoodie writes CDC logs only in "
+            f"{DATA_BEFORE_AFTER}, so it does not run {action} on it. Nothing was changed: run it with Hudi's own "
+            "table services.")
+
+
+def compaction_changes(base_rows: pa.Table | None, merged: pa.Table, base_instant: str,
+                       data_schema: Mapping[str, Any]) -> list[tuple[str, dict | None, dict | None]]:
+    """What a compaction merged into a file group: a row written after the base file (its commit
+    time) updates the base row of its key or is an insert; a base row gone was deleted. Rows the
+    logs left alone are no change (Hudi's change-log merge handle logs only merged records)."""
+    merged_keys = _keys(merged.column(RECORD_KEY))
+    touched = merged.filter(pc.greater(merged.column(COMMIT_TIME).cast(pa.string()), base_instant))
+    if base_rows is None or base_rows.num_rows == 0:
+        return [(INSERT, None, a) for a in _images(touched, data_schema)]
+    base_keys = _keys(base_rows.column(RECORD_KEY))
+    touched_keys = _keys(touched.column(RECORD_KEY))
+    updated = pc.is_in(touched_keys, value_set=base_keys)
+    before = base_rows.take(pc.index_in(pc.filter(touched_keys, updated), value_set=base_keys))
+    deleted = base_rows.filter(pc.invert(pc.is_in(base_keys, value_set=merged_keys)))
+    changes: list[tuple[str, dict | None, dict | None]] = []
+    changes += [(UPDATE, b, a) for b, a in zip(_images(before, data_schema),
+                                               _images(touched.filter(updated), data_schema))]
+    changes += [(DELETE, b, None) for b in _images(deleted, data_schema)]
+    changes += [(INSERT, None, a) for a in _images(touched.filter(pc.invert(updated)), data_schema)]
+    return changes
 
 
 def refuse_unsupported_cdc(cdc: CdcSettings, operation: str) -> None:
@@ -109,4 +140,5 @@ def write_cdc_log(storage: Storage, base_path: str, partition_path: str, file_id
     return {rel: len(data)}
 
 
-__all__ = ["LOGGED_OPERATIONS", "merge_changes", "refuse_unsupported_cdc", "write_cdc_log"]
+__all__ = ["LOGGED_OPERATIONS", "compaction_changes", "merge_changes", "refuse_unsupported_cdc",
+           "refuse_unsupported_cdc_mode", "write_cdc_log"]

@@ -241,3 +241,32 @@ def test_cdc_logs_listed_by_metadata_table_and_cleaned_with_their_slice(tmp_path
     table = HoodieTable.load(base)
     assert load_files_listing(table.storage, table.base_path, table.timeline).files == storage_listing(base)
     assert read_table(base).num_rows == 1
+
+
+def test_mor_compaction_logs_its_merge_and_cdc_query_skips_it(tmp_path):
+    """Hudi compacts a CDC table through its merge handle with change log: the compaction's
+    stats name .cdc logs of what it merged (updates of base rows, inserts, deletes). A CDC query
+    leaves the compaction out (not a data change): the changes stay the delta commits'."""
+    from airflow_hoodie.actions import compaction as cp
+    from airflow_hoodie.actions.executor import LocalExecutor
+    from airflow_hoodie.config import HoodieConfig
+
+    base, c = str(tmp_path / "t"), conf(**{"hoodie.table.type": "MERGE_ON_READ"})
+    model, expected = ChangeModel(), []
+    first = [{"id": i, "ts": 1, "p": "a", "v": f"v{i}"} for i in range(4)]
+    r = write_arrow(base, rows_table(first), "upsert", c, table_name="t")
+    expected += model.upsert(first, r.instant)
+    second = [{"id": 1, "ts": 2, "p": "a", "v": "w1"}]
+    r = write_arrow(base, rows_table(second), "upsert", c, table_name="t")
+    expected += model.upsert(second, r.instant)
+    r = write_arrow(base, rows_table([{**model.rows[2], "ts": 3}]), "delete", c, table_name="t")
+    expected += model.delete([2], r.instant)
+    sched = cp.schedule_compaction(HoodieTable.load(base), HoodieConfig({}), force=True)
+    cp.execute_compaction(HoodieTable.load(base), sched.instant.timestamp, LocalExecutor())
+    meta = HoodieTable.load(base).timeline.commit_metadata(sched.instant.timestamp)
+    logged = [(x["op"], x["before"], x["after"]) for s in meta.write_stats for rel in (s.cdc_stats or {})
+              for x in decode_cdc_file(os.path.join(base, rel))]
+    assert sorted(logged, key=str) == sorted([("u", {"id": 1, "ts": 1, "p": "a", "v": "v1"}, model.rows[1]),
+                                             ("d", {"id": 2, "ts": 1, "p": "a", "v": "v2"}, None)], key=str)
+    got = read_table(base, query_type="cdc")
+    assert sorted(tuple(x.values()) for x in got.to_pylist()) == normalized(expected)
