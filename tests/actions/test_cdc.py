@@ -270,3 +270,19 @@ def test_mor_compaction_logs_its_merge_and_cdc_query_skips_it(tmp_path):
                                              ("d", {"id": 2, "ts": 1, "p": "a", "v": "v2"}, None)], key=str)
     got = read_table(base, query_type="cdc")
     assert sorted(tuple(x.values()) for x in got.to_pylist()) == normalized(expected)
+
+
+def test_rollback_of_a_cdc_write_deletes_its_cdc_logs(tmp_path):
+    """A .cdc log is a whole file of the instant that wrote it: rolling the instant back (failed
+    or completed) deletes it, never appends a rollback block to it."""
+    from airflow_hoodie.actions import rollback as rb
+    from airflow_hoodie.config import HoodieConfig
+
+    base = str(tmp_path / "t")
+    write_arrow(base, rows_table([{"id": 1, "ts": 1, "p": "a", "v": "x"}]), "upsert", conf(), table_name="t")
+    r = write_arrow(base, rows_table([{"id": 1, "ts": 2, "p": "a", "v": "y"}]), "upsert", conf(), table_name="t")
+    assert [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    rb.rollback_latest_or(HoodieTable.load(base), r.instant, HoodieConfig({}))
+    assert not [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    assert read_table(base).column("v").to_pylist() == ["x"]
+    assert read_table(base, query_type="cdc").num_rows == 1
