@@ -4,7 +4,9 @@ Hudi's COW merge handle with change log (HoodieMergeHandleWithChangeLog) records
 group it rewrites, each record it updates (``u``: before and after image), deletes (``d``:
 before image) and inserts into the group (``i``: after image), in a ``.cdc`` log file named in
 the write stat's ``cdcStats``. A brand-new file group gets no CDC log: a CDC query infers its
-inserts from the base file (BASE_FILE_INSERT). Anything we cannot log the way Hudi does is
+inserts from the base file (BASE_FILE_INSERT). A MERGE_ON_READ delta commit's log append gets none
+either (the query infers it from the slice, LOG_FILE); its compaction logs what it merged, as
+Hudi's compactor does through the same handle. Anything we cannot log the way Hudi does is
 refused before the write changes the table (:func:`refuse_unsupported_cdc`): a CDC consumer
 must never miss changes silently.
 """
