@@ -244,6 +244,10 @@ def _read_changes(table: HoodieTable, start: str | None, end: str | None, column
     incremental query chooses them (completion times on 1.x tables)."""
     if filters:
         raise HoodieConfigError("filters do not apply to cdc queries; filter the returned changes instead")
+    if not table.config.cdc_enabled:  # as Hudi's CDC relation refuses it
+        raise HoodieConfigError(f"{table.base_uri} is not a CDC table (hoodie.table.cdc.enabled is not true): its "
+                                "commits logged no changes. Use query_type='incremental', or create the table with "
+                                "hoodie.table.cdc.enabled=true.")
     timeline = table.timeline
     _warn_requested_time_bounds(timeline, start=start, end=end)
     commits = completed_write_instants(timeline)

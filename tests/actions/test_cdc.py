@@ -193,6 +193,8 @@ def test_no_cdc_logs_without_the_property(tmp_path):
     for ts in (1, 2):
         write_arrow(base, rows_table([{"id": 1, "ts": ts, "p": "a", "v": "x"}]), "upsert", c, table_name="t")
     assert not [f for _, _, fs in os.walk(base) for f in fs if "cdc" in f]
+    with pytest.raises(HoodieConfigError, match="not a CDC table"):
+        read_table(base, query_type="cdc")
     with pytest.raises(HoodieConfigError, match="hoodie.table.cdc.enabled"):
         write_arrow(base, rows_table([{"id": 1, "ts": 3, "p": "a", "v": "x"}]), "upsert", conf(), table_name="t")
 
