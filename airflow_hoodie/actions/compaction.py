@@ -19,8 +19,14 @@ from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from airflow_hoodie.actions import commit
+from airflow_hoodie.actions.cdc_write import (
+    compaction_changes,
+    refuse_unsupported_cdc_mode,
+    write_cdc_log,
+)
 from airflow_hoodie.actions.compaction_reasons import nothing_to_compact_reason
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
@@ -260,6 +266,7 @@ def schedule_compaction(
     Returns ``instant=None`` with the reason when the trigger is not met or no slice has
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
+    refuse_unsupported_cdc_mode(table.config.cdc_enabled, table.config.cdc_logging_mode, "compaction")
     settings = CompactionSettings.from_config(config)
     commit.prepare_for_change(table, settings.action.change)
     with transaction_manager_for(table, settings.lock).transaction("schedule a compaction"):
@@ -410,7 +417,9 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
     crash_point("compaction.task")
     stats = write_base_file(storage, ctx.base_path, part, name, merged, ctx.avro_schema, ctx.file_settings,
                             bloom_filter=_extended_base_filter(read, ctx.file_settings.bloom))
+    cdc_stats = _log_compacted_changes(ctx, storage, slice_, merged, name, op)
     return write_stat(
+        cdcStats=cdc_stats,
         fileId=op.file_id, path=stats.path, prevCommit=op.base_instant_time, numWrites=stats.num_records,
         numDeletes=max(base_rows - updated, 0), numUpdateWrites=updated if slice_.base_file else 0,
         numInserts=inserts, totalWriteBytes=stats.file_size, partitionPath=part,
@@ -418,6 +427,18 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
         totalUpdatedRecordsCompacted=read.log_keys,
         totalLogSizeCompacted=sum(lf.size for lf in slice_.log_files), fileSizeInBytes=stats.file_size,
     )
+
+
+def _log_compacted_changes(ctx: ServiceTaskContext, storage: Storage, slice_: FileSlice, merged: pa.Table,
+                           name: str, op: CompactionOperation) -> dict[str, int] | None:
+    """The .cdc log of a CDC table's compacted group (its ``cdcStats``), None for other tables."""
+    if ctx.cdc_log_suffix is None:
+        return None
+    base = pq.read_table(storage.open_input(slice_.base_file.path)) if slice_.base_file is not None else None
+    changes = compaction_changes(base, merged, op.base_instant_time or "", ctx.avro_schema)
+    token = name.split("_")[1]
+    return write_cdc_log(storage, ctx.base_path, slice_.partition_path, op.file_id, ctx.instant_time, token,
+                         ctx.cdc_log_suffix, ctx.avro_schema, changes)
 
 
 def pending_compaction_instants(table: HoodieTable) -> list[Instant]:
@@ -443,6 +464,7 @@ def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": "already completed", "operations": 0}
+    refuse_unsupported_cdc_mode(table.config.cdc_enabled, table.config.cdc_logging_mode, "compaction")
     settings = CompactionSettings.from_config(config)
     commit.prepare_for_change(table, settings.action.change)
     with executing(transaction_manager_for(table, settings.lock), "compaction", instant_time) as token:

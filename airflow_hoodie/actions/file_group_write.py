@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_hoodie.actions.cdc_write import merge_changes, write_cdc_log
 from airflow_hoodie.actions.index import LOC_FILE
 from airflow_hoodie.actions.schema_evolution import align_to_schema
 from airflow_hoodie.actions.write_records import (
@@ -103,6 +104,8 @@ class WriteContext:
     #: the key generator's settings of a table whose files carry no meta fields
     #: (hoodie.populate.meta.fields=false): stored keys are derived, written meta columns null
     key_generator: dict[str, str] | None = None
+    #: the table logs changes (hoodie.table.cdc.enabled): a merged file group gets a CDC log
+    cdc: bool = False
 
     @property
     def is_mor(self) -> bool:
@@ -235,6 +238,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     incoming = records
     n_updates = n_deletes = 0
     old_part: pa.Table | None = None
+    old_full: pa.Table | None = None
     bloom = None
     # a table that stores its meta fields gets them as one-value dictionaries: the old file's
     # are read as parquet stores them, and none is decoded into strings and hashed again
@@ -266,6 +270,7 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
     carried = old_part is not None and old_part.num_rows > 0
     stamped = stamp_meta_columns(new_data, incoming.column(RECORD_KEY), task.partition_path, ctx.instant_time,
                                  file_name, partition_id=task.bucket, dictionary=dictionary)
+    cdc_stats = _log_changes(ctx, storage, base_path, task, token, old_full, old_part, incoming, new_data)
     # one dictionary per column across old and new rows: Arrow's parquet writer writes a
     # column whose dictionary changes between chunks in plain pages (10x the bytes here)
     out = pa.concat_tables([old_part, stamped]).unify_dictionaries() if carried else stamped
@@ -281,9 +286,23 @@ def write_file_group(ctx: WriteContext, task: FileGroupTask, records: pa.Table) 
         fileId=task.file_id, path=stats.path, prevCommit=task.prev_commit, numWrites=out.num_rows,
         numDeletes=n_deletes, numUpdateWrites=n_updates, numInserts=n_inserts,
         totalWriteBytes=stats.file_size, partitionPath=task.partition_path, fileSizeInBytes=stats.file_size,
+        cdcStats=cdc_stats,
         runtimeStats={"totalScanTime": 0, "totalUpsertTime": elapsed if task.base_file else 0,
                       "totalCreateTime": 0 if task.base_file else elapsed},
     )]
+
+
+def _log_changes(ctx: WriteContext, storage: Storage, base_path: str, task: FileGroupTask, token: str,
+                 old_full: pa.Table | None, old_part: pa.Table | None, incoming: pa.Table, new_data: pa.Table
+                 ) -> dict[str, int] | None:
+    """The CDC log of a merged file group of a CDC table (its ``cdcStats``), else None: a new
+    file group's inserts are read from its base file, as Hudi's create handle logs none."""
+    if not ctx.cdc or old_full is None or old_part is None:
+        return None
+    written = new_data.append_column(RECORD_KEY, incoming.column(RECORD_KEY))
+    changes = merge_changes(old_full, old_part.column(RECORD_KEY), written, ctx.avro_schema)
+    return write_cdc_log(storage, base_path, task.partition_path, task.file_id, ctx.instant_time, token,
+                         ctx.table_format.release.cdc_log_suffix, ctx.avro_schema, changes)
 
 
 def _kept(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:

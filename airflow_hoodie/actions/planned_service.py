@@ -11,7 +11,7 @@ plan reads, which partitions it touches, the work of its tasks and its commit me
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.rollback import undo_metadata_commit
@@ -85,6 +85,9 @@ class ServiceTaskContext:
     #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
     timeline_start: str | None = None
     sort_columns: tuple[str, ...] = ()  # clustering: the columns its output files are sorted by
+    #: a CDC table's .cdc log suffix (its release line's), None when the table logs no changes:
+    #: a compaction of a CDC table logs what it merged, as Hudi's merge handle with change log does
+    cdc_log_suffix: str | None = None
 
     @classmethod
     def for_plan(cls, table: HoodieTable, instant_time: str, timeline: Timeline, schema: dict[str, Any],
@@ -96,7 +99,13 @@ class ServiceTaskContext:
         return cls(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
                    merge_config_from_table(props), BaseFileSettings.from_config(props),
                    valid_instants_before(timeline, instant_time), execution_stage(),
-                   timeline.first_non_savepoint_commit(), sort_columns)
+                   timeline.first_non_savepoint_commit(), sort_columns,
+                   table.format.release.cdc_log_suffix if table.config.cdc_enabled else None)
+
+
+def written_files(stats: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every file a service's stats name: base files and a CDC table's .cdc logs."""
+    return {s["path"] for s in stats} | {p for s in stats for p in s.get("cdcStats") or {}}
 
 
 def valid_instants_before(timeline: Timeline, instant_time: str) -> frozenset[str]:
@@ -134,7 +143,7 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
 
     def finish() -> None:  # under the lock, only while the plan is still ours
         commit.complete(table, Instant(instant_time, pending, State.INFLIGHT), body,
-                        lambda: reconcile_with_markers(table, instant_time, {s["path"] for s in stats}))
+                        lambda: reconcile_with_markers(table, instant_time, written_files(stats)))
 
     done = complete_once(transaction_manager_for(table, lock), table, instant_time, service.action,
                          [s["path"] for s in stats], finish, token)

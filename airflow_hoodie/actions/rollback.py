@@ -53,6 +53,7 @@ from airflow_hoodie.table.file_group.file_naming import (
 )
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log import log_block as lb
+from airflow_hoodie.table.log.cdc_block import is_cdc_log_name
 from airflow_hoodie.table.log.log_block import serialize_block
 from airflow_hoodie.table.log.log_reader import read_log_blocks
 from airflow_hoodie.table.log.log_writer import latest_log_file
@@ -96,6 +97,10 @@ def _files_from_listing(table: HoodieTable, instant_time: str) -> list[tuple[str
         found.extend((lf.partition_path, lf.file_name, mk.IO_APPEND)
                      for fg in view.all_file_groups() for lf in fg.all_log_files()
                      if lf.base_instant == instant_time)
+    else:  # a CDC table's .cdc logs carry the instant that wrote them on every version
+        found.extend((lf.partition_path, lf.file_name, mk.IO_CREATE)
+                     for fg in view.all_file_groups() for lf in fg.all_log_files()
+                     if lf.suffix and lf.base_instant == instant_time)
     return found
 
 
@@ -120,13 +125,18 @@ def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
                 io = mk.IO_APPEND if ".log." in name else mk.IO_CREATE
                 if (part, name, io) not in entries:
                     entries.append((part, name, io))
+            for cdc_path in st.cdc_stats or {}:  # a CDC table's .cdc logs of the commit
+                entry = (part, cdc_path.rsplit("/", 1)[-1], mk.IO_CREATE)
+                if entry not in entries:
+                    entries.append(entry)
     layout = table.format.log_file_layout
     # Hudi 1.x leaves a file deletion's request without file id and base instant ("")
     blank = "" if layout.rollback_deletes_logs else None
     requests: dict[tuple[str, str], dict[str, Any]] = {}
     for part, name, io in entries:
         full = storage.join(base_path, part, name) if part else storage.join(base_path, name)
-        if io == mk.IO_APPEND and layout.is_written_by(name, instant_time):
+        # a .cdc log is written whole by the instant it is named after (HoodieCDCLogger): deleted
+        if io == mk.IO_APPEND and (layout.is_written_by(name, instant_time) or is_cdc_log_name(name)):
             if not storage.exists(full):
                 continue  # a marker for a roll-over file never created
             io = mk.IO_CREATE  # the failed instant's own log file: deleted, no command block

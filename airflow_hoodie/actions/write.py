@@ -24,6 +24,7 @@ from airflow_hoodie.actions.bucketing import (
     average_record_size,
     existing_files,
 )
+from airflow_hoodie.actions.cdc_write import refuse_unsupported_cdc
 from airflow_hoodie.actions.commit_callback import send_commit_callback
 from airflow_hoodie.actions.executor import Executor, LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
@@ -203,7 +204,8 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     client.load_table()
     settings = WriteSettings.from_config(
         with_table_settings(client.effective_config(), client.table.config if client.table is not None else None),
-        request)
+        request, client.table.config.as_dict() if client.table is not None else None)
+    refuse_unsupported_cdc(settings.cdc, operation)
     if not settings.record_key_fields:
         check_auto_keys_operation(operation)
         if settings.dedupe:
@@ -441,6 +443,7 @@ def make_context(client: WriteClient, settings: WriteSettings, instant: str, avr
         delete_ordering_fields=settings.delete_ordering_fields,
         table_format=client.table.format,
         key_generator=None if client.table.config.populate_meta_fields else dict(settings.key_generator),
+        cdc=settings.cdc.enabled,
     )
 
 

@@ -53,6 +53,7 @@ from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.log.cdc_block import is_cdc_log_name
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata.commit_metadata import (
     CommitMetadata,
@@ -338,9 +339,10 @@ class WriteClient:
                avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> Instant:
         """Reconcile against markers, write partition metadata, complete the instant, drop markers.
         Returns the completed instant, with its completion time on Hudi 1.x."""
-        written = {st["path"] for st in stats if st.get("path")}
+        written = {st["path"] for st in stats if st.get("path")} | {p for st in stats for p in st.get("cdcStats") or {}}
         for m in mk.list_markers(self.storage, self.base_path, instant_time):
-            if m.io_type in (mk.IO_CREATE, mk.IO_MERGE) and m.data_path not in written:
+            # a CDC log is written whole by one task, like a base file: a retry's copy is a duplicate
+            if (m.io_type in (mk.IO_CREATE, mk.IO_MERGE) or is_cdc_log_name(m.data_path)) and m.data_path not in written:
                 # a retried or speculative task left a duplicate file: Hudi deletes it before commit
                 self.storage.delete(self.storage.join(self.base_path, m.data_path))
         # three requests per partition on an object store: asked side by side, not in turn

@@ -40,6 +40,7 @@ from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieNotSupportedError,
 )
+from airflow_hoodie.settings.cdc import CdcSettings
 from airflow_hoodie.table import properties as tp
 from airflow_hoodie.table.hudi_release import release_of
 from airflow_hoodie.table.keygen.keygen_config import CLASS_TO_TYPE
@@ -186,6 +187,7 @@ def _table_config_1x(config: HoodieConfig, version: int, table_name: str, table_
             value = given.get(key, given.get(old_key))
             if value is not None:
                 props[key] = value
+    props.update(cdc_table_props(config, version))
     return {k: v for k, v in props.items() if v not in (None, "")}
 
 
@@ -224,9 +226,22 @@ def table_config_from_write_config(config: HoodieConfig, table_name: str, avro_s
         props[tp.PAYLOAD_CLASS] = version6_payload_class(config)
     if (config.get(tp.TIMELINE_TIMEZONE) or "").upper() == "UTC":
         props[tp.TIMELINE_TIMEZONE] = "UTC"
+    props.update(cdc_table_props(config, version))
     # Hudi leaves a key out rather than writing it empty (a non-partitioned table has no
     # hoodie.table.partition.fields, a table without metadata table no metadata.partitions)
     return {k: v for k, v in props.items() if v not in (None, "")}
+
+
+def cdc_table_props(config: HoodieConfig, version: int) -> dict[str, str]:
+    """The CDC table properties a first write stores when it asks for CDC (HoodieTableMetaClient's
+    property builder: the flag, and with it the supplemental logging mode, spelled as the
+    release line spells the enum: lower case on 0.14, upper case on 1.x). Every later writer
+    reads them from the table, so a table created without them logs nothing, ever."""
+    cdc = CdcSettings.from_config(config, None)
+    if not cdc.enabled:
+        return {tp.CDC_ENABLED: "false"} if tp.CDC_ENABLED in config else {}
+    mode = cdc.mode if release_of(version).table_properties_1x else cdc.mode.lower()
+    return {tp.CDC_ENABLED: "true", tp.CDC_SUPPLEMENTAL_LOGGING_MODE: mode}
 
 
 def dedupe_enabled(config: HoodieConfig, operation: str) -> bool:

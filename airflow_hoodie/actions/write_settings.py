@@ -9,7 +9,7 @@ so the table type and the operation are checked once and no step below reads an 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from airflow_hoodie.actions.index import validate_index_type
@@ -39,6 +39,7 @@ from airflow_hoodie.config_keys.write import (
 )
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.base_file import BaseFileSettings
+from airflow_hoodie.settings.cdc import CdcSettings
 from airflow_hoodie.settings.commit_callback import CommitCallbackSettings
 from airflow_hoodie.settings.file_sizing import SizingSettings
 from airflow_hoodie.settings.log_file import LogFileSettings
@@ -133,9 +134,12 @@ class WriteSettings:
     #: bulk_insert's row layout (Hudi's BulkInsertSortMode) and shuffle parallelism (0: Spark's)
     bulk_insert_sort_mode: str
     bulk_insert_parallelism: int
+    #: whether (and how) the write logs its changes for CDC queries (the table's properties)
+    cdc: CdcSettings = field(default_factory=CdcSettings)
 
     @classmethod
-    def from_config(cls, config: HoodieConfig, request: WriteRequest) -> WriteSettings:
+    def from_config(cls, config: HoodieConfig, request: WriteRequest,
+                    table_props: Mapping[str, str] | None = None) -> WriteSettings:
         assert request.operation is not None, "the request names its operation (WriteRequest.for_operation)"
         """``config``: the write's effective options (the job's over the table's properties);
         ``request``: the operation and table type the job asked for, checked already."""
@@ -164,7 +168,8 @@ class WriteSettings:
             sizing=SizingSettings.from_config(config), callback=CommitCallbackSettings.from_config(config),
             file=BaseFileSettings.from_config(config), log=LogFileSettings.from_config(config),
             bulk_insert_sort_mode=sort_mode,
-            bulk_insert_parallelism=config.get_int("hoodie.bulkinsert.shuffle.parallelism"))
+            bulk_insert_parallelism=config.get_int("hoodie.bulkinsert.shuffle.parallelism"),
+            cdc=CdcSettings.from_config(config, table_props))
 
     @property
     def is_mor(self) -> bool:

@@ -79,6 +79,9 @@ class HudiRelease:
     #: ``hoodie.datasource.write.complex.keygen.new.encoding`` says (Hudi 1.1,
     #: KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen)
     locks_complex_key_encoding: bool
+    #: what ends the name of a CDC log file after its write token: ``-cdc`` on 0.14/0.15
+    #: (HoodieCDCUtils.CDC_LOGFILE_SUFFIX), ``.cdc`` on 1.x
+    cdc_log_suffix: str = ".cdc"
 
 
 #: Hudi 0.x: table version 6 (0.14/0.15), which we write, and 5 (0.12/0.13), which we read
@@ -89,7 +92,7 @@ RELEASE_0_X = HudiRelease(
     records_index_definitions=False,
     has_partition_stats=False, initializes_metadata_as_1x=False, table_properties_1x=False,
     ordering_fields_key=tp.PRECOMBINE_FIELD, declares_table_format=False, names_merge_payload_and_strategy=False,
-    precombine_defaults_to_ts=True, locks_complex_key_encoding=False)
+    precombine_defaults_to_ts=True, locks_complex_key_encoding=False, cdc_log_suffix="-cdc")
 #: Hudi 1.0: table version 8
 RELEASE_1_0 = HudiRelease(
     name="1.0", timeline_layout=2, commits_in_avro=True, clustering_action=Action.CLUSTERING,

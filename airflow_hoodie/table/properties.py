@@ -65,6 +65,7 @@ DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
 PARTITION_METAFILE_USE_BASE_FORMAT = "hoodie.partition.metafile.use.base.format"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 CDC_ENABLED = "hoodie.table.cdc.enabled"
+CDC_SUPPLEMENTAL_LOGGING_MODE = "hoodie.table.cdc.supplemental.logging.mode"
 BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
@@ -260,6 +261,16 @@ class TableConfig(Mapping[str, str]):
 
     def get_or_default(self, key: str) -> str | None:
         return self._props.get(key, DEFAULTS.get(key))
+
+    @property
+    def cdc_enabled(self) -> bool:
+        """Whether writers must log changes (.cdc log files) for CDC queries."""
+        return _as_bool(self._props.get(CDC_ENABLED))
+
+    @property
+    def cdc_logging_mode(self) -> str:
+        """The supplemental logging mode, upper case (0.14 stores it lower case)."""
+        return (self._props.get(CDC_SUPPLEMENTAL_LOGGING_MODE) or "DATA_BEFORE_AFTER").strip().upper()
 
     def as_dict(self) -> dict[str, str]:
         return dict(self._props)

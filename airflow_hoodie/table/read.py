@@ -36,6 +36,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
     SliceReadOptions,
     read_file_slice,
 )
+from airflow_hoodie.table.cdc_read import CDC_OUTPUT_SCHEMA, read_cdc
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.merge_config import MergeConfig
 from airflow_hoodie.table.metadata_table.expression_pruning import (
@@ -75,7 +76,7 @@ from airflow_hoodie.table.schema.table_schema import CREATE_SCHEMA, latest_avro_
 from airflow_hoodie.table.timeline.instant import Action
 from airflow_hoodie.table.timeline.timeline import Timeline
 
-QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
+QUERY_TYPES = ("snapshot", "read_optimized", "incremental", "cdc")
 
 _LOG = logging.getLogger(__name__)
 
@@ -168,9 +169,9 @@ def read_table(
 ) -> pa.Table:
     """Read a Hudi table (local path or ``s3://``, ``gs://``, ``hdfs://`` URI) into a pyarrow table.
 
-    ``query_type``: ``snapshot`` (default), ``read_optimized`` or ``incremental``.
-    ``as_of``: time travel to this instant (snapshot and read-optimized).
-    ``start``/``end``: the incremental window ``(start, end]``; ``end`` defaults to the latest
+    ``query_type``: ``snapshot`` (default), ``read_optimized``, ``incremental`` or ``cdc`` (changes
+    as Hudi's CDC relation gives them: :mod:`cdc_read`). ``as_of``: time travel (snapshot, read-optimized).
+    ``start``/``end``: the incremental (and cdc) window ``(start, end]``; ``end`` defaults to the latest
     completed instant, ``start`` to the beginning of the timeline. On table version 6 they
     are instant times; on versions 8 and 9 they are *completion* times, as Hudi 1.x's
     incremental queries take them (commits can complete out of order there). Pass the
@@ -180,11 +181,9 @@ def read_table(
     warning names the commit's completion time (the commit itself is then in the window).
     ``columns``: projection (meta columns included only if named); None returns every column,
     ``_hoodie_*`` meta columns first. ``filters``: AND-ed ``(column, op, value)`` tuples, used
-    to prune partitions and pushed into parquet reads (``column`` may be an ``Expression``: see
-    the module's docstring). ``metadata_enable`` (Hudi's
-    ``hoodie.metadata.enable``): list files through the table's metadata table when it has
-    a ``files`` partition, instead of listing storage.
-    """
+    to prune partitions and pushed into parquet reads (``column`` may be an ``Expression``: see the
+    module's docstring). ``metadata_enable`` (Hudi's ``hoodie.metadata.enable``): list files through
+    the table's metadata table when it has a ``files`` partition, instead of listing storage."""
     query_type = _check_query(query_type, as_of, start, end)
     as_of, start, end = normalize_query_time(as_of), normalize_query_time(start), normalize_query_time(end)
     flt, expr_flt = split_expression_filters(normalize_filters(filters))
@@ -192,6 +191,8 @@ def read_table(
 
     table = _load_table(base_path, storage_options)
     table.use_metadata_table = metadata_enable
+    if query_type == "cdc":
+        return _read_changes(table, start, end, columns, flt + expr_flt)
     timeline = table.timeline
     if query_type == "incremental":
         _warn_requested_time_bounds(timeline, start=start, end=end)
@@ -235,6 +236,30 @@ def read_table(
     parts = _read_live_slices(table, view, slices, opts, partition_values)
     return _as_returned(apply_expression_filters(unify_tables(parts), expr_flt), table, schema, columns) \
         if parts else _empty(schema, columns)
+
+
+def _read_changes(table: HoodieTable, start: str | None, end: str | None, columns: list[str] | None,
+                  filters: list) -> pa.Table:
+    """A CDC query (:mod:`cdc_read`) over the commits of the window ``(start, end]``, chosen as an
+    incremental query chooses them (completion times on 1.x tables)."""
+    if filters:
+        raise HoodieConfigError("filters do not apply to cdc queries; filter the returned changes instead")
+    if not table.config.cdc_enabled:  # as Hudi's CDC relation refuses it
+        raise HoodieConfigError(f"{table.base_uri} is not a CDC table (hoodie.table.cdc.enabled is not true): its "
+                                "commits logged no changes. Use query_type='incremental', or create the table with "
+                                "hoodie.table.cdc.enabled=true.")
+    timeline = table.timeline
+    _warn_requested_time_bounds(timeline, start=start, end=end)
+    commits = completed_write_instants(timeline)
+    visible = visible_commits(timeline, commits, "incremental", None, end)
+    window = IncrementalWindow.of(table, commits, visible, start, end) if len(visible) else None
+    if window is None:
+        result = CDC_OUTPUT_SCHEMA.empty_table()
+    else:
+        avro = latest_avro_schema(visible, table.config.get(CREATE_SCHEMA)) or {"fields": []}
+        data = {**avro, "fields": [f for f in avro["fields"] if f["name"] not in META_COLUMNS]}
+        result = read_cdc(table, list(window.in_window), data)
+    return result.select(columns) if columns is not None else result
 
 
 def _pruned_slices(table: HoodieTable, view: Any, query_type: str, as_of: str | None, latest: str,
@@ -309,10 +334,11 @@ def _check_query(query_type: str | None, as_of: str | None, start: str | None, e
     query_type = (query_type or "snapshot").strip().lower().replace("-", "_")
     if query_type not in QUERY_TYPES:
         raise HoodieConfigError(f"query_type {query_type!r} is not one of {', '.join(QUERY_TYPES)}")
-    if query_type == "incremental" and as_of is not None:
-        raise HoodieConfigError("as_of applies to snapshot and read_optimized queries; use end= for incremental")
-    if query_type != "incremental" and (start is not None or end is not None):
-        raise HoodieConfigError("start/end apply to incremental queries; pass query_type='incremental'")
+    windowed = query_type in ("incremental", "cdc")
+    if windowed and as_of is not None:
+        raise HoodieConfigError(f"as_of applies to snapshot and read_optimized queries; use end= for {query_type}")
+    if not windowed and (start is not None or end is not None):
+        raise HoodieConfigError("start/end apply to incremental and cdc queries; pass query_type='incremental'")
     return query_type
 
 

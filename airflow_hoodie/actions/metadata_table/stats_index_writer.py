@@ -178,7 +178,7 @@ def stats_file_kind(name: str) -> str | None:
     (change-data-capture logs get none)."""
     if name.endswith(".parquet"):
         return "base"
-    return "log" if ".log." in name and not name.endswith(".cdc") else None
+    return "log" if ".log." in name and not name.endswith((".cdc", "-cdc")) else None
 
 
 class StatsBatch:

@@ -24,7 +24,7 @@ LOG_FILE_BASE_VERSION = 1
 _BASE_RE = re.compile(r"^([^_.][^_]*)_([^_]+)_(\d+)(\.[A-Za-z0-9]+)$")
 # Hudi's log file pattern: fileId, base instant, extension, version, optional token and .cdc
 _LOG_RE = re.compile(
-    r"^\.(.+)_(.*)\.(log|archive|hfile)\.(\d+)(?:_((\d+)-(\d+)-(\d+))(\.cdc)?)?$"
+    r"^\.(.+)_(.*)\.(log|archive|hfile)\.(\d+)(?:_((\d+)-(\d+)-(\d+))([.-]cdc)?)?$"
 )
 
 

@@ -56,6 +56,10 @@ def _from_commit(meta: CommitMetadata, change: FilesChange) -> None:
             if st.path:
                 change.add(_partition_of(st.partition_path if st.partition_path is not None else part),
                            _name(st.path), int(st.file_size_in_bytes or st.total_write_bytes or 0))
+            # a CDC table's merge also wrote the group's .cdc log: listed too, as Hudi lists it
+            for cdc_path, size in (st.cdc_stats or {}).items():
+                change.add(_partition_of(st.partition_path if st.partition_path is not None else part),
+                           _name(cdc_path), int(size or 0))
 
 
 def _from_deletions(partition_metadata: Mapping[str, Any], change: FilesChange, key: str) -> None:
