@@ -39,6 +39,7 @@ from airflow_hoodie.config_keys.write import (
 )
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.base_file import BaseFileSettings
+from airflow_hoodie.settings.bucket_index import BucketIndexSettings
 from airflow_hoodie.settings.commit_callback import CommitCallbackSettings
 from airflow_hoodie.settings.file_sizing import SizingSettings
 from airflow_hoodie.settings.log_file import LogFileSettings
@@ -133,6 +134,8 @@ class WriteSettings:
     #: bulk_insert's row layout (Hudi's BulkInsertSortMode) and shuffle parallelism (0: Spark's)
     bulk_insert_sort_mode: str
     bulk_insert_parallelism: int
+    #: the simple bucket index's bucket count and hash fields (hoodie.index.type=BUCKET), else None
+    bucket: BucketIndexSettings | None = None
 
     @classmethod
     def from_config(cls, config: HoodieConfig, request: WriteRequest) -> WriteSettings:
@@ -164,7 +167,8 @@ class WriteSettings:
             sizing=SizingSettings.from_config(config), callback=CommitCallbackSettings.from_config(config),
             file=BaseFileSettings.from_config(config), log=LogFileSettings.from_config(config),
             bulk_insert_sort_mode=sort_mode,
-            bulk_insert_parallelism=config.get_int("hoodie.bulkinsert.shuffle.parallelism"))
+            bulk_insert_parallelism=config.get_int("hoodie.bulkinsert.shuffle.parallelism"),
+            bucket=BucketIndexSettings.from_config(config) if index_type == "BUCKET" else None)
 
     @property
     def is_mor(self) -> bool:
