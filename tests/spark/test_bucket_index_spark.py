@@ -64,3 +64,20 @@ def test_spark_refuses_a_default_index_write_into_a_bucket_table(spark, tmp_path
         upsert_dataframe(spark, spark.createDataFrame(_batch(["c"], 2).to_pandas()), base, "upsert",
                          HoodieConfig(plain), "svc")
     assert read_table(base).num_rows == 2
+
+
+def test_spark_bulk_insert_by_bucket_and_refused_without_it(spark, tmp_path) -> None:
+    """The row writer (random-UUID groups) never writes into a bucket table; a bucket-index
+    bulk_insert lays its rows out by bucket."""
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
+
+    base = str(tmp_path / "t")
+    conf = _conf(6, "COPY_ON_WRITE", **{DRIVER_BATCH_MAX_BYTES: "0"})
+    upsert_dataframe(spark, spark.createDataFrame(_batch([f"k{i}" for i in range(12)], 1).to_pandas()), base,
+                     "bulk_insert", HoodieConfig(conf), "svc")
+    _check_layout(base, ["id"], 4, 6)
+    plain = {k: v for k, v in conf.items() if k != "hoodie.index.type"}
+    with pytest.raises(HoodieNotSupportedError, match="hoodie.index.type=BUCKET"):
+        upsert_dataframe(spark, spark.createDataFrame(_batch(["z"], 2, parts=["c"]).to_pandas()), base,
+                         "bulk_insert", HoodieConfig(plain), "svc")
+    assert read_table(base).num_rows == 12
