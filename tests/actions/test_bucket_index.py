@@ -131,9 +131,10 @@ def _batch(ids: list[str], ts: int, parts: list[str] | None = None, names: list[
                      "p": parts or ["a" if i % 2 else "b" for i in range(len(ids))], "v": [f"{i}@{ts}" for i in ids]})
 
 
-def _check_layout(base: str, fields: list[str], num: int, version: int) -> dict[tuple[str, int], str]:
+def _check_layout(base: str, fields: list[str], num: int, version: int,
+                  storage_options: dict[str, str] | None = None) -> dict[tuple[str, int], str]:
     """Every row's group is its key's bucket, one group per (partition, bucket); returns them."""
-    t = read_table(base)
+    t = read_table(base, storage_options=storage_options)
     groups: dict[tuple[str, int], str] = {}
     for key, part, name in zip(t.column("_hoodie_record_key").to_pylist(), t.column("_hoodie_partition_path").to_pylist(),
                                t.column("_hoodie_file_name").to_pylist()):
