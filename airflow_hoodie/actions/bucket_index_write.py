@@ -117,10 +117,10 @@ class BucketRouting:
             if self.file_id(part, bucket) is None:
                 self.created[(part, bucket)] = new_bucket_file_id(bucket)
 
-    def locations(self) -> dict[str, str]:
-        """``partition \\0 bucket`` -> file id, for every group this write may write."""
-        out = {f"{p}\x00{b}": f.file_id for (p, b), f in self.existing.items()}
-        out.update({f"{p}\x00{b}": fid for (p, b), fid in self.created.items()})
+    def locations(self) -> dict[tuple[str, int], str]:
+        """(partition, bucket) -> file id, for every group this write may write."""
+        out = {k: f.file_id for k, f in self.existing.items()}
+        out.update(self.created)
         return out
 
 
@@ -155,18 +155,25 @@ def new_bucket_pairs(batch: pa.Table, routing: BucketRouting) -> list[tuple[str,
             if routing.file_id(p, b) is None]
 
 
-def locate_by_bucket(batch: pa.Table, locations: Mapping[str, str]) -> pa.Table:
+def locate_by_bucket(batch: pa.Table, locations: Mapping[tuple[str, int], str], num_buckets: int) -> pa.Table:
     """``batch`` (with :data:`BUCKET_ID_COL`) located: ``_hoodie_loc_part`` / ``_hoodie_loc_file``
     are the record's bucket group in its partition, null where the bucket has no group
-    (deletes of keys that cannot exist). The bucket column is dropped."""
-    names = pa.array(list(locations), pa.string())
-    ids = pa.array(list(locations.values()), pa.string())
-    where = pc.binary_join_element_wise(batch.column(PARTITION_PATH), batch.column(BUCKET_ID_COL).cast(pa.string()),
-                                        "\x00")
-    at = pc.index_in(where, value_set=names)
-    file_ids = ids.take(at) if len(names) else pa.nulls(batch.num_rows, pa.string())
-    part = pc.if_else(pc.is_valid(file_ids), batch.column(PARTITION_PATH), pa.scalar(None, pa.string()))
+    (deletes of keys that cannot exist). The bucket column is dropped. Records are matched
+    to groups by one integer per (partition, bucket), ``partition code * num_buckets +
+    bucket``: joining partition and bucket as text cost a string per record."""
     out = batch.drop_columns([BUCKET_ID_COL])
+    if not locations:
+        none = pa.nulls(batch.num_rows, pa.string())
+        return out.append_column(LOC_PART, none).append_column(LOC_FILE, none)
+    parts = sorted({p for p, _b in locations})
+    code = {p: i for i, p in enumerate(parts)}
+    pairs = list(locations.items())
+    wanted = pa.array([code[p] * num_buckets + b for (p, b), _f in pairs], pa.int64())
+    ids = pa.array([f for _k, f in pairs], pa.string())
+    part_code = pc.index_in(batch.column(PARTITION_PATH), value_set=pa.array(parts, pa.string())).cast(pa.int64())
+    where = pc.add(pc.multiply(part_code, num_buckets), batch.column(BUCKET_ID_COL).cast(pa.int64()))
+    file_ids = ids.take(pc.index_in(where, value_set=wanted))
+    part = pc.if_else(pc.is_valid(file_ids), batch.column(PARTITION_PATH), pa.scalar(None, pa.string()))
     return out.append_column(LOC_PART, part).append_column(LOC_FILE, file_ids)
 
 
@@ -174,7 +181,7 @@ def tag_by_bucket(batch: pa.Table, routing: BucketRouting) -> pa.Table:
     """The in-process tagging: bucket ids, new groups named, records located."""
     batch = with_bucket_ids(batch, routing.settings, routing.parser)
     routing.create(new_bucket_pairs(batch, routing))
-    return locate_by_bucket(batch, routing.locations())
+    return locate_by_bucket(batch, routing.locations(), routing.settings.num_buckets)
 
 
 def bucket_counts_known(update_counts: Mapping[tuple[str, str], int], routing: BucketRouting

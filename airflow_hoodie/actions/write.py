@@ -375,16 +375,22 @@ def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Map
     ins = np.flatnonzero(~found)
     bucket = np.full(batch.num_rows, -1, np.int32)
     if len(upd):
-        # a bucket index locates records at new groups too (INSERT tasks named by bucket)
-        bucket_of = {(t.partition_path, t.file_id): t.bucket for t in tasks}
-        located = batch.select([LOC_PART, LOC_FILE]).take(pa.array(upd))
-        pairs = located.group_by([LOC_PART, LOC_FILE], use_threads=False).aggregate([])
-        # every located pair has its bucket: a missing one is a KeyError, as before
-        ids = pa.array([bucket_of[k] for k in zip(pairs.column(LOC_PART).to_pylist(),
-                                                  pairs.column(LOC_FILE).to_pylist())], pa.int32())
-        at = pc.index_in(pc.binary_join_element_wise(located.column(LOC_PART), located.column(LOC_FILE), "\x00"),
-                         value_set=pc.binary_join_element_wise(pairs.column(LOC_PART), pairs.column(LOC_FILE), "\x00"))
-        bucket[upd] = ids.take(at).to_numpy(zero_copy_only=False)
+        # a bucket index locates records at new groups too (INSERT tasks named by bucket), so
+        # every record of a bucket-index write is located: each (partition, file group) is
+        # one integer (partition code * file codes + file code), not a joined string per record
+        located = batch.select([LOC_PART, LOC_FILE]).take(pa.array(upd)).combine_chunks()
+        parts = {p: i for i, p in enumerate(sorted({t.partition_path for t in tasks}))}
+        fids = {f: i for i, f in enumerate(sorted({t.file_id for t in tasks}))}
+        width = max(1, len(fids))
+        part_code = pc.index_in(located.column(LOC_PART).chunk(0), value_set=pa.array(list(parts), pa.string()))
+        file_code = pc.index_in(located.column(LOC_FILE).chunk(0), value_set=pa.array(list(fids), pa.string()))
+        code = pc.add(pc.multiply(part_code.cast(pa.int64()), width), file_code.cast(pa.int64()))
+        at = pc.index_in(code, value_set=pa.array([parts[t.partition_path] * width + fids[t.file_id] for t in tasks],
+                                                  pa.int64()))
+        if at.null_count:  # every located record has its task
+            missing = located.filter(pc.is_null(at)).slice(0, 1).to_pylist()[0]
+            raise KeyError((missing[LOC_PART], missing[LOC_FILE]))
+        bucket[upd] = pa.array([t.bucket for t in tasks], pa.int32()).take(at).to_numpy(zero_copy_only=False)
     if len(ins) and insert_plan:
         if sort_inserts:
             ins = ins[pc.sort_indices(batch.select([PARTITION_PATH, RECORD_KEY]).take(pa.array(ins)),

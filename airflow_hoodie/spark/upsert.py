@@ -125,9 +125,11 @@ class _TagPlan:
     #: a record moving partition is merged with the stored one first (:func:`partition_move_merge`)
     move_ordering: list[str] = field(default_factory=list)
     move_merge: MergeConfig | None = None
-    #: a simple bucket index: ``partition \0 bucket`` -> file id of every group the write may
-    #: write (records carry their bucket in ``BUCKET_ID_COL``); None for the other indexes
-    bucket_locations: dict[str, str] | None = None
+    #: a simple bucket index: (partition, bucket) -> file id of every group the write may
+    #: write (records carry their bucket in ``BUCKET_ID_COL``), and the bucket count; None
+    #: for the other indexes
+    bucket_locations: dict[tuple[str, int], str] | None = None
+    num_buckets: int = 0
 
 
 def _key_range(ref: FileRef) -> dict[str, Any]:
@@ -174,7 +176,7 @@ def _tag_group(plan: _TagPlan, table: pa.Table) -> pa.Table:
     if plan.dedupe and len(pc.unique(records.column(RECORD_KEY))) < records.num_rows:
         records = dedupe(table.sort_by(SEQ_COL).drop_columns([SEQ_COL, GROUP_COL]), plan.ordering, plan.global_index)
     if plan.bucket_locations is not None:
-        tagged = locate_by_bucket(records, plan.bucket_locations)
+        tagged = locate_by_bucket(records, plan.bucket_locations, plan.num_buckets)
     elif plan.index_type is None:
         none = pa.nulls(records.num_rows, pa.string())
         tagged = records.append_column(LOC_PART, none).append_column(LOC_FILE, none)
@@ -386,7 +388,7 @@ class SparkWriteEngine:
                  .select(PARTITION_PATH, BUCKET_ID_COL).distinct().collect())
         routing.create((r[0], int(r[1])) for r in pairs)
         self._locate(_TagPlan("BUCKET", [], [], {}, False, False, self.dedupe, self.ordering, False, None, [],
-                              bucket_locations=routing.locations()))
+                              bucket_locations=routing.locations(), num_buckets=settings.num_buckets))
 
     def _locate(self, plan: _TagPlan) -> None:
         """Tag the records by ``plan``, keep them on the executors and their counts here.
