@@ -16,7 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_hoodie.actions.write import begin_write, check_bucket_layout, open_for_write, run_write
+from airflow_hoodie.actions.write import (
+    begin_write,
+    check_bucket_layout,
+    open_for_write,
+    run_write,
+)
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_settings import WriteRequest
 from airflow_hoodie.config import HoodieConfig
