@@ -130,27 +130,25 @@ def hash_keys(key: str, fields: Sequence[str], parser: str) -> list[str | None]:
 
 
 def _ascii_one_value_hashes(keys: pa.Array) -> np.ndarray:
-    """``List.hashCode([key])`` of ASCII keys, vectorized: the sum of each byte times 31 to
-    the power of its distance from the key's end, modulo 2**32."""
+    """``List.hashCode([key])`` of ASCII keys, vectorized by character position: step ``j``
+    folds the ``j``-th byte into the hash of every key longer than ``j`` (uint32 arithmetic
+    wraps as Java's int does). Keys are visited longest first, so a step touches only the
+    keys that still have characters: the work is the number of characters, in numpy."""
     keys = keys.cast(pa.large_string())
     offsets = np.frombuffer(keys.buffers()[1], np.int64)[keys.offset:keys.offset + len(keys) + 1]
     data = np.frombuffer(keys.buffers()[2], np.uint8) if keys.buffers()[2] is not None else np.zeros(0, np.uint8)
-    lengths = np.diff(offsets)
-    start = offsets[0]
-    chars = data[start:offsets[-1]].astype(np.uint64)
-    max_len = int(lengths.max()) if len(lengths) else 0
-    pow31 = np.ones(max_len + 1, np.uint64)
-    for i in range(1, max_len + 1):
-        pow31[i] = (pow31[i - 1] * np.uint64(31)) & np.uint64(_MASK32)
-    owner_end = np.repeat(offsets[1:] - start, lengths)
-    distance = owner_end - np.arange(len(chars)) - 1
-    terms = (chars * pow31[distance]) & np.uint64(_MASK32)
-    sums = np.zeros(len(keys), np.uint64)
-    nonempty = lengths > 0
-    if len(chars):
-        sums[nonempty] = np.add.reduceat(terms, (offsets[:-1] - start)[nonempty])
-    string_hash = sums & np.uint64(_MASK32)
-    return (np.uint64(31) + string_hash) & np.uint64(_MASK32)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    order = np.argsort(-lengths, kind="stable")
+    by_length = lengths[order]
+    starts = starts[order]
+    h = np.zeros(len(keys), np.uint32)
+    thirty_one = np.uint32(31)
+    for j in range(int(by_length[0]) if len(by_length) else 0):
+        n = int(np.searchsorted(-by_length, -j, side="left"))  # keys longer than j come first
+        h[:n] = h[:n] * thirty_one + data[starts[:n] + j]
+    out = np.empty(len(keys), np.uint64)
+    out[order] = (np.uint64(31) + h.astype(np.uint64)) & np.uint64(_MASK32)
+    return out
 
 
 def bucket_ids(keys: pa.Array | pa.ChunkedArray, fields: Sequence[str], num_buckets: int,
@@ -167,7 +165,9 @@ def bucket_ids(keys: pa.Array | pa.ChunkedArray, fields: Sequence[str], num_buck
     if parser == "scan":
         one_value = pc.or_(one_value, pc.invert(pc.match_substring(keys, ",")))
     fast = pc.and_(one_value, pc.string_is_ascii(keys)).to_numpy(zero_copy_only=False)
-    if fast.any():
+    if fast.all():
+        hashes = _ascii_one_value_hashes(keys)
+    elif fast.any():
         hashes[fast] = _ascii_one_value_hashes(keys.filter(pa.array(fast)))
     slow = np.flatnonzero(~fast)
     if len(slow):
