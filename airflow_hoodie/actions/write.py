@@ -71,7 +71,9 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
+    HoodieNotSupportedError,
 )
+from airflow_hoodie.table.bucket_index import BUCKET_INDEX_META_FOLDER
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.metadata_table.record_index import has_record_index
 from airflow_hoodie.table.record_merger import MergeConfig
@@ -252,6 +254,14 @@ def check_bucket_layout(client: WriteClient, settings: WriteSettings, batch_part
     groups; a batch of new partitions only, by the whole table's."""
     if client.table is None:
         return
+    table = client.table
+    if settings.bucket is not None and table.storage.exists(table.storage.join(table.base_path,
+                                                                               BUCKET_INDEX_META_FOLDER)):
+        raise HoodieNotSupportedError(
+            f"{table.base_uri} keeps bucket-index metadata in {BUCKET_INDEX_META_FOLDER} (Hudi's consistent-hashing "
+            "or partition-level bucket index: bucket counts vary by partition or over time), which a simple bucket "
+            "index with one hoodie.bucket.index.num.buckets cannot follow. Nothing was written. Write this table "
+            "with Hudi's own writers.")
     files = existing_files(client.table, batch_partitions) if batch_partitions else []
     if not files:
         files = existing_files(client.table)

@@ -29,6 +29,10 @@ EMPTY_PLACEHOLDER = "__empty__"
 #: NBCC writers (Hudi's non-blocking concurrency control) name bucket groups by bucket alone
 FIXED_FILE_ID_SUFFIX = "-0000-0000-0000-000000000000"
 _MASK32 = 0xFFFFFFFF
+#: where Hudi keeps a bucket layout that a fixed bucket count does not describe: the
+#: consistent-hashing engine's ``consistent_hashing_metadata`` and Hudi 1.1's partition-level
+#: bucket index (``partition_bucket_index_meta``: a bucket count per partition)
+BUCKET_INDEX_META_FOLDER = ".hoodie/.bucket_index"
 
 
 def _int32(h: int) -> int:

@@ -233,6 +233,18 @@ def test_too_few_buckets_and_consistent_hashing_are_refused(tmp_path) -> None:
         write_arrow(base, _batch(["k1"], 2), "upsert", {**conf, "hoodie.bucket.index.hash.field": "name"})
 
 
+def test_a_table_with_bucket_index_metadata_is_refused(tmp_path) -> None:
+    """Consistent hashing and Hudi 1.1's partition-level buckets keep their layout in
+    ``.hoodie/.bucket_index``: one fixed bucket count would hash keys elsewhere."""
+    base = str(tmp_path / "t")
+    conf = _conf(9, "COPY_ON_WRITE")
+    write_arrow(base, _batch(["a", "b"], 1), "insert", conf)
+    os.makedirs(os.path.join(base, ".hoodie", ".bucket_index", "partition_bucket_index_meta"))
+    with pytest.raises(HoodieNotSupportedError, match="partition-level bucket index"):
+        write_arrow(base, _batch(["c"], 2), "upsert", conf)
+    assert read_table(base).num_rows == 2
+
+
 def test_clustering_is_refused_and_compaction_keeps_the_groups(tmp_path) -> None:
     base = str(tmp_path / "t")
     conf = _conf(9, "MERGE_ON_READ")
