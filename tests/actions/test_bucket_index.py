@@ -233,6 +233,20 @@ def test_too_few_buckets_and_consistent_hashing_are_refused(tmp_path) -> None:
         write_arrow(base, _batch(["k1"], 2), "upsert", {**conf, "hoodie.bucket.index.hash.field": "name"})
 
 
+def test_insert_overwrite_starts_new_bucket_groups(tmp_path) -> None:
+    base = str(tmp_path / "t")
+    conf = _conf(6, "COPY_ON_WRITE")
+    write_arrow(base, _batch([f"k{i}" for i in range(12)], 1), "insert", conf)
+    before = _check_layout(base, ["id"], 4, 6)
+    write_arrow(base, _batch(["x1", "x2", "x3"], 2, parts=["a"] * 3), "insert_overwrite", conf)
+    after = _check_layout(base, ["id"], 4, 6)
+    assert sorted(read_table(base).column("id").to_pylist()) == sorted(["x1", "x2", "x3"] + [f"k{i}" for i in
+                                                                                              range(0, 12, 2)])
+    assert all(after[k] != before[k] for k in after if k[0] == "a" and k in before)
+    live = HoodieTable.load(base).planning_view().existing_files(None)
+    assert len({(f.partition_path, f.file_id[:8]) for f in live}) == len(live)
+
+
 def test_a_table_with_bucket_index_metadata_is_refused(tmp_path) -> None:
     """Consistent hashing and Hudi 1.1's partition-level buckets keep their layout in
     ``.hoodie/.bucket_index``: one fixed bucket count would hash keys elsewhere."""
