@@ -22,7 +22,11 @@ from airflow_hoodie.actions.transaction.conflict_resolution import (
 )
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
+from airflow_hoodie.errors import (
+    HoodieConfigError,
+    HoodieError,
+    HoodieNotSupportedError,
+)
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from airflow_hoodie.table.timeline.instant import Instant, State
@@ -293,3 +297,35 @@ def test_two_writers_creating_one_bucket_conflict(tmp_path) -> None:
     assert not conflicting_instants(tl, own, mine, started)
     other_bucket = {("a", f"{(int(a_group.file_id[:8]) + 1) % 4:08d}-ffff-ffff-ffff-ffffffffffff-0")}
     assert not conflicting_instants(tl, own, other_bucket, started, bucket_scope=True)
+
+
+def test_flink_and_nbcc_group_names_route_by_their_bucket() -> None:
+    """Flink's stream writer named groups without ``-0``; NBCC writers use one fixed id per
+    bucket, the same in every partition: both route by their 8-digit prefix and partition."""
+    from airflow_hoodie.actions.bucket_index_write import routing_for, tag_by_bucket
+    from airflow_hoodie.settings.bucket_index import BucketIndexSettings
+    from airflow_hoodie.table.bucket_index import bucket_ids
+    from airflow_hoodie.table.file_group.file_system_view import ExistingFile
+
+    nbcc = "00000001-0000-0000-0000-000000000000"
+    files = [ExistingFile("a", nbcc, None, "1", 0, [f".{nbcc}_1.log.1_0-1-0"]),
+             ExistingFile("b", nbcc + "-0", None, "1", 0, [f".{nbcc}-0_1.log.1_0-1-0"]),
+             ExistingFile("b", "00000000-1234-5678-9abc-def012345678", "x.parquet", "1", 1, [])]
+    routing = routing_for(files, BucketIndexSettings(2, ("id",)), "scan")
+    keys = [f"k{i}" for i in range(20)]
+    batch = pa.table({"_hoodie_record_key": keys * 2, "_hoodie_partition_path": ["a"] * 20 + ["b"] * 20,
+                      "_hoodie_op": ["U"] * 40})
+    tagged = tag_by_bucket(batch, routing)
+    ids = bucket_ids(pa.array(keys), ["id"], 2, "scan").tolist() * 2
+    for part, bucket, fid in zip(tagged.column("_hoodie_partition_path").to_pylist(), ids,
+                                 tagged.column("_hoodie_loc_file").to_pylist()):
+        expected = {("a", 1): nbcc, ("b", 1): nbcc + "-0", ("b", 0): "00000000-1234-5678-9abc-def012345678"}
+        if (part, bucket) in expected:
+            assert fid == expected[(part, bucket)]
+        else:  # bucket 0 of partition a: a new group, named by its bucket
+            assert fid.startswith("00000000-") and fid.endswith("-0") and fid != expected[("b", 0)]
+    with pytest.raises(HoodieNotSupportedError, match="num.buckets=1"):
+        routing_for(files, BucketIndexSettings(1, ("id",)), "scan")
+    twice = files + [ExistingFile("a", "00000001-aaaa-bbbb-cccc-dddddddddddd-0", "y.parquet", "1", 1, [])]
+    with pytest.raises(HoodieError, match="two file groups for bucket 00000001"):
+        routing_for(twice, BucketIndexSettings(2, ("id",)), "scan")
