@@ -80,8 +80,9 @@ class HudiRelease:
     #: KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen)
     locks_complex_key_encoding: bool
     #: how the bucket index takes hash values out of a complex record key: ``"split"`` (0.x:
-    #: split on ``,`` then on the first ``:``) or ``"scan"`` (HUDI-8403, apache/hudi#12120, merged
-    #: before the 1.0 branch: values may hold ``,`` and ``:``; a key with no ``,`` is one value)
+    #: split on ``,`` then on the first ``:``) or ``"scan"`` (HUDI-8403, apache/hudi#12120, merged in
+    #: October 2024, taken here as the parser of the 1.x lines, table versions 8 and 9: values may
+    #: hold ``,`` and ``:``; a key with no ``,`` is one value)
     bucket_hash_key_parser: str = "split"
 
 
