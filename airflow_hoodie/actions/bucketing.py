@@ -175,3 +175,15 @@ def assign_buckets(
             remaining -= take
         inserts[part] = plan
     return tasks, inserts
+
+
+def assign_bucket_tasks(update_counts: Mapping[tuple[str, str], int], created: Sequence[tuple[str, str, int]],
+                        files: Sequence[ExistingFile]) -> list[FileGroupTask]:
+    """The tasks of a bucket-index write: one per existing bucket group it touches (as
+    :func:`assign_buckets` makes them, so a group under pending clustering is refused the
+    same way) and one new group per (partition, new file id, records) in ``created``. No
+    small-file padding and no splits: a bucket's records all go to its one group."""
+    tasks, _ = assign_buckets(update_counts, {}, files, SizingSettings(), "BUCKET", 1, False, use_small_files=False)
+    for part, file_id, n in created:
+        tasks.append(FileGroupTask(len(tasks), "INSERT", part, file_id, expected_records=n))
+    return tasks

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions import service_common as sc
+from airflow_hoodie.actions.bucket_index_write import is_bucket_layout
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
@@ -58,7 +59,7 @@ from airflow_hoodie.config_keys.clustering import (  # noqa: F401 - the service'
     SORT_COLUMNS,
     TARGET_FILE_MAX_BYTES,
 )
-from airflow_hoodie.errors import HoodieConfigError, HoodieWriteConflictError
+from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError, HoodieWriteConflictError
 from airflow_hoodie.settings.clustering import ClusteringSettings
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
@@ -245,12 +246,25 @@ def requested_replace_metadata(plan: dict[str, Any]) -> dict[str, Any]:
 # ======================================================================== table level
 
 
+def refuse_bucket_clustering(table: HoodieTable) -> None:
+    """Clustering a simple-bucket table would merge buckets' groups into new random-UUID
+    groups, which breaks its bucket-index writers; Flink refuses to schedule it
+    (ClusteringUtil.validateClusteringScheduling), and so do we, before any change."""
+    if is_bucket_layout(table.planning_view().existing_files(None)):
+        raise HoodieNotSupportedError(
+            f"Clustering {table.base_uri}: the table is laid out by Hudi's simple bucket index (every file group is "
+            "named by its bucket), and clustering would rewrite its groups under new names, which the table's "
+            "bucket-index writers cannot use. Nothing was scheduled. Compact (MERGE_ON_READ) and clean it instead; "
+            "to re-layout it, rewrite it into a new table.")
+
+
 def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: str | None = None) -> dict[str, Any]:
     """Plan clustering and write ``T.replacecommit.requested`` (``T.clustering.requested`` on
     Hudi 1.x tables) under the table lock; no
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
     settings = ClusteringSettings.from_config(config)
+    refuse_bucket_clustering(table)
     commit.prepare_for_change(table, settings.action.change)
     table.check_records_writable("Scheduling a clustering")
     with transaction_manager_for(table, settings.lock).transaction("schedule a clustering"):

@@ -46,10 +46,10 @@ LOC_PART = "_hoodie_loc_part"
 
 def validate_index_type(index_type: str) -> str:
     t = (index_type or "SIMPLE").upper()
-    if t not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "IN_MEMORY", "RECORD_INDEX"):
+    if t not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "IN_MEMORY", "RECORD_INDEX", "BUCKET"):
         raise HoodieConfigError(
             f"hoodie.index.type={index_type!r} is not supported here; use SIMPLE, GLOBAL_SIMPLE, BLOOM, "
-            "GLOBAL_BLOOM, IN_MEMORY or RECORD_INDEX.")
+            "GLOBAL_BLOOM, IN_MEMORY, RECORD_INDEX or BUCKET.")
     return t
 
 

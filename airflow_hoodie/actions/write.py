@@ -19,7 +19,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_hoodie.actions.bucket_index_write import (
+    BucketRouting,
+    bucket_counts_known,
+    refuse_unbucketed_write,
+    routing_for,
+    tag_by_bucket,
+)
 from airflow_hoodie.actions.bucketing import (
+    assign_bucket_tasks,
     assign_buckets,
     average_record_size,
     existing_files,
@@ -64,7 +72,9 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
+    HoodieNotSupportedError,
 )
+from airflow_hoodie.table.bucket_index import BUCKET_INDEX_META_FOLDER
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.metadata_table.record_index import has_record_index
 from airflow_hoodie.table.record_merger import MergeConfig
@@ -239,6 +249,30 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     return settings, avro
 
 
+def check_bucket_layout(client: WriteClient, settings: WriteSettings, batch_partitions: Sequence[str]) -> None:
+    """Before any change: a write whose index is not BUCKET into a table laid out by bucket is
+    refused, and so is a bucket-index write into groups not named by bucket
+    (:mod:`bucket_index_write` says why). The batch's partitions are judged by their own
+    groups; a batch of new partitions only, by the whole table's."""
+    if client.table is None:
+        return
+    table = client.table
+    if settings.bucket is not None and table.storage.exists(table.storage.join(table.base_path,
+                                                                               BUCKET_INDEX_META_FOLDER)):
+        raise HoodieNotSupportedError(
+            f"{table.base_uri} keeps bucket-index metadata in {BUCKET_INDEX_META_FOLDER} (Hudi's consistent-hashing "
+            "or partition-level bucket index: bucket counts vary by partition or over time), which a simple bucket "
+            "index with one hoodie.bucket.index.num.buckets cannot follow. Nothing was written. Write this table "
+            "with Hudi's own writers.")
+    files = existing_files(client.table, batch_partitions) if batch_partitions else []
+    if not files:
+        files = existing_files(client.table)
+    if settings.bucket is None:
+        refuse_unbucketed_write(files, settings.index_type)
+    else:
+        routing_for(files, settings.bucket, client.table.format.release.bucket_hash_key_parser)
+
+
 def open_for_write(client: WriteClient, avro: Mapping[str, Any]) -> list[str]:
     """Create the table on its first write and roll back failed writes; called once the
     batch's records (keys, partition paths, ordering values) passed validation. Returns the
@@ -262,6 +296,10 @@ class WriteEngine(Protocol):
     def untag(self) -> None:
         """Mark every record new (inserts, or nothing to look up)."""
 
+    def tag_buckets(self, routing: BucketRouting) -> None:
+        """Locate each record at its bucket's group (simple bucket index); name the new
+        groups in ``routing``."""
+
     def bucket_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
         """Updates per (partition, file group) and inserts per partition."""
 
@@ -281,29 +319,33 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
     settings, avro = begin_write(client, data_schema, operation)
     index_type = settings.index_type
     batch_parts = engine.prepare(settings)
+    check_bucket_layout(client, settings, batch_parts)
     rolled = open_for_write(client, avro)
     started = time.monotonic()
     action = client.commit_action(operation)
     instant = client.start(client.new_instant_time(), action, operation)
     with client.aborting_on_failure(instant):
         files = index_scope(client, operation, is_global(index_type), batch_parts)
-        if operation in ("upsert", "delete") and files:
-            engine.tag(client, settings, files)
+        if settings.bucket is not None:
+            tasks, insert_plan, files, replaced = _bucket_tasks(client, engine, settings, files)
         else:
-            engine.untag()
-        replaced, files = replaced_file_groups(client, operation, files)
-        upd_counts, ins_counts = engine.bucket_counts()
-        n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
-        engine.report(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
-                      f"{n_upd:,} to existing file groups, {n_ins:,} new")
-        tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, settings.sizing, settings.index_type,
-                                            average_record_size(client.table, settings.sizing), client.is_mor,
-                                            use_small_files=operation != "bulk_insert")
+            if operation in ("upsert", "delete") and files:
+                engine.tag(client, settings, files)
+            else:
+                engine.untag()
+            replaced, files = replaced_file_groups(client, operation, files)
+            upd_counts, ins_counts = engine.bucket_counts()
+            n_upd, n_ins = sum(upd_counts.values()), sum(ins_counts.values())
+            engine.report(f"indexing {n_upd + n_ins:,} records against {len(files):,} files: "
+                          f"{n_upd:,} to existing file groups, {n_ins:,} new")
+            tasks, insert_plan = assign_buckets(upd_counts, ins_counts, files, settings.sizing, settings.index_type,
+                                                average_record_size(client.table, settings.sizing), client.is_mor,
+                                                use_small_files=operation != "bulk_insert")
         client.inflight(instant, action, tasks, operation)
         engine.report(f"writing {len(tasks):,} file groups ({sum(t.kind == 'INSERT' for t in tasks):,} new) "
                       f"for {action} {instant}")
         stats = engine.write(tasks, insert_plan, make_context(client, settings, instant, avro))
-        done = client.commit(instant, action, operation, stats, avro, replaced)
+        done = client.commit(instant, action, operation, stats, avro, replaced, bucket_scope=settings.bucket is not None)
     engine.report(f"committed {action} {instant} in {time.monotonic() - started:.1f} s")
     engine.release()
     result = WriteResult(instant, action, "COMPLETED", operation, rolled_back=rolled,
@@ -313,6 +355,24 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
     summarize(result, stats)
     run_commit_callback(client, settings, result)
     return result
+
+
+def _bucket_tasks(client: WriteClient, engine: WriteEngine, settings: WriteSettings, files: list[ExistingFile]
+                  ) -> tuple[list[FileGroupTask], dict[str, list[tuple[int, int]]], list[ExistingFile],
+                             dict[str, list[str]] | None]:
+    """Tagging and bucketing of a simple-bucket-index write: every record to its bucket's
+    group (an insert_overwrite replaces the partitions' groups and starts new ones). Returns
+    (tasks, insert plan (empty: inserts are located too), the groups kept, replaced groups)."""
+    assert settings.bucket is not None and client.table is not None
+    replaced, files = replaced_file_groups(client, settings.operation, files)
+    routing = routing_for(files, settings.bucket, client.table.format.release.bucket_hash_key_parser)
+    engine.tag_buckets(routing)
+    counts, _ = engine.bucket_counts()
+    existing, created = bucket_counts_known(counts, routing)
+    engine.report(f"bucket index ({settings.bucket.num_buckets} buckets): {sum(existing.values()):,} records to "
+                  f"{len(existing):,} existing bucket groups, {sum(n for _p, _f, n in created):,} to "
+                  f"{len(created):,} new ones")
+    return assign_bucket_tasks(existing, created, files), {}, files, replaced
 
 
 def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
@@ -327,15 +387,22 @@ def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Map
     ins = np.flatnonzero(~found)
     bucket = np.full(batch.num_rows, -1, np.int32)
     if len(upd):
-        bucket_of = {(t.partition_path, t.file_id): t.bucket for t in tasks if t.kind == "UPDATE"}
-        located = batch.select([LOC_PART, LOC_FILE]).take(pa.array(upd))
-        pairs = located.group_by([LOC_PART, LOC_FILE], use_threads=False).aggregate([])
-        # every located pair has its bucket: a missing one is a KeyError, as before
-        ids = pa.array([bucket_of[k] for k in zip(pairs.column(LOC_PART).to_pylist(),
-                                                  pairs.column(LOC_FILE).to_pylist())], pa.int32())
-        at = pc.index_in(pc.binary_join_element_wise(located.column(LOC_PART), located.column(LOC_FILE), "\x00"),
-                         value_set=pc.binary_join_element_wise(pairs.column(LOC_PART), pairs.column(LOC_FILE), "\x00"))
-        bucket[upd] = ids.take(at).to_numpy(zero_copy_only=False)
+        # a bucket index locates records at new groups too (INSERT tasks named by bucket), so
+        # every record of a bucket-index write is located: each (partition, file group) is
+        # one integer (partition code * file codes + file code), not a joined string per record
+        located = batch.select([LOC_PART, LOC_FILE]).take(pa.array(upd)).combine_chunks()
+        parts = {p: i for i, p in enumerate(sorted({t.partition_path for t in tasks}))}
+        fids = {f: i for i, f in enumerate(sorted({t.file_id for t in tasks}))}
+        width = max(1, len(fids))
+        part_code = pc.index_in(located.column(LOC_PART).chunk(0), value_set=pa.array(list(parts), pa.string()))
+        file_code = pc.index_in(located.column(LOC_FILE).chunk(0), value_set=pa.array(list(fids), pa.string()))
+        code = pc.add(pc.multiply(part_code.cast(pa.int64()), width), file_code.cast(pa.int64()))
+        at = pc.index_in(code, value_set=pa.array([parts[t.partition_path] * width + fids[t.file_id] for t in tasks],
+                                                  pa.int64()))
+        if at.null_count:  # every located record has its task
+            missing = located.filter(pc.is_null(at)).slice(0, 1).to_pylist()[0]
+            raise KeyError((missing[LOC_PART], missing[LOC_FILE]))
+        bucket[upd] = pa.array([t.bucket for t in tasks], pa.int32()).take(at).to_numpy(zero_copy_only=False)
     if len(ins) and insert_plan:
         if sort_inserts:
             ins = ins[pc.sort_indices(batch.select([PARTITION_PATH, RECORD_KEY]).take(pa.array(ins)),
@@ -383,6 +450,9 @@ class ArrowWriteEngine:
     def untag(self) -> None:
         none = pa.nulls(self.batch.num_rows, pa.string())
         self._located(self.batch.append_column(LOC_PART, none).append_column(LOC_FILE, none))
+
+    def tag_buckets(self, routing: BucketRouting) -> None:
+        self._located(tag_by_bucket(self.batch, routing))
 
     def _located(self, batch: pa.Table) -> None:
         # deletes of unknown keys and soft deletes of new keys write nothing

@@ -336,9 +336,11 @@ class WriteClient:
             self.table.format.encode_inflight(action, workload_profile(tasks, operation, dict(self.action.extra_metadata))))
 
     def commit(self, instant_time: str, action: str, operation: str, stats: Sequence[Mapping[str, Any]],
-               avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None) -> Instant:
+               avro_schema: Mapping[str, Any], replaced: Mapping[str, list[str]] | None = None,
+               bucket_scope: bool = False) -> Instant:
         """Reconcile against markers, write partition metadata, complete the instant, drop markers.
-        Returns the completed instant, with its completion time on Hudi 1.x."""
+        Returns the completed instant, with its completion time on Hudi 1.x. ``bucket_scope``: a
+        bucket-index write, whose conflicts are judged per (partition, bucket)."""
         written = {st["path"] for st in stats if st.get("path")} | {p for st in stats for p in st.get("cdcStats") or {}}
         for m in mk.list_markers(self.storage, self.base_path, instant_time):
             # a CDC log is written whole by one task, like a base file: a retry's copy is a duplicate
@@ -363,7 +365,7 @@ class WriteClient:
                         f"{action} {instant_time} was rolled back by another task while it ran (its heartbeat "
                         "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
                         "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
-                check_no_conflict(timeline, own, groups, self._started)
+                check_no_conflict(timeline, own, groups, self._started, bucket_scope)
             self.txn.ensure_lock_held()  # a lock lost meanwhile must stop us before, never after
 
         with self.txn.transaction(f"commit {instant_time}"):

@@ -40,6 +40,7 @@ from airflow_hoodie.config_keys.write import (
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.base_file import BaseFileSettings
 from airflow_hoodie.settings.cdc import CdcSettings
+from airflow_hoodie.settings.bucket_index import BucketIndexSettings
 from airflow_hoodie.settings.commit_callback import CommitCallbackSettings
 from airflow_hoodie.settings.file_sizing import SizingSettings
 from airflow_hoodie.settings.log_file import LogFileSettings
@@ -136,6 +137,8 @@ class WriteSettings:
     bulk_insert_parallelism: int
     #: whether (and how) the write logs its changes for CDC queries (the table's properties)
     cdc: CdcSettings = field(default_factory=CdcSettings)
+    #: the simple bucket index's bucket count and hash fields (hoodie.index.type=BUCKET), else None
+    bucket: BucketIndexSettings | None = None
 
     @classmethod
     def from_config(cls, config: HoodieConfig, request: WriteRequest,
@@ -169,7 +172,8 @@ class WriteSettings:
             file=BaseFileSettings.from_config(config), log=LogFileSettings.from_config(config),
             bulk_insert_sort_mode=sort_mode,
             bulk_insert_parallelism=config.get_int("hoodie.bulkinsert.shuffle.parallelism"),
-            cdc=CdcSettings.from_config(config, table_props))
+            cdc=CdcSettings.from_config(config, table_props),
+            bucket=BucketIndexSettings.from_config(config) if index_type == "BUCKET" else None)
 
     @property
     def is_mor(self) -> bool:

@@ -26,6 +26,11 @@ ORDERING_FIELDS = "hoodie.table.ordering.fields"
 COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
 PARQUET_SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
 PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
+INDEX_TYPE = "hoodie.index.type"
+#: Hudi's HoodieIndexConfig bucket-index keys
+BUCKET_NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
+BUCKET_ENGINE = "hoodie.index.bucket.engine"
 
 register(
     ConfigKey(SET_NULL_FOR_MISSING_COLUMNS, "false",
@@ -49,7 +54,13 @@ register(
     ConfigKey("hoodie.datasource.write.operation", "upsert", ""),
     ConfigKey("hoodie.datasource.write.payload.class", "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload", ""),
     ConfigKey("hoodie.payload.ordering.field", None, "ordering field of DefaultHoodieRecordPayload"),
-    ConfigKey("hoodie.index.type", "SIMPLE", "SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, IN_MEMORY, RECORD_INDEX"),
+    ConfigKey("hoodie.index.type", "SIMPLE", "SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, IN_MEMORY, RECORD_INDEX, "
+              "BUCKET"),
+    ConfigKey(BUCKET_NUM_BUCKETS, "256", "BUCKET index: buckets per partition (Hudi's Spark default; Flink's is 4). "
+              "Must be the number the table's other writers use", ("hoodie.index.bucket.num",)),
+    ConfigKey(BUCKET_HASH_FIELD, None, "BUCKET index: the record key fields a key's bucket is hashed from "
+              "(default: the record key fields)"),
+    ConfigKey(BUCKET_ENGINE, "SIMPLE", "BUCKET index engine: SIMPLE (CONSISTENT_HASHING is not supported)"),
     ConfigKey("hoodie.combine.before.upsert", "true", ""),
     ConfigKey("hoodie.combine.before.insert", "false", ""),
     ConfigKey("hoodie.combine.before.delete", "true", ""),

@@ -45,12 +45,16 @@ def check_write(base_uri: str, storage_options: Mapping[str, str] | None, config
     """Raise the write flow's own HoodieError for a batch it would refuse; True when the
     batch's schema was known and checked, False when only the job can check it. The source
     is read with ``source_storage_options``, by default the table's, as the job reads it."""
-    from airflow_hoodie.actions.write import begin_write
+    from airflow_hoodie.actions.write import begin_write, check_bucket_layout
     from airflow_hoodie.actions.write_client import WriteClient
 
     config.check_spelling()
     schema = source_schema(source, source_format, source_storage_options or storage_options)
     if schema is None:
         return False
-    begin_write(WriteClient(base_uri, config, storage_options, table_name), schema, operation)
+    client = WriteClient(base_uri, config, storage_options, table_name)
+    settings, _ = begin_write(client, schema, operation)
+    # the bucket-layout refusals (a default-index write into a bucket table and the reverse),
+    # judged on the whole table as the batch's partitions are not known here
+    check_bucket_layout(client, settings, [])
     return True

@@ -16,7 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_hoodie.actions.write import begin_write, open_for_write, run_write
+from airflow_hoodie.actions.write import (
+    begin_write,
+    check_bucket_layout,
+    open_for_write,
+    run_write,
+)
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
 from airflow_hoodie.actions.write_settings import WriteRequest
 from airflow_hoodie.config import HoodieConfig
@@ -61,12 +66,18 @@ def upsert_dataframe(
     in_schema = arrow_schema(df)
     if operation == "bulk_insert":  # Hudi's row-writer path: no index, its own layout
         settings, avro = begin_write(client, in_schema, operation)
-        # the row writer meets each record only in its write task, which checks its keys,
-        # partition paths and ordering values before it writes; a first write refused there
-        # is rolled back and takes the table it created with it
-        first_write = client.table is None
-        rolled = open_for_write(client, avro)
-        return bulk_insert_dataframe(spark, df, in_schema, client, settings, avro, rolled, first_write)
+        if settings.bucket is None:
+            # its new groups are random-UUID named: never into a table laid out by bucket (the
+            # batch's partitions are not known yet, so the whole table's groups are judged)
+            check_bucket_layout(client, settings, [])
+            # the row writer meets each record only in its write task, which checks its keys,
+            # partition paths and ordering values before it writes; a first write refused there
+            # is rolled back and takes the table it created with it
+            first_write = client.table is None
+            rolled = open_for_write(client, avro)
+            return bulk_insert_dataframe(spark, df, in_schema, client, settings, avro, rolled, first_write)
+        # a bucket-index bulk_insert writes each bucket's group, as Hudi's bucket bulk-insert
+        # writers do: the write flow below routes it by bucket
     small = driver_batch(df, request.driver_batch_max_bytes, size_bytes)
     if small is not None:
         engine = DriverBatchEngine(spark, small, request.driver_files_max_bytes)

@@ -14,17 +14,24 @@ candidate file groups (read by tasks), bucket counts are the only thing collecte
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from airflow_hoodie.actions.bucket_index_write import (
+    BUCKET_ID_COL,
+    BucketRouting,
+    locate_by_bucket,
+    with_bucket_ids,
+)
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
     FileGroupTask,
@@ -114,10 +121,15 @@ class _TagPlan:
     record_index: tuple[str, dict[str, str]] | None  # (base URI, storage options) when the record index answers
     out_names: list[str]
     #: how a task reads the candidate files' keys (:func:`_existing_keys_df`), chosen on the driver
-    scan: Callable[["_TagPlan", pa.Table], pa.Table] | None = None
+    scan: Callable[[_TagPlan, pa.Table], pa.Table] | None = None
     #: a record moving partition is merged with the stored one first (:func:`partition_move_merge`)
     move_ordering: list[str] = field(default_factory=list)
     move_merge: MergeConfig | None = None
+    #: a simple bucket index: (partition, bucket) -> file id of every group the write may
+    #: write (records carry their bucket in ``BUCKET_ID_COL``), and the bucket count; None
+    #: for the other indexes
+    bucket_locations: dict[tuple[str, int], str] | None = None
+    num_buckets: int = 0
 
 
 def _key_range(ref: FileRef) -> dict[str, Any]:
@@ -163,7 +175,9 @@ def _tag_group(plan: _TagPlan, table: pa.Table) -> pa.Table:
     # and counting them is a hash pass where deduplicating is two sorts
     if plan.dedupe and len(pc.unique(records.column(RECORD_KEY))) < records.num_rows:
         records = dedupe(table.sort_by(SEQ_COL).drop_columns([SEQ_COL, GROUP_COL]), plan.ordering, plan.global_index)
-    if plan.index_type is None:
+    if plan.bucket_locations is not None:
+        tagged = locate_by_bucket(records, plan.bucket_locations, plan.num_buckets)
+    elif plan.index_type is None:
         none = pa.nulls(records.num_rows, pa.string())
         tagged = records.append_column(LOC_PART, none).append_column(LOC_FILE, none)
     else:
@@ -206,6 +220,14 @@ def _tagger(plan: Any, counts: Any):
     return tag
 
 
+def _bucket_ider(settings: Any, parser: str):
+    """The mapInArrow function adding each record's bucket (typed for PySpark's Arrow eval)."""
+    def add_bucket_ids(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from with_bucket_ids(pa.Table.from_batches([batch]), settings, parser).to_batches()
+    return add_bucket_ids
+
+
 def _literal_map(values: Mapping[str, Any]) -> Any:
     return F.create_map(*[c for k, v in values.items() for c in (F.lit(k), v)])
 
@@ -215,7 +237,8 @@ def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tu
     broadcast join, no job): updates by their file group, inserts by hash position into
     their partition's insert buckets."""
     sep = "\u0000"
-    updates = {t.partition_path + sep + t.file_id: F.lit(t.bucket) for t in tasks if t.kind == "UPDATE"}
+    # a bucket index locates records at its new groups too (INSERT tasks named by bucket)
+    updates = {t.partition_path + sep + t.file_id: F.lit(t.bucket) for t in tasks}
     upd = F.element_at(_literal_map(updates), F.concat_ws(sep, LOC_PART, LOC_FILE)) if updates \
         else F.lit(None).cast("int")
     if not insert_plan:
@@ -243,7 +266,7 @@ def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], d
     try:
         rows = (routed.groupBy(BUCKET_COL)
                 .applyInArrow(_group_writer(ctx, {t.bucket: t for t in tasks}, keep), "stat string").collect())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise translate_job_error(exc) from exc
     return [json.loads(r[0]) for r in rows]
 
@@ -354,13 +377,26 @@ class SparkWriteEngine:
             if op not in DELETE_OPS.to_pylist():
                 self.located[("I", p, None)] = self.located.get(("I", p, None), 0) + n
 
+    def tag_buckets(self, routing: BucketRouting) -> None:
+        """Simple bucket index: each record's bucket computed where it is (no shuffle), the
+        (partition, bucket) pairs of upserts collected to name the new groups on the driver
+        (small: at most partitions x buckets), then the usual tag step locates by bucket."""
+        settings, parser = routing.settings, routing.parser
+        schema = StructType(list(self.keyed.schema.fields) + [StructField(BUCKET_ID_COL, IntegerType())])
+        self.keyed = _checkpointed(self.keyed.mapInArrow(_bucket_ider(settings, parser), schema))
+        pairs = (self.keyed.filter(~F.col(OP_COL).isin(*DELETE_OPS.to_pylist()))
+                 .select(PARTITION_PATH, BUCKET_ID_COL).distinct().collect())
+        routing.create((r[0], int(r[1])) for r in pairs)
+        self._locate(_TagPlan("BUCKET", [], [], {}, False, False, self.dedupe, self.ordering, False, None, [],
+                              bucket_locations=routing.locations(), num_buckets=settings.num_buckets))
+
     def _locate(self, plan: _TagPlan) -> None:
         """Tag the records by ``plan``, keep them on the executors and their counts here.
         A group is a slice of a partition's keys (of all keys, for a global index) of at
         most about hoodie.copyonwrite.insert.split.size records, Hudi's file-group size in
         records, so a task's memory follows that, not the batch."""
-        out_schema = StructType(list(self.keyed.schema.fields) + [StructField(LOC_PART, StringType()),
-                                                                  StructField(LOC_FILE, StringType())])
+        out_schema = StructType([f for f in self.keyed.schema.fields if f.name != BUCKET_ID_COL]
+                                + [StructField(LOC_PART, StringType()), StructField(LOC_FILE, StringType())])
         plan.out_names = out_schema.fieldNames()
         sc = self.spark.sparkContext
         self.plan = sc.broadcast(plan)
@@ -398,7 +434,7 @@ class SparkWriteEngine:
                 by_part.setdefault(t.partition_path, []).append(t)
             try:
                 rows = self.tagged.mapInArrow(_partition_writer(ctx, by_part, insert_plan), "stat string").collect()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise translate_job_error(exc) from exc
             return [json.loads(r[0]) for r in rows]
         routed = self.tagged.withColumn(BUCKET_COL, _bucket_column(tasks, insert_plan))
@@ -420,7 +456,7 @@ def _checkpointed(frame: Any) -> Any:
     take two: its own and the first use's)."""
     try:
         return frame.localCheckpoint(eager=True)
-    except Exception as exc:  # noqa: BLE001 - key errors surface from the Python workers
+    except Exception as exc:
         raise translate_job_error(exc) from exc
 
 

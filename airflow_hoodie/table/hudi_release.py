@@ -82,6 +82,11 @@ class HudiRelease:
     #: what ends the name of a CDC log file after its write token: ``-cdc`` on 0.14/0.15
     #: (HoodieCDCUtils.CDC_LOGFILE_SUFFIX), ``.cdc`` on 1.x
     cdc_log_suffix: str = ".cdc"
+    #: how the bucket index takes hash values out of a complex record key: ``"split"`` (0.x:
+    #: split on ``,`` then on the first ``:``) or ``"scan"`` (HUDI-8403, apache/hudi#12120, merged in
+    #: October 2024, taken here as the parser of the 1.x lines, table versions 8 and 9: values may
+    #: hold ``,`` and ``:``; a key with no ``,`` is one value)
+    bucket_hash_key_parser: str = "split"
 
 
 #: Hudi 0.x: table version 6 (0.14/0.15), which we write, and 5 (0.12/0.13), which we read
@@ -101,7 +106,8 @@ RELEASE_1_0 = HudiRelease(
     records_index_definitions=True,
     has_partition_stats=True, initializes_metadata_as_1x=True, table_properties_1x=True,
     ordering_fields_key=tp.PRECOMBINE_FIELD, declares_table_format=False, names_merge_payload_and_strategy=True,
-    precombine_defaults_to_ts=False, locks_complex_key_encoding=False)
+    precombine_defaults_to_ts=False, locks_complex_key_encoding=False,
+    bucket_hash_key_parser="scan")
 #: Hudi 1.1: table version 9
 RELEASE_1_1 = HudiRelease(
     name="1.1", timeline_layout=2, commits_in_avro=True, clustering_action=Action.CLUSTERING,
@@ -110,7 +116,8 @@ RELEASE_1_1 = HudiRelease(
     records_index_definitions=True,
     has_partition_stats=True, initializes_metadata_as_1x=True, table_properties_1x=True,
     ordering_fields_key=tp.ORDERING_FIELDS, declares_table_format=True, names_merge_payload_and_strategy=False,
-    precombine_defaults_to_ts=False, locks_complex_key_encoding=True)
+    precombine_defaults_to_ts=False, locks_complex_key_encoding=True,
+    bucket_hash_key_parser="scan")
 
 #: the first table version of each 1.x release line
 _FIRST_VERSIONS = ((9, RELEASE_1_1), (8, RELEASE_1_0))

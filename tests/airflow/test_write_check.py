@@ -84,3 +84,17 @@ def test_a_good_batch_passes_and_formats_without_footers_are_left_to_the_job(tmp
     assert not (tmp_path / "t").exists()  # a check writes nothing
     (tmp_path / "batch.json").write_text('{"id": "a"}\n')
     assert check_write(base, None, HoodieConfig(CONF), str(tmp_path / "batch.json"), "json", "upsert", "t") is False
+
+
+def test_a_default_index_write_into_a_bucket_table_fails_before_spark(tmp_path):
+    """The bucket-layout refusal of the write flow (issue 39) runs in the hook's check too."""
+    from airflow_hoodie.errors import HoodieNotSupportedError
+
+    base = str(tmp_path / "t")
+    bucket = {**CONF, "hoodie.table.name": "t", "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
+    write_arrow(base, pa.table({"uuid": ["a", "b"], "ts": [1, 1], "city": ["sf", "la"]}), "upsert", bucket)
+    source = tmp_path / "batch.parquet"
+    pq.write_table(pa.table({"uuid": ["c"], "ts": [2], "city": ["sf"]}), source)
+    assert check_write(base, None, HoodieConfig(bucket), str(source), "parquet", "upsert", "t") is True
+    with pytest.raises(HoodieNotSupportedError, match="hoodie.index.type=BUCKET"):
+        check_write(base, None, HoodieConfig(CONF), str(source), "parquet", "upsert", "t")

@@ -11,11 +11,12 @@ and a retried writer wins instead of losing to every plan scheduled while it run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from airflow_hoodie.actions.transaction.failed_writes import live_writes
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieError, HoodieWriteConflictError
+from airflow_hoodie.table.bucket_index import is_bucket_file_id
 from airflow_hoodie.table.file_group.file_system_view import FileSystemView
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata import avro_codec
@@ -66,13 +67,24 @@ def file_groups_of(timeline: Timeline, instant: Instant) -> set[FileGroupId]:
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "compaction")
 
 
+def by_bucket(groups: Iterable[FileGroupId]) -> set[FileGroupId]:
+    """File groups as a bucket-index writer sees them: a bucket-named group as its
+    (partition, bucket), so two writers that each created a new group for one bucket (their
+    file ids differ past the bucket number) conflict, as Hudi's
+    BucketIndexConcurrentFileWritesConflictResolutionStrategy has it."""
+    return {(p, f"bucket {f[:8]}" if is_bucket_file_id(f) else f) for p, f in groups}
+
+
 def conflicting_instants(timeline: Timeline, own: Instant, own_groups: Iterable[FileGroupId],
-                         started: TimelineSnapshot) -> list[tuple[Instant, set[FileGroupId]]]:
-    """Instants completed after ``started`` that touched ``own_groups``. A compaction
+                         started: TimelineSnapshot, bucket_scope: bool = False
+                         ) -> list[tuple[Instant, set[FileGroupId]]]:
+    """Instants completed after ``started`` that touched ``own_groups`` (with
+    ``bucket_scope``, the same buckets: :func:`by_bucket`). A compaction
     already planned when we started is not one: the writer saw its plan and wrote into
     the slice after it (Hudi's resolveConflict lets a compaction older than the writer
     pass). Completed, it shows as a ``commit`` at the plan's time."""
-    mine = set(own_groups)
+    scope = by_bucket if bucket_scope else set
+    mine = scope(own_groups)
     out = []
     for inst in timeline.instants:
         key = (inst.timestamp, inst.action)
@@ -82,10 +94,10 @@ def conflicting_instants(timeline: Timeline, own: Instant, own_groups: Iterable[
             continue
         if inst.action in ("compaction", "commit") and (inst.timestamp, "compaction") in started.pending:
             continue
-        overlap = file_groups_of(timeline, inst) & mine
+        overlap = scope(file_groups_of(timeline, inst)) & mine
         if overlap:
             out.append((inst, overlap))
-    out.extend(_services_planned_since(timeline, mine, started))
+    out.extend(_services_planned_since(timeline, mine, started, scope))
     out.extend(_archived_since(timeline, started))
     return out
 
@@ -119,8 +131,9 @@ def _archived_since(timeline: Timeline, started: TimelineSnapshot) -> list[tuple
             for ts, action in sorted(started.pending) if ts in gone and ts not in undone]
 
 
-def _services_planned_since(timeline: Timeline, mine: set[FileGroupId],
-                            started: TimelineSnapshot) -> list[tuple[Instant, set[FileGroupId]]]:
+def _services_planned_since(timeline: Timeline, mine: set[FileGroupId], started: TimelineSnapshot,
+                            scope: Callable[[Iterable[FileGroupId]], set[FileGroupId]] = set
+                            ) -> list[tuple[Instant, set[FileGroupId]]]:
     """Compaction or clustering plans scheduled after we started that take one of our
     file groups: their plan was made without our files, so committing would lose them."""
     assert timeline.storage is not None and timeline.base_path is not None
@@ -134,7 +147,7 @@ def _services_planned_since(timeline: Timeline, mine: set[FileGroupId],
     for (ts, action), groups in sorted(planned.items()):
         if (ts, action) in started.pending or (ts, action) in started.completed:
             continue
-        overlap = groups & mine
+        overlap = scope(groups) & mine
         if overlap:
             inst = timeline.get(ts, action)
             if inst is not None:
@@ -143,8 +156,8 @@ def _services_planned_since(timeline: Timeline, mine: set[FileGroupId],
 
 
 def check_no_conflict(timeline: Timeline, own: Instant, own_groups: Iterable[FileGroupId],
-                      started: TimelineSnapshot) -> None:
-    conflicts = conflicting_instants(timeline, own, own_groups, started)
+                      started: TimelineSnapshot, bucket_scope: bool = False) -> None:
+    conflicts = conflicting_instants(timeline, own, own_groups, started, bucket_scope)
     if conflicts:
         inst, groups = conflicts[0]
         if groups == {ARCHIVED}:
