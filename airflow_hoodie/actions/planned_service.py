@@ -33,6 +33,7 @@ from airflow_hoodie.settings.base_file import BaseFileSettings
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.layout import LayoutSpec
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.record_merger import MergeConfig, merge_config_from_table
 from airflow_hoodie.table.timeline.instant import Instant, State
@@ -85,18 +86,20 @@ class ServiceTaskContext:
     #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
     timeline_start: str | None = None
     sort_columns: tuple[str, ...] = ()  # clustering: the columns its output files are sorted by
+    #: clustering: how rows are ordered by those columns (linear, or along a space-filling curve)
+    layout: LayoutSpec = field(default_factory=LayoutSpec)
 
     @classmethod
     def for_plan(cls, table: HoodieTable, instant_time: str, timeline: Timeline, schema: dict[str, Any],
                  options: Mapping[str, str], storage_options: Mapping[str, str] | None,
-                 sort_columns: tuple[str, ...] = ()) -> "ServiceTaskContext":
+                 sort_columns: tuple[str, ...] = (), layout: LayoutSpec | None = None) -> "ServiceTaskContext":
         if storage_options is None:  # the options the table was opened with
             storage_options = getattr(table, "storage_options", None)
         props = {**table_props(table), **options}
         return cls(table.base_uri, dict(storage_options or {}), table.base_path, instant_time, schema,
                    merge_config_from_table(props), BaseFileSettings.from_config(props),
                    valid_instants_before(timeline, instant_time), execution_stage(),
-                   timeline.first_non_savepoint_commit(), sort_columns)
+                   timeline.first_non_savepoint_commit(), sort_columns, layout or LayoutSpec())
 
 
 def valid_instants_before(timeline: Timeline, instant_time: str) -> frozenset[str]:
