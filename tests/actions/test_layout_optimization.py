@@ -6,6 +6,7 @@ than after a linear sort."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def xy2d(n: int, x: int, y: int) -> int:
 
 
 def _non_decreasing(values: list[int]) -> bool:
-    return all(a <= b for a, b in zip(values, values[1:]))
+    return all(a <= b for a, b in itertools.pairwise(values))
 
 # ------------------------------------------------------------------ keys and curve orders
 
