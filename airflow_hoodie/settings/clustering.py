@@ -73,8 +73,9 @@ class ClusteringSettings:
 
 
 def layout_spec(options: HoodieConfig | dict[str, str]) -> LayoutSpec:
-    """The layout optimization the options ask for (Hudi reads the strategy and the build method
-    case-insensitively); an unknown strategy or method is refused by name."""
+    """The layout optimization the options ask for (strategy and build method read
+    case-insensitively, ``Z-ORDER`` as ``z-order``); an unknown strategy or method is refused by
+    name, at scheduling as at execution, before any file is written."""
     config = options if isinstance(options, HoodieConfig) else HoodieConfig(dict(options))
     size = config.get_int(LAYOUT_OPTIMIZE_BUILD_CURVE_SAMPLE_SIZE)
     if size < 1:
