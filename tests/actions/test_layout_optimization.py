@@ -117,6 +117,19 @@ def test_direct_hilbert_is_the_hilbert_curve_of_63_bits_per_dimension() -> None:
     assert sorted(order.tolist()) == list(range(1000)) and _non_decreasing(ref)
 
 
+def test_hilbert_of_small_values_is_the_same_curve_in_2d_and_visits_neighbours_in_3d() -> None:
+    """Small coordinates on the 63-bit curve (the levels above them computed as exchanges)."""
+    rng = np.random.default_rng(4)
+    data = pa.table({"a": rng.integers(0, 5000, 800), "b": rng.integers(0, 300, 800)})
+    order = curve_order(data, ["a", "b"], LayoutSpec("hilbert"))
+    a, b = data.column("a").to_pylist(), data.column("b").to_pylist()
+    assert _non_decreasing([xy2d(2 ** 63, a[i], b[i]) for i in order])
+    grid = np.array(np.meshgrid(np.arange(8), np.arange(8), np.arange(8), indexing="ij")).reshape(3, -1)
+    cube = pa.table({"a": grid[0], "b": grid[1], "c": grid[2]})
+    points = grid[:, curve_order(cube, ["a", "b", "c"], LayoutSpec("hilbert"))].T
+    assert (np.abs(np.diff(points, axis=0)).sum(axis=1) == 1).all() and points[0].tolist() == [0, 0, 0]
+
+
 def test_dimensions_follow_hudis_hash_map_of_schema_positions() -> None:
     assert hudi_hash_map_order([3, 7]) == [0, 1] and hudi_hash_map_order([7, 3]) == [1, 0]
     assert hudi_hash_map_order([20, 3]) == [1, 0]  # position 20 sits in bucket 4 of 16, after 3

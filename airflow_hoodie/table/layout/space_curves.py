@@ -86,20 +86,42 @@ def pack_bits(coords: Sequence[np.ndarray], bits: int) -> np.ndarray:
     return words
 
 
+def _varying_bits(coords: Sequence[np.ndarray]) -> int:
+    """How many low bits of the coordinates vary from row to row: the bits above are the same in
+    every row, so they leave the interleaved order as it is and need not be computed."""
+    top = 0
+    for c in coords:
+        if len(c):
+            top = max(top, int(np.bitwise_or.reduce(c ^ c[0])).bit_length())
+    return top
+
+
 def z_order_words(keys: Sequence[np.ndarray]) -> np.ndarray:
-    """Hudi's ``BinaryUtil.interleaving`` of 8-byte keys, as uint64 words."""
-    return pack_bits([np.asarray(k, np.uint64) for k in keys], 64)
+    """Hudi's ``BinaryUtil.interleaving`` of 8-byte keys, as uint64 words (the bits no row
+    differs in left out: they do not change the order)."""
+    cols = [np.asarray(k, np.uint64) for k in keys]
+    return pack_bits(cols, max(1, _varying_bits(cols)))
 
 
 def hilbert_transpose(coords: Sequence[np.ndarray], bits: int) -> list[np.ndarray]:
     """Skilling's AxesToTranspose ("Programming the Hilbert curve", 2004) over whole columns:
-    the transposed Hilbert index of each point whose coordinates are the low ``bits`` bits."""
+    the transposed Hilbert index of each point whose coordinates are the low ``bits`` bits.
+
+    While every coordinate is below the level ``q`` (small values on a 63-bit curve), a level
+    only exchanges coordinate 0 with each other one in turn; that is done on the list, not on
+    the arrays, so the cost follows the values' width rather than the curve's."""
     mask = np.uint64((1 << bits) - 1)
     x = [np.asarray(c).astype(np.uint64) & mask for c in coords]
     n = len(x)
     zero = np.uint64(0)
+    width = max((int(c.max()) for c in x if len(c)), default=0).bit_length()
     q = 1 << (bits - 1)
     while q > 1:  # inverse undo
+        if q >> width:  # no coordinate reaches bit q: the level is n - 1 exchanges
+            for i in range(1, n):
+                x[0], x[i] = x[i], x[0]
+            q >>= 1
+            continue
         p, qq = np.uint64(q - 1), np.uint64(q)
         for i in range(n):
             high = (x[i] & qq) != zero
@@ -119,8 +141,10 @@ def hilbert_transpose(coords: Sequence[np.ndarray], bits: int) -> list[np.ndarra
 
 
 def hilbert_words(coords: Sequence[np.ndarray], bits: int) -> np.ndarray:
-    """The Hilbert index (``HilbertCurve.bits(bits).index``) of each point, as uint64 words."""
-    return pack_bits(hilbert_transpose(coords, bits), bits)
+    """The Hilbert index (``HilbertCurve.bits(bits).index``) of each point, as uint64 words (the
+    bits no row differs in left out: they do not change the order)."""
+    transposed = hilbert_transpose(coords, bits)
+    return pack_bits(transposed, max(1, min(bits, _varying_bits(transposed))))
 
 
 def hudi_hash_map_order(positions: Sequence[int]) -> list[int]:
