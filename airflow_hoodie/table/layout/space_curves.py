@@ -122,13 +122,15 @@ def hilbert_transpose(coords: Sequence[np.ndarray], bits: int) -> list[np.ndarra
                 x[0], x[i] = x[i], x[0]
             q >>= 1
             continue
-        p, qq = np.uint64(q - 1), np.uint64(q)
+        p, shift = np.uint64(q - 1), np.uint64(q.bit_length() - 1)
         for i in range(n):
-            high = (x[i] & qq) != zero
-            t = np.where(high, zero, (x[0] ^ x[i]) & p)
-            x[0] = np.where(high, x[0] ^ p, x[0] ^ t)
+            # bit q of x[i] as 0/1: set, invert x[0]'s low bits; clear, exchange them with x[i]'s
+            high = (x[i] >> shift) & np.uint64(1)
             if i:
-                x[i] = x[i] ^ t
+                t = ((x[0] ^ x[i]) & p) * (np.uint64(1) - high)
+                x[0] ^= t
+                x[i] ^= t
+            x[0] ^= high * p
         q >>= 1
     for i in range(1, n):  # Gray encode
         x[i] = x[i] ^ x[i - 1]
