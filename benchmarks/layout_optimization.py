@@ -157,7 +157,7 @@ def main() -> None:
     try:
         source = os.path.join(root, "source")
         build_s = build(source, args.rows, args.batches)
-        full = read_table(source, columns=["id", "x", "y"])
+        full = read_table(source, columns=["id", "x", "y"]).sort_by("id")  # probes independent of file order
         plan = probes(full, args.probes)
         figures: dict[str, Any] = {"rows": args.rows, "target_files": args.files, "batches": args.batches,
                                    "method": args.method, "build_s": round(build_s, 2), "strategies": {}}
