@@ -7,7 +7,9 @@ or clustering, largest first, packed into groups of at most ``.max.bytes.per.gro
 each with ``ceil(size / .target.file.max.bytes)`` output file groups, at most
 ``.max.num.groups`` groups in all. ``T.replacecommit.requested`` holds the Avro
 ``HoodieRequestedReplaceMetadata`` (operationType CLUSTER) with the plan. Execution
-rewrites each group sorted by ``.sort.columns`` into files near the target size and
+rewrites each group sorted by ``.sort.columns`` (linearly, or along the z-order or Hilbert
+curve of ``hoodie.layout.optimize.strategy``: :mod:`airflow_hoodie.table.layout`) into files
+near the target size and
 completes ``T.replacecommit`` with ``partitionToReplaceFileIds``.
 
 While the plan is pending, writers must not update its file groups (Hudi without an
@@ -50,6 +52,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.config_keys.clustering import (  # noqa: F401 - the service's keys, for its callers
     DEFAULT_EXECUTION_STRATEGY,
     EXECUTION_STRATEGY_CLASS,
+    LAYOUT_KEYS,
     MAX_BYTES_PER_GROUP,
     MAX_NUM_GROUPS,
     PLAN_STRATEGY_CLASS,
@@ -60,7 +63,7 @@ from airflow_hoodie.config_keys.clustering import (  # noqa: F401 - the service'
     TARGET_FILE_MAX_BYTES,
 )
 from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError, HoodieWriteConflictError
-from airflow_hoodie.settings.clustering import ClusteringSettings
+from airflow_hoodie.settings.clustering import ClusteringSettings, layout_spec
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
@@ -79,6 +82,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.layout import sort_by_layout
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
 from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema, conform_table
@@ -353,8 +357,8 @@ def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, ClusteringGroup])
         if t.num_columns:
             tables.append(conform_table(t, schema))
     data = pa.concat_tables(tables) if tables else schema.empty_table()
-    if ctx.sort_columns and data.num_rows:
-        data = data.sort_by([(c, "ascending") for c in ctx.sort_columns])
+    if ctx.sort_columns and data.num_rows:  # linear, or along the z-order / Hilbert curve
+        data = sort_by_layout(data, ctx.sort_columns, ctx.layout)
     parts = {s.partition_path or "" for s in group.slices or []}
     part = sorted(parts)[0]
     n_out = max(1, int(group.num_output_file_groups or 1))
@@ -420,10 +424,12 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
                         options: Mapping[str, str], storage_options: Mapping[str, str] | None, started: float,
                         token: str | None = None) -> dict[str, Any]:
     def run(plan: ClusteringPlan, timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
-        sort_cols = ((plan.strategy.strategy_params or {}) if plan.strategy else {}).get(SORT_COLUMNS) \
-            or settings.sort_columns
+        params = (plan.strategy.strategy_params or {}) if plan.strategy else {}
+        sort_cols = params.get(SORT_COLUMNS) or settings.sort_columns
+        # the layout the plan recorded (its scheduler's options), else this job's
+        layout = layout_spec(params) if any(k in params for k in LAYOUT_KEYS) else settings.layout
         ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, options, storage_options,
-                                          tuple(c.strip() for c in sort_cols.split(",") if c.strip()))
+                                          tuple(c.strip() for c in sort_cols.split(",") if c.strip()), layout)
         groups = list(enumerate(plan.input_groups or []))
         stats = [s for group in executor.map(partial(cluster_group, ctx), groups) for s in group]
         for part in sorted(_replaced_groups(plan)):

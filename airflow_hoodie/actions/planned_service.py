@@ -33,6 +33,7 @@ from airflow_hoodie.settings.base_file import BaseFileSettings
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.layout import LayoutSpec
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.record_merger import MergeConfig, merge_config_from_table
 from airflow_hoodie.table.timeline.instant import Instant, State
@@ -88,11 +89,13 @@ class ServiceTaskContext:
     #: a CDC table's .cdc log suffix (its release line's), None when the table logs no changes:
     #: a compaction of a CDC table logs what it merged, as Hudi's merge handle with change log does
     cdc_log_suffix: str | None = None
+    #: clustering: how rows are ordered by those columns (linear, or along a space-filling curve)
+    layout: LayoutSpec = field(default_factory=LayoutSpec)
 
     @classmethod
     def for_plan(cls, table: HoodieTable, instant_time: str, timeline: Timeline, schema: dict[str, Any],
                  options: Mapping[str, str], storage_options: Mapping[str, str] | None,
-                 sort_columns: tuple[str, ...] = ()) -> "ServiceTaskContext":
+                 sort_columns: tuple[str, ...] = (), layout: LayoutSpec | None = None) -> "ServiceTaskContext":
         if storage_options is None:  # the options the table was opened with
             storage_options = getattr(table, "storage_options", None)
         props = {**table_props(table), **options}
@@ -100,7 +103,7 @@ class ServiceTaskContext:
                    merge_config_from_table(props), BaseFileSettings.from_config(props),
                    valid_instants_before(timeline, instant_time), execution_stage(),
                    timeline.first_non_savepoint_commit(), sort_columns,
-                   table.format.release.cdc_log_suffix if table.config.cdc_enabled else None)
+                   table.format.release.cdc_log_suffix if table.config.cdc_enabled else None, layout or LayoutSpec())
 
 
 def written_files(stats: Sequence[Mapping[str, Any]]) -> set[str]:

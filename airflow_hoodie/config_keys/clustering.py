@@ -13,6 +13,15 @@ MAX_BYTES_PER_GROUP = "hoodie.clustering.plan.strategy.max.bytes.per.group"
 SINGLE_GROUP = "hoodie.clustering.plan.strategy.single.group.clustering.enabled"
 PLAN_STRATEGY_CLASS = "hoodie.clustering.plan.strategy.class"
 EXECUTION_STRATEGY_CLASS = "hoodie.clustering.execution.strategy.class"
+#: layout optimization (Hudi's LAYOUT_OPTIMIZE_*): how clustering orders a group's rows
+LAYOUT_OPTIMIZE_STRATEGY = "hoodie.layout.optimize.strategy"
+LAYOUT_OPTIMIZE_CURVE_BUILD_METHOD = "hoodie.layout.optimize.curve.build.method"
+LAYOUT_OPTIMIZE_BUILD_CURVE_SAMPLE_SIZE = "hoodie.layout.optimize.build.curve.sample.size"
+LAYOUT_OPTIMIZE_DATA_SKIPPING_ENABLE = "hoodie.layout.optimize.data.skipping.enable"
+LAYOUT_OPTIMIZE_ENABLE = "hoodie.layout.optimize.enable"
+#: the layout keys a plan records as strategy parameters when the job set them, so that its
+#: execution (a retry, another task) orders the rows as planned
+LAYOUT_KEYS = (LAYOUT_OPTIMIZE_STRATEGY, LAYOUT_OPTIMIZE_CURVE_BUILD_METHOD, LAYOUT_OPTIMIZE_BUILD_CURVE_SAMPLE_SIZE)
 
 DEFAULT_EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 
@@ -27,6 +36,14 @@ register(
     ConfigKey(PLAN_STRATEGY_CLASS,
               "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy"),
     ConfigKey(EXECUTION_STRATEGY_CLASS, DEFAULT_EXECUTION_STRATEGY),
+    ConfigKey(LAYOUT_OPTIMIZE_STRATEGY, "linear",
+              "How clustering orders rows by the sort columns: linear, z-order or hilbert"),
+    ConfigKey(LAYOUT_OPTIMIZE_CURVE_BUILD_METHOD, "direct",
+              "How values map onto the curve: direct (their bytes) or sample (ranks against sampled bounds)"),
+    ConfigKey(LAYOUT_OPTIMIZE_BUILD_CURVE_SAMPLE_SIZE, "200000", "Most range bounds per column of the sample method"),
+    ConfigKey(LAYOUT_OPTIMIZE_DATA_SKIPPING_ENABLE, "true",
+              "Deprecated in Hudi: skipping uses the metadata table's column_stats whenever it is kept"),
+    ConfigKey(LAYOUT_OPTIMIZE_ENABLE, "false", "Deprecated in Hudi, no effect: set hoodie.layout.optimize.strategy"),
     ConfigKey("hoodie.clustering.inline", "false"),
     ConfigKey("hoodie.clustering.async.enabled", "false"),
     ConfigKey("hoodie.clustering.inline.max.commits", "4"),
