@@ -41,6 +41,21 @@ def _corpus(root: pathlib.Path, env: str) -> pathlib.Path:
     return root
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep what a test session shares on one worker when pytest-xdist splits the suite (the
+    README's test command runs it on two workers with ``--dist loadgroup``): every test of the
+    shared SparkSession runs on one worker, so a session still starts one SparkSession, and the
+    tests of a module with a module-scoped server (the Airflow api-server of the health page)
+    share a worker, so the server starts once. Without xdist the marks do nothing."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs if info is not None else {}
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif any(d and d[-1].scope == "module" for d in defs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 @pytest.fixture(scope="session")
 def conformance_next() -> pathlib.Path:
     """Root of the Hudi 1.x corpus; required under CI, never skipped there."""
