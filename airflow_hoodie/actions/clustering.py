@@ -268,6 +268,7 @@ def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: 
     instant when nothing qualifies. File groups a live pending write touches are left out:
     that writer's commit would otherwise fail its conflict check."""
     settings = ClusteringSettings.from_config(config)
+    table.check_writable()  # a table we cannot keep true is refused first, by its feature's name
     refuse_bucket_clustering(table)
     commit.prepare_for_change(table, settings.action.change)
     table.check_records_writable("Scheduling a clustering")

@@ -264,9 +264,11 @@ def check_bucket_layout(client: WriteClient, settings: WriteSettings, batch_part
             "or partition-level bucket index: bucket counts vary by partition or over time), which a simple bucket "
             "index with one hoodie.bucket.index.num.buckets cannot follow. Nothing was written. Write this table "
             "with Hudi's own writers.")
-    files = existing_files(client.table, batch_partitions) if batch_partitions else []
+    # the view the write loaded (and will plan on): the check lists nothing more
+    view = table.loaded_view(client.action.change.metadata is not None)
+    files = view.existing_files(batch_partitions) if batch_partitions else []
     if not files:
-        files = existing_files(client.table)
+        files = view.existing_files(None)
     if settings.bucket is None:
         refuse_unbucketed_write(files, settings.index_type)
     else:

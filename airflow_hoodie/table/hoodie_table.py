@@ -361,6 +361,14 @@ class HoodieTable:
         self._write_view = view
         return view
 
+    def loaded_view(self, through_metadata_table: bool) -> FileSystemView:
+        """The view the write checked when it loaded the table, as it was (no second listing):
+        what a check before the write's instant exists looks at; a new one when there is none."""
+        last = self._write_view
+        if last is not None and last.use_metadata_table == through_metadata_table:
+            return last
+        return self.write_view(through_metadata_table)
+
     def planning_view(self) -> FileSystemView:
         """The view a write plans on (index scope, small files, log versions).
 
