@@ -83,8 +83,6 @@ from airflow_hoodie.table.timeline.instant import Action, Instant
 if TYPE_CHECKING:
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
-#: record key -> indexed value, per source column
-SliceValues = dict[str, dict[str, str | None]]
 
 
 # ------------------------------------------------------------------------ which indexes
@@ -166,41 +164,68 @@ class SecondaryIndexChange:
 
 
 def _slice_values(table: HoodieTable, fs: FileSlice | None, fields: list[str], latest: str | None,
-                  valid: set[str], start: str | None) -> SliceValues:
-    """Record key -> indexed value of each of ``fields`` over the rows of ``fs`` as a snapshot
-    reader merges them (soft-deleted rows left out), as Hudi's file-group reader gives them."""
-    out: SliceValues = {f: {} for f in fields}
+                  valid: set[str], start: str | None) -> pa.Table | None:
+    """Record key and each of ``fields`` (as stored) over the rows of ``fs`` as a snapshot
+    reader merges them (soft-deleted rows left out), as Hudi's file-group reader gives them;
+    None for an empty slice."""
     if fs is None or fs.is_empty:
-        return out
+        return None
     opts = SliceReadOptions(merge_config=MergeConfig.from_properties(table.config),
                             columns=[RECORD_KEY, IS_DELETED, *fields], as_of=latest,
                             valid_instants=frozenset(valid), timeline_start=start)
     rows = read_file_slice(table.storage, fs, opts)
     if not rows.num_rows:
-        return out
+        return None
     if IS_DELETED in rows.column_names:
         rows = rows.filter(pc.invert(pc.fill_null(rows.column(IS_DELETED), False)))
-    keys = rows.column(RECORD_KEY).cast(pa.string()).to_pylist()
-    for name in fields:
-        values = index_values(rows.column(name)) if name in rows.column_names else [None] * len(keys)
-        out[name] = {k: v for k, v in zip(keys, values) if k is not None}
-    return out
+    rows = rows.filter(pc.is_valid(rows.column(RECORD_KEY)))
+    keys = rows.column(RECORD_KEY).cast(pa.string())
+    return pa.table({RECORD_KEY: keys, **{f: rows.column(f) if f in rows.column_names
+                                          else pa.nulls(rows.num_rows, pa.string()) for f in fields}})
 
 
-def _diff(change: SecondaryIndexChange, definitions: list[SecondaryIndexDefinition], old: SliceValues,
-          new: SliceValues) -> None:
-    """Add to ``change`` what turns a file group's entries from ``old`` into ``new``."""
+def _stored(rows: pa.Table, field: str) -> pa.Array:
+    """A column's values as stored (a reader's dictionary encoding undone)."""
+    values = rows.column(field).combine_chunks()
+    return pc.cast(values, values.type.value_type) if pa.types.is_dictionary(values.type) else values
+
+
+def _pairs(rows: pa.Table | None, field: str, side: str, as_text: bool, kind: pa.DataType) -> pa.Table:
+    """(key, value, present) of one side of a diff, named for the join (``as_text``: the
+    values as their indexed text, when the two sides' types differ; ``kind``: the value type
+    of an empty side)."""
+    if rows is None:
+        return pa.table({RECORD_KEY: pa.array([], pa.string()), f"v{side}": pa.array([], kind),
+                         f"p{side}": pa.array([], pa.bool_())})
+    values = _stored(rows, field)
+    if as_text:
+        values = pa.array(index_values(values), pa.string())
+    return pa.table({RECORD_KEY: rows.column(RECORD_KEY), f"v{side}": values,
+                     f"p{side}": pa.array([True] * rows.num_rows, pa.bool_())})
+
+
+def _diff(change: SecondaryIndexChange, definitions: list[SecondaryIndexDefinition], old: pa.Table | None,
+          new: pa.Table | None) -> None:
+    """Add to ``change`` what turns a file group's entries from ``old`` into ``new``: joined on
+    the record key in Arrow, so only the rows whose value came, went or changed become
+    entries (an update that keeps the value writes nothing)."""
     for definition in definitions:
-        before, after = old[definition.source_field], new[definition.source_field]
-        for rk, value in after.items():
-            if rk not in before:
-                change.add(definition, secondary_index_key(value, rk), False)
-            elif before[rk] != value:
-                change.add(definition, secondary_index_key(before[rk], rk), True)
-                change.add(definition, secondary_index_key(value, rk), False)
-        for rk, value in before.items():
-            if rk not in after:
-                change.add(definition, secondary_index_key(value, rk), True)
+        field = definition.source_field
+        types = {_stored(t, field).type for t in (old, new) if t is not None}
+        as_text = len(types) != 1 or any(pa.types.is_null(t) for t in types)
+        kind = pa.string() if as_text else next(iter(types))
+        joined = _pairs(old, field, "o", as_text, kind).join(_pairs(new, field, "n", as_text, kind), RECORD_KEY,
+                                                             join_type="full outer")
+        had, has = pc.fill_null(joined.column("po"), False), pc.fill_null(joined.column("pn"), False)
+        vo, vn = joined.column("vo"), joined.column("vn")
+        same = pc.or_(pc.fill_null(pc.equal(vo, vn), False), pc.and_(pc.is_null(vo), pc.is_null(vn)))
+        changed = pc.and_(pc.and_(had, has), pc.invert(same))
+        gone = joined.filter(pc.or_(pc.and_(had, pc.invert(has)), changed))
+        came = joined.filter(pc.or_(pc.and_(has, pc.invert(had)), changed))
+        for value, rk in zip(index_values(gone.column("vo")), gone.column(RECORD_KEY).to_pylist()):
+            change.add(definition, secondary_index_key(value, rk), True)
+        for value, rk in zip(index_values(came.column("vn")), came.column(RECORD_KEY).to_pylist()):
+            change.add(definition, secondary_index_key(value, rk), False)
 
 
 def _after_slice(table: HoodieTable, prev: FileSlice | None, partition: str, file_id: str, instant_time: str,
@@ -245,10 +270,9 @@ def _write_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition
         old = _slice_values(table, prev, fields, None, valid, start)
         _diff(change, definitions, old, _slice_values(table, after, fields, instant_time, valid | {instant_time}, start))
     if isinstance(meta, ReplaceCommitMetadata):
-        empty: SliceValues = {f: {} for f in fields}
         for partition, file_id in sorted(meta.replaced_file_ids()):
             _diff(change, definitions, _slice_values(table, before.get((partition, file_id)), fields, None, valid,
-                                                     start), empty)
+                                                     start), None)
     return change
 
 
