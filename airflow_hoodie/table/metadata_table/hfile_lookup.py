@@ -59,6 +59,15 @@ def _root_index(hfile: HFile) -> list[tuple[int, bytes]] | None:
     return out
 
 
+def _data_block_cells(hfile: HFile, offset: int) -> Iterator[tuple[bytes, bytes]]:
+    """The cells of the data block the root index points at ``offset`` (a lookup reads only
+    the blocks its keys can be in)."""
+    magic, body, _ = hfile._block(offset)
+    if magic not in DATA_MAGICS:
+        raise hfile._fail(f"the data index points at a {magic!r} block at byte {offset}")
+    yield from hfile._cells(body, MAX_MEMSTORE_TS_KEY in hfile.file_info)
+
+
 def get_records(hfile: HFile, keys: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
     """(row key, value) of the wanted ``keys`` the file holds, in key order."""
     wanted = sorted(set(keys))
@@ -75,12 +84,8 @@ def get_records(hfile: HFile, keys: Iterable[bytes]) -> Iterator[tuple[bytes, by
         at = bisect.bisect_right(rows, key) - 1
         if at >= 0:
             blocks.setdefault(at, set()).add(key)
-    with_mvcc = MAX_MEMSTORE_TS_KEY in hfile.file_info
     for at in sorted(blocks):
-        magic, body, _ = hfile._block(index[at][0])
-        if magic not in DATA_MAGICS:
-            raise hfile._fail(f"the data index points at a {magic!r} block at byte {index[at][0]}")
-        for key, value in hfile._cells(body, with_mvcc):
+        for key, value in _data_block_cells(hfile, index[at][0]):
             if key in blocks[at]:
                 yield key, value
 
@@ -105,11 +110,7 @@ def get_prefixed_records(hfile: HFile, prefixes: Iterable[bytes]) -> Iterator[tu
         while at + 1 < len(rows) and rows[at + 1].startswith(prefix):
             at += 1
             blocks.add(at)
-    with_mvcc = MAX_MEMSTORE_TS_KEY in hfile.file_info
     for at in sorted(blocks):
-        magic, body, _ = hfile._block(index[at][0])
-        if magic not in DATA_MAGICS:
-            raise hfile._fail(f"the data index points at a {magic!r} block at byte {index[at][0]}")
-        for key, value in hfile._cells(body, with_mvcc):
+        for key, value in _data_block_cells(hfile, index[at][0]):
             if any(key.startswith(p) for p in wanted):
                 yield key, value

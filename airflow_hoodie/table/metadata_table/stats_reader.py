@@ -102,9 +102,10 @@ def slice_records(files: IndexPartitionFiles, fs: FileSlice, rows: list[bytes] |
     storage = files.storage
 
     def take(hfile: HFile, schema: str | None) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
-        pairs = hfile.records() if rows is None else get_records(hfile, rows)
         if prefixes is not None:
             pairs = get_prefixed_records(hfile, prefixes)
+        else:
+            pairs = hfile.records() if rows is None else get_records(hfile, rows)
         for key, record in _decode_values(pairs, schema, hfile.where, named_unions=True):
             yield key, record, hfile.where
 
