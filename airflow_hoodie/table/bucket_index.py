@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_hoodie.table.java_hash import java_string_hash, java_string_hashes
+
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
 #: NBCC writers (Hudi's non-blocking concurrency control) name bucket groups by bucket alone
@@ -38,15 +40,6 @@ BUCKET_INDEX_META_FOLDER = ".hoodie/.bucket_index"
 def _int32(h: int) -> int:
     h &= _MASK32
     return h - (1 << 32) if h & 0x80000000 else h
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode``: ``h = 31*h + c`` over UTF-16 code units, in int32."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
-    return _int32(h)
 
 
 def java_list_hash(values: Sequence[str | None]) -> int:
@@ -134,25 +127,8 @@ def hash_keys(key: str, fields: Sequence[str], parser: str) -> list[str | None]:
 
 
 def _ascii_one_value_hashes(keys: pa.Array) -> np.ndarray:
-    """``List.hashCode([key])`` of ASCII keys, vectorized by character position: step ``j``
-    folds the ``j``-th byte into the hash of every key longer than ``j`` (uint32 arithmetic
-    wraps as Java's int does). Keys are visited longest first, so a step touches only the
-    keys that still have characters: the work is the number of characters, in numpy."""
-    keys = keys.cast(pa.large_string())
-    offsets = np.frombuffer(keys.buffers()[1], np.int64)[keys.offset:keys.offset + len(keys) + 1]
-    data = np.frombuffer(keys.buffers()[2], np.uint8) if keys.buffers()[2] is not None else np.zeros(0, np.uint8)
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    order = np.argsort(-lengths, kind="stable")
-    by_length = lengths[order]
-    starts = starts[order]
-    h = np.zeros(len(keys), np.uint32)
-    thirty_one = np.uint32(31)
-    for j in range(int(by_length[0]) if len(by_length) else 0):
-        n = int(np.searchsorted(-by_length, -j, side="left"))  # keys longer than j come first
-        h[:n] = h[:n] * thirty_one + data[starts[:n] + j]
-    out = np.empty(len(keys), np.uint64)
-    out[order] = (np.uint64(31) + h.astype(np.uint64)) & np.uint64(_MASK32)
-    return out
+    """``List.hashCode([key])`` of ASCII keys: ``31 + key.hashCode()``, in uint32."""
+    return (np.uint64(31) + java_string_hashes(keys).astype(np.uint64)) & np.uint64(_MASK32)
 
 
 def bucket_ids(keys: pa.Array | pa.ChunkedArray, fields: Sequence[str], num_buckets: int,

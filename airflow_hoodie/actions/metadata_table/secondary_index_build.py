@@ -46,7 +46,7 @@ from airflow_hoodie.table.file_group.partition_metadata import write_partition_m
 from airflow_hoodie.table.merge_config import MergeConfig
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata, WriteStat
 from airflow_hoodie.table.metadata_table.files_listing import metadata_table_path
-from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile_arrays
 from airflow_hoodie.table.metadata_table.metadata_record import (
     metadata_record_schema_json,
 )
@@ -60,7 +60,7 @@ from airflow_hoodie.table.metadata_table.secondary_index import (
     file_group_id,
     index_values,
     secondary_index_key,
-    secondary_index_records,
+    secondary_index_cells,
 )
 from airflow_hoodie.table.parallel_map import parallel_map
 from airflow_hoodie.table.schema.meta_fields import IS_DELETED, RECORD_KEY
@@ -160,7 +160,10 @@ def _write_group(mdt: HoodieTable, partition: str, index: int, keys: list[str], 
         return
     name = f"{file_id}_{make_write_token(index, 0, 0)}_{instant}.hfile"
     schema = metadata_record_schema_json(mdt.format.version)
-    data = write_hfile(secondary_index_records(dict.fromkeys(keys, False), mdt.format.version), schema)
+    unique = pa.array(list(dict.fromkeys(keys)), pa.string())
+    rows, values = secondary_index_cells(unique, pa.repeat(pa.scalar(False), len(unique)),
+                                         mdt.format.version)
+    data = write_hfile_arrays(rows, values, schema)
     mdt.storage.write_bytes(mdt.storage.join(mdt.base_path, partition, name), data)
     meta.add_write_stat(partition, WriteStat.new(
         fileId=file_id, path=f"{partition}/{name}", prevCommit="null", numWrites=len(keys), numInserts=len(keys),

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -49,7 +50,7 @@ from airflow_hoodie.table.metadata.commit_metadata import (
     ReplaceCommitMetadata,
 )
 from airflow_hoodie.table.metadata_table.damage import refuse_damaged_slice
-from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile_arrays
 from airflow_hoodie.table.metadata_table.metadata_record import (
     metadata_record_schema_json,
 )
@@ -62,13 +63,14 @@ from airflow_hoodie.table.metadata_table.secondary_index import (
     SECONDARY_INDEX_PREFIX,
     SECONDARY_INDEX_TYPE,
     SecondaryIndexDefinition,
-    entry_file_group,
+    entry_file_groups,
+    entry_keys,
     file_group_id,
     group_entries,
+    index_texts,
     index_values,
     live_keys,
-    secondary_index_key,
-    secondary_index_records,
+    secondary_index_cells,
     slice_entries,
 )
 from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
@@ -159,6 +161,15 @@ class SecondaryIndexChange:
         index = self.entries.setdefault(definition, {})
         index[key] = index.get(key, True) and deleted
 
+    def add_keys(self, definition: SecondaryIndexDefinition, keys: list[str], deleted: bool) -> None:
+        """:meth:`add` of many keys of one kind at once (a live record still wins)."""
+        index = self.entries.setdefault(definition, {})
+        if deleted:
+            for key in keys:
+                index.setdefault(key, True)
+        else:
+            index.update(dict.fromkeys(keys, False))
+
     def __bool__(self) -> bool:
         return any(self.entries.values())
 
@@ -199,7 +210,7 @@ def _pairs(rows: pa.Table | None, field: str, side: str, as_text: bool, kind: pa
                          f"p{side}": pa.array([], pa.bool_())})
     values = _stored(rows, field)
     if as_text:
-        values = pa.array(index_values(values), pa.string())
+        values = index_texts(values)
     return pa.table({RECORD_KEY: rows.column(RECORD_KEY), f"v{side}": values,
                      f"p{side}": pa.array([True] * rows.num_rows, pa.bool_())})
 
@@ -222,10 +233,10 @@ def _diff(change: SecondaryIndexChange, definitions: list[SecondaryIndexDefiniti
         changed = pc.and_(pc.and_(had, has), pc.invert(same))
         gone = joined.filter(pc.or_(pc.and_(had, pc.invert(has)), changed))
         came = joined.filter(pc.or_(pc.and_(has, pc.invert(had)), changed))
-        for value, rk in zip(index_values(gone.column("vo")), gone.column(RECORD_KEY).to_pylist()):
-            change.add(definition, secondary_index_key(value, rk), True)
-        for value, rk in zip(index_values(came.column("vn")), came.column(RECORD_KEY).to_pylist()):
-            change.add(definition, secondary_index_key(value, rk), False)
+        for rows, side, deleted in ((gone, "vo", True), (came, "vn", False)):
+            if rows.num_rows:
+                keys = entry_keys(index_texts(rows.column(side)), rows.column(RECORD_KEY).combine_chunks())
+                change.add_keys(definition, keys.to_pylist(), deleted)
 
 
 def _after_slice(table: HoodieTable, prev: FileSlice | None, partition: str, file_id: str, instant_time: str,
@@ -355,17 +366,19 @@ def append_secondary_index(mdt: HoodieTable, instant_time: str, change: Secondar
         if not entries:
             continue
         slices = _index_slices(mdt, definition)
-        groups: dict[int, dict[str, bool]] = {}
-        for key, deleted in entries.items():
-            groups.setdefault(entry_file_group(key, len(slices), definition.version), {})[key] = deleted
-        for index, group in sorted(groups.items()):
+        keys = pa.array(list(entries), pa.string())
+        deleted = np.fromiter(entries.values(), bool, len(entries))
+        at = entry_file_groups(keys, len(slices), definition.version)
+        for index in np.unique(at).tolist():
+            mine = np.flatnonzero(at == index)
             fs = slices[index]
             refuse_damaged_slice(mdt.storage, fs, definition.name)  # never build on a damaged group
+            rows, values = secondary_index_cells(keys.take(pa.array(mine)), pa.array(deleted[mine]), version)
             block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema},
-                             content=write_hfile(secondary_index_records(group, version), schema))
-            deletes = sum(1 for d in group.values() if d)
-            append_group_log(mdt, definition.name, fs, instant_time, [block], meta, numWrites=len(group),
-                             numInserts=len(group) - deletes, numDeletes=deletes)
+                             content=write_hfile_arrays(rows, values, schema))
+            deletes = int(deleted[mine].sum())
+            append_group_log(mdt, definition.name, fs, instant_time, [block], meta, numWrites=len(mine),
+                             numInserts=len(mine) - deletes, numDeletes=deletes)
 
 
 def merged_entries(files: IndexPartitionFiles, file_slice: FileSlice) -> dict[str, bool]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
+from airflow_hoodie.table.java_hash import java_string_hash
 
 #: HoodieWriteStat.NULL_COMMIT: the prevCommit of a file written fresh.
 NULL_COMMIT = "null"
@@ -80,15 +81,6 @@ _AVRO_STAT_FIELDS = (
 
 
 # ---------------------------------------------------------------------------- Java compat
-def java_string_hash(value: str) -> int:
-    """``String.hashCode()`` of Java (UTF-16 code units, 32-bit signed)."""
-    h = 0
-    data = value.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def java_hash_map_order(keys: Iterable[str | None]) -> list[str | None]:
     """Iteration order of a ``java.util.HashMap`` filled with ``keys`` (in that order).
 

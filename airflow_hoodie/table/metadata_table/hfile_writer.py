@@ -14,6 +14,10 @@ import struct
 import time
 from typing import Iterable
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.table.metadata_table.hfile_reader import (
     BLOCK_HEADER_SIZE,
@@ -73,47 +77,61 @@ def _block(magic: bytes, body: bytes, prev_offset: int) -> bytes:
     return header + body + checksums
 
 
-def _cell(row: bytes, value: bytes) -> bytes:
-    key = struct.pack(">h", len(row)) + row + _KEY_SUFFIX
-    return struct.pack(">ii", len(key), len(value)) + key + value + b"\x00"
+def _cells(rows: pa.Array, values: pa.Array) -> tuple[memoryview, np.ndarray]:
+    """Every cell laid end to end (key length, value length, the KeyValue key, the value and
+    a zero memstore timestamp each), built in Arrow rather than one Python object per cell,
+    and the end offset of each cell in that buffer."""
+    row_len = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
+    value_len = pc.binary_length(values).to_numpy(zero_copy_only=False).astype(np.int64)
+    head = np.empty(len(rows), dtype=[("key", ">i4"), ("value", ">i4"), ("row", ">i2")])
+    head["key"], head["value"], head["row"] = row_len + 2 + len(_KEY_SUFFIX), value_len, row_len
+    heads = pa.FixedSizeBinaryArray.from_buffers(pa.binary(10), len(rows), [None, pa.py_buffer(head.tobytes())])
+    cells = pc.binary_join_element_wise(heads.cast(pa.large_binary()), rows, pa.scalar(_KEY_SUFFIX, pa.large_binary()),
+                                        values, pa.scalar(b"\x00", pa.large_binary()),
+                                        pa.scalar(b"", pa.large_binary()))
+    offsets = np.frombuffer(cells.buffers()[1], np.int64)[cells.offset:cells.offset + len(cells) + 1]
+    data = cells.buffers()[2]
+    return memoryview(data if data is not None else b""), offsets
 
 
 def write_hfile(records: Iterable[tuple[bytes, bytes]], schema_json: str, block_size: int = DEFAULT_BLOCK_SIZE,
                 extra_info: dict[bytes, bytes] | None = None) -> bytes:
     """An HFile holding ``records`` (row key, value), which must be sorted by key and unique."""
+    pairs = list(records)
+    return write_hfile_arrays(pa.array([r for r, _ in pairs], pa.large_binary()),
+                              pa.array([v for _, v in pairs], pa.large_binary()), schema_json, block_size, extra_info)
+
+
+def write_hfile_arrays(rows: pa.Array, values: pa.Array, schema_json: str, block_size: int = DEFAULT_BLOCK_SIZE,
+                       extra_info: dict[bytes, bytes] | None = None) -> bytes:
+    """:func:`write_hfile` of row keys and values given as two binary arrays (a large index
+    change is encoded without a Python object per cell)."""
+    rows, values = rows.cast(pa.large_binary()), values.cast(pa.large_binary())
+    count = len(rows)
+    if count > 1:
+        ordered = pc.less(rows.slice(0, count - 1), rows.slice(1))
+        if not pc.all(ordered).as_py():
+            at = pc.index(ordered, False).as_py()
+            raise HoodieError(f"HFile records must be sorted and unique by key: {rows[at + 1].as_py()!r} after "
+                              f"{rows[at].as_py()!r}.")
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []  # (offset, on-disk size, first row)
-    body = bytearray()
-    first_row: bytes | None = None
-    last_row: bytes | None = None
     prev_offset = -1
-    count = key_bytes = value_bytes = 0
     uncompressed = 0
-
-    def flush() -> None:
-        nonlocal body, first_row, prev_offset, uncompressed
-        if not body:
-            return
-        block = _block(DATA_MAGIC, bytes(body), prev_offset)
-        index.append((len(out), len(block), first_row or b""))
+    data, ends = _cells(rows, values) if count else (memoryview(b""), np.zeros(1, np.int64))
+    start = 0
+    while start < count:
+        # a block takes cells until its body reaches the block size, the cell that crosses included
+        stop = min(int(np.searchsorted(ends[1:], ends[start] + block_size, side="left")) + 1, count)
+        block = _block(DATA_MAGIC, bytes(data[ends[start]:ends[stop]]), prev_offset)
+        index.append((len(out), len(block), rows[start].as_py()))
         prev_offset = len(out)
         uncompressed += len(block)
         out.extend(block)
-        body, first_row = bytearray(), None
-
-    for row, value in records:
-        if last_row is not None and row <= last_row:
-            raise HoodieError(f"HFile records must be sorted and unique by key: {row!r} after {last_row!r}.")
-        if first_row is None:
-            first_row = row
-        body += _cell(row, value)
-        last_row = row
-        count += 1
-        key_bytes += len(row) + 2 + len(_KEY_SUFFIX)
-        value_bytes += len(value)
-        if len(body) >= block_size:
-            flush()
-    flush()
+        start = stop
+    last_row = rows[count - 1].as_py() if count else None
+    key_bytes = int(pc.sum(pc.binary_length(rows)).as_py() or 0) + count * (2 + len(_KEY_SUFFIX))
+    value_bytes = int(pc.sum(pc.binary_length(values)).as_py() or 0)
     last_data_offset = index[-1][0] if index else 0
     load_on_open = len(out)
     root = b"".join(struct.pack(">qi", off, size) + _hadoop_vint(len(k) + 2) + struct.pack(">h", len(k)) + k

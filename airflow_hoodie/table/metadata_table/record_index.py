@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import io
-import math
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,6 +30,7 @@ import fastavro
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieError, HoodieNotSupportedError
 from airflow_hoodie.table.file_group.file_group import FileSlice
+from airflow_hoodie.table.java_hash import java_string_hash
 from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
@@ -64,19 +64,9 @@ Location = tuple[str, str]
 
 # ------------------------------------------------------------------------ hashing and records
 def file_group_index(record_key: str, file_group_count: int) -> int:
-    """mapRecordKeyToFileGroupIndex: Java's String.hashCode over UTF-16 units, then
-    ``abs(abs(h) % n)`` (the inner abs of Integer.MIN_VALUE stays negative in Java)."""
-    data = record_key.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    if h != -(1 << 31):
-        h = abs(h)
-    # Java's % truncates toward zero
-    rem = int(math.fmod(h, file_group_count))
-    return abs(rem)
+    """mapRecordKeyToFileGroupIndex of one key (:func:`~java_hash.file_group_indexes`)."""
+    h = java_string_hash(record_key)
+    return abs(h) % file_group_count
 
 
 def file_group_id(index: int) -> str:

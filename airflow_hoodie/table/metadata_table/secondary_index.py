@@ -25,12 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieNotSupportedError
+from airflow_hoodie.table.java_hash import file_group_indexes
 from airflow_hoodie.table.metadata_table.metadata_record import encode_record
 from airflow_hoodie.table.metadata_table.record_index import file_group_index
 from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
@@ -129,27 +132,68 @@ def file_group_id(partition: str, index: int) -> str:
 
 
 # ------------------------------------------------------------------------ values
-def index_values(column: pa.Array | pa.ChunkedArray) -> list[str | None]:
-    """The text each value of a data column is indexed by (None for a null), as Hudi's Spark
+def index_texts(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The text each value of a data column is indexed by (null for a null), as Hudi's Spark
     writer stores it: a string as is, a DATE as its epoch day, an integer in decimal, a
     boolean as ``true``/``false``. Other types are refused: their text depends on the engine."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], column.type)
     kind = column.type
     if pa.types.is_dictionary(kind):  # a reader's encoding, not the column's type
-        return index_values(pc.cast(column, kind.value_type))
+        return index_texts(pc.cast(column, kind.value_type))
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-        return column.to_pylist()
+        return column.cast(pa.string())
+    if pa.types.is_null(kind):
+        return pa.nulls(len(column), pa.string())
     if pa.types.is_date32(kind):
-        return [None if d is None else str(d) for d in pc.cast(column, pa.int32()).to_pylist()]
+        return pc.cast(pc.cast(column, pa.int32()), pa.string())
     if pa.types.is_date64(kind):
         days = pc.divide(pc.cast(column, pa.int64()), 86_400_000)  # whole days: date64 holds midnights
-        return [None if d is None else str(d) for d in days.to_pylist()]
+        return pc.cast(days, pa.string())
     if pa.types.is_integer(kind):
-        return [None if v is None else str(v) for v in column.to_pylist()]
+        return pc.cast(column, pa.string())
     if pa.types.is_boolean(kind):
-        return [None if v is None else ("true" if v else "false") for v in column.to_pylist()]
+        return pc.if_else(column, "true", "false")
     raise HoodieNotSupportedError(
         f"A secondary index on a {kind} column: airflow-hoodie indexes string, date, integer and boolean columns, "
         "whose text Hudi's writers agree on; keep this index with Hudi itself.")
+
+
+def index_values(column: pa.Array | pa.ChunkedArray) -> list[str | None]:
+    """:func:`index_texts` as Python values (None for a null)."""
+    return index_texts(column).to_pylist()
+
+
+def _escaped(texts: pa.Array) -> pa.Array:
+    """:func:`escape` of every text, in Arrow: the backslashes first, so the ones added
+    before ``$`` and NUL are not doubled."""
+    out = pc.replace_substring(texts, ESCAPE, ESCAPE + ESCAPE)
+    out = pc.replace_substring(out, SEPARATOR, ESCAPE + SEPARATOR)
+    out = pc.replace_substring(out, NULL_VALUE, ESCAPE + NULL_VALUE)
+    return pc.fill_null(out, NULL_VALUE)
+
+
+def entry_keys(texts: pa.Array, record_keys: pa.Array) -> pa.Array:
+    """:func:`secondary_index_key` of every (indexed text, record key) pair, in Arrow."""
+    return pc.binary_join_element_wise(_escaped(texts), _escaped(record_keys.cast(pa.string())), SEPARATOR)
+
+
+#: an entry key's escaped value with its first unescaped ``$`` (V2's hashed part)
+_VALUE_PART = r"(?s)^(?P<part>(?:[^\\$]|\\.)*\$)"
+
+
+def entry_file_groups(keys: pa.Array, file_group_count: int, version: str) -> np.ndarray:
+    """:func:`entry_file_group` of every entry key, in numpy."""
+    if version == "V1":
+        return file_group_indexes(keys, file_group_count)
+    if version == "V2":
+        parts = pc.struct_field(pc.extract_regex(keys, _VALUE_PART), "part")
+        if parts.null_count:
+            bad = keys.filter(pc.is_null(parts))[0].as_py()
+            raise HoodieCorruptedDataError(f"{bad!r} is not a secondary-index key: it has no unescaped {SEPARATOR!r}.")
+        return file_group_indexes(parts, file_group_count)
+    hashed_part("", version)  # raises the refusal that names the version
+    raise AssertionError(version)
 
 
 # ------------------------------------------------------------------------ definitions
@@ -263,20 +307,37 @@ def record_keys_for(table: HoodieTable, definition: SecondaryIndexDefinition,
     return out
 
 
+def secondary_index_cells(keys: pa.Array, deleted: pa.Array, table_version: int,
+                          file_name: str | None = None) -> tuple[pa.Array, pa.Array]:
+    """(HFile keys, Avro values) of the type-7 records of entry ``keys`` (unique) and their
+    tombstone flags, sorted by the keys' UTF-8 bytes as an HFile must be
+    (HoodieMetadataPayload.createSecondaryIndexRecord: the record's own ``key`` field stays
+    empty, the HFile key carries it, so a value is one of two byte strings). ``file_name``: the
+    base file the records go to (``_hoodie_file_name``), as a compaction's merge handle writes."""
+    order = pc.sort_indices(keys)  # Arrow orders strings by their UTF-8 bytes
+    kinds = pa.array([_record_value(False, table_version, file_name), _record_value(True, table_version, file_name)],
+                     pa.binary())
+    values = kinds.take(pc.cast(deleted.take(order), pa.int8()))
+    return keys.take(order).cast(pa.binary()), values
+
+
 def secondary_index_records(entries: Mapping[str, bool], table_version: int,
                             file_name: str | None = None) -> list[tuple[bytes, bytes]]:
-    """(HFile key, Avro value) of the type-7 records for ``entry key -> tombstone?``, sorted by
-    their UTF-8 bytes as an HFile must be (HoodieMetadataPayload.createSecondaryIndexRecord:
-    the record's own ``key`` field stays empty, the HFile key carries it). ``file_name``: the
-    base file the records go to (``_hoodie_file_name``), as a compaction's merge handle writes."""
-    out = []
-    for key in sorted(entries, key=lambda k: k.encode("utf-8")):
-        record: dict[str, Any] = {"key": "", "type": TYPE_SECONDARY_INDEX,
-                                  "SecondaryIndexMetadata": {"isDeleted": bool(entries[key])}}
-        if file_name is not None:
-            record["_hoodie_file_name"] = file_name
-        out.append((key.encode("utf-8"), encode_record(record, table_version)))
-    return out
+    """:func:`secondary_index_cells` of ``entry key -> tombstone?`` as (key, value) pairs."""
+    rows, values = secondary_index_cells(pa.array(list(entries), pa.string()),
+                                         pa.array([bool(d) for d in entries.values()], pa.bool_()), table_version,
+                                         file_name)
+    return list(zip(rows.to_pylist(), values.to_pylist()))
+
+
+@lru_cache(maxsize=64)
+def _record_value(deleted: bool, table_version: int, file_name: str | None) -> bytes:
+    """The Avro value of a type-7 record: the same bytes for every entry of a kind, since the
+    key lives in the HFile key, not in the record."""
+    record: dict[str, Any] = {"key": "", "type": TYPE_SECONDARY_INDEX, "SecondaryIndexMetadata": {"isDeleted": deleted}}
+    if file_name is not None:
+        record["_hoodie_file_name"] = file_name
+    return encode_record(record, table_version)
 
 
 def live_keys(entries: Iterable[SecondaryIndexEntry]) -> set[str]:
@@ -287,7 +348,8 @@ def live_keys(entries: Iterable[SecondaryIndexEntry]) -> set[str]:
     return {key for key, alive in live.items() if alive}
 
 
-__all__ = ["SecondaryIndexDefinition", "SecondaryIndexEntry", "entry_file_group", "escape", "file_group_id",
+__all__ = ["SecondaryIndexDefinition", "SecondaryIndexEntry", "entry_file_group", "entry_file_groups", "entry_keys",
+           "escape", "index_texts", "file_group_id",
            "group_entries", "hashed_part", "index_values", "live_keys", "record_keys_for", "secondary_index_definitions",
-           "secondary_index_entries", "secondary_index_key", "secondary_index_records", "slice_entries",
+           "secondary_index_cells", "secondary_index_entries", "secondary_index_key", "secondary_index_records", "slice_entries",
            "split_key", "unescape"]
