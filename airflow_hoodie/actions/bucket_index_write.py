@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -107,6 +109,15 @@ class BucketRouting:
     existing: dict[tuple[str, int], ExistingFile]
     created: dict[tuple[str, int], str] = field(default_factory=dict)
 
+    @property
+    def width(self) -> int:
+        """An upper bound of the bucket numbers (locating multiplies partitions by it)."""
+        return self.settings.num_buckets
+
+    def id_function(self) -> Callable[[pa.Table], pa.Table]:
+        """The (picklable) function adding each record's bucket to a batch."""
+        return partial(with_bucket_ids, routing_settings=self.settings, parser=self.parser)
+
     def file_id(self, partition: str, bucket: int) -> str | None:
         f = self.existing.get((partition, bucket))
         return f.file_id if f is not None else self.created.get((partition, bucket))
@@ -178,10 +189,11 @@ def locate_by_bucket(batch: pa.Table, locations: Mapping[tuple[str, int], str], 
 
 
 def tag_by_bucket(batch: pa.Table, routing: BucketRouting) -> pa.Table:
-    """The in-process tagging: bucket ids, new groups named, records located."""
-    batch = with_bucket_ids(batch, routing.settings, routing.parser)
+    """The in-process tagging: bucket ids, new groups named, records located (``routing``:
+    a simple bucket index's, or a consistent-hashing ring's with the same interface)."""
+    batch = routing.id_function()(batch)
     routing.create(new_bucket_pairs(batch, routing))
-    return locate_by_bucket(batch, routing.locations(), routing.settings.num_buckets)
+    return locate_by_bucket(batch, routing.locations(), routing.width)
 
 
 def bucket_counts_known(update_counts: Mapping[tuple[str, str], int], routing: BucketRouting

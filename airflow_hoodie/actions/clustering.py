@@ -28,7 +28,9 @@ import pyarrow as pa
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions import service_common as sc
+from airflow_hoodie.actions import consistent_bucket_resize as cbr
 from airflow_hoodie.actions.bucket_index_write import is_bucket_layout
+from airflow_hoodie.actions.consistent_bucket_write import ring_loader
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
 from airflow_hoodie.actions.planned_service import (
@@ -82,6 +84,7 @@ from airflow_hoodie.table.file_group.file_slice_reader import (
 )
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.consistent_hashing import Ring
 from airflow_hoodie.table.layout import sort_by_layout
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
@@ -273,7 +276,8 @@ def schedule_clustering(table: HoodieTable, config: HoodieConfig, instant_time: 
     commit.prepare_for_change(table, settings.action.change)
     table.check_records_writable("Scheduling a clustering")
     with transaction_manager_for(table, settings.lock).transaction("schedule a clustering"):
-        result = _schedule_clustering(table, settings, instant_time)
+        result = _schedule_resize(table, config, settings, instant_time) if cbr.is_consistent_hashing_table(table) \
+            else _schedule_clustering(table, settings, instant_time)
     if result["instant"] is None:
         record_nothing_planned(table.storage, table.base_path, "clustering", result["reason"], table.timeline)
     return result
@@ -318,6 +322,35 @@ def _schedule_clustering(table: HoodieTable, settings: ClusteringSettings, insta
             "input_file_groups": sum(len(g["slices"]) for g in plan["inputGroups"])}
 
 
+def _schedule_resize(table: HoodieTable, config: HoodieConfig, settings: ClusteringSettings,
+                     instant_time: str | None) -> dict[str, Any]:
+    """A consistent-hashing table's clustering is its resize (:mod:`consistent_bucket_resize`):
+    partitions with a pending clustering are left out, so each ring changes one resize at a time."""
+    reason = cbr.pending_write_reason(table)
+    if reason is not None:
+        return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": reason}
+    view = table.file_system_view(table.timeline)
+    busy = {p for p, _f in view.file_groups_in_pending_services()}
+    by_part: dict[str, list[Any]] = {}
+    for s in view.service_latest_slices():
+        if s.partition_path not in busy and (s.base_file is not None or s.log_files):
+            by_part.setdefault(s.partition_path, []).append(s)
+    load = ring_loader(table)
+    rings = {p: Ring(m) for p in by_part for m in [load(p)] if m is not None}
+    plan = cbr.build_resize_plan(rings, by_part, config, lambda s: slice_info(s, table.storage.uri),
+                                 lambda fs: group_metrics(fs, settings.parquet_max_file_size), settings.sort_columns)
+    if plan is None:
+        return {"instant": None, "action": Action.REPLACE_COMMIT,
+                "reason": "no partition with a hash ring and file slices is free of a pending clustering"}
+    ts = instant_time or table.new_instant_time()
+    table.timeline_writer().create_requested(
+        Instant(ts, table.format.clustering_action, State.REQUESTED),
+        serialize_plan("HoodieRequestedReplaceMetadata", requested_replace_metadata(plan)))
+    table.reload_timeline()
+    return {"instant": ts, "action": Action.REPLACE_COMMIT, "state": "requested", "groups": len(plan["inputGroups"]),
+            "input_file_groups": sum(len(g["slices"]) for g in plan["inputGroups"])}
+
+
 def _group_slices(storage: Any, base_path: str, group: ClusteringGroup) -> list[FileSlice]:
     """The file slices a clustering group names, its files looked up (sizes) in storage."""
     out = []
@@ -343,11 +376,8 @@ def _group_slices(storage: Any, base_path: str, group: ClusteringGroup) -> list[
     return out
 
 
-def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, ClusteringGroup]) -> list[dict[str, Any]]:
-    """One executor task: read a group's slices, sort, write ``numOutputFileGroups`` new files."""
-
-
-    index, group = indexed
+def read_group(ctx: ServiceTaskContext, group: ClusteringGroup) -> pa.Table:
+    """A clustering group's rows: its slices read as of the plan, in the table's schema."""
     storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     opts = SliceReadOptions(merge_config=ctx.merge_config, as_of=ctx.instant_time,
@@ -360,28 +390,40 @@ def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, ClusteringGroup])
     data = pa.concat_tables(tables) if tables else schema.empty_table()
     if ctx.sort_columns and data.num_rows:  # linear, or along the z-order / Hilbert curve
         data = sort_by_layout(data, ctx.sort_columns, ctx.layout)
+    return data
+
+
+def write_output(ctx: ServiceTaskContext, index: int, part: str, fid: str, chunk: pa.Table) -> dict[str, Any]:
+    """One output base file of a clustering task (file group ``fid``); its write stat."""
+    storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
+    stage, attempt = task_attempt()
+    name = base_file_name(fid, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
+    chunk = chunk.set_column(chunk.schema.get_field_index(FILE_NAME), FILE_NAME,
+                             pa.array([name] * chunk.num_rows, pa.string()))
+    mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
+
+    crash_point("clustering.task")
+    st = write_base_file(storage, ctx.base_path, part, name, chunk, ctx.avro_schema, ctx.file_settings)
+    return write_stat(fileId=fid, path=st.path, prevCommit="null", numWrites=st.num_records,
+                      numInserts=st.num_records, totalWriteBytes=st.file_size, partitionPath=part,
+                      fileSizeInBytes=st.file_size)
+
+
+def cluster_group(ctx: ServiceTaskContext, indexed: tuple[int, ClusteringGroup]) -> list[dict[str, Any]]:
+    """One executor task: read a group's slices, sort, write ``numOutputFileGroups`` new files."""
+    index, group = indexed
+    data = read_group(ctx, group)
     parts = {s.partition_path or "" for s in group.slices or []}
     part = sorted(parts)[0]
     n_out = max(1, int(group.num_output_file_groups or 1))
     n_out = min(n_out, max(data.num_rows, 1))
     per = -(-data.num_rows // n_out) if data.num_rows else 0
-    stage, attempt = task_attempt()
     stats = []
     for k in range(n_out):
         chunk = data.slice(k * per, per) if data.num_rows else data
         if data.num_rows and chunk.num_rows == 0:
             continue
-        fid = new_file_id()
-        name = base_file_name(fid, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
-        chunk = chunk.set_column(chunk.schema.get_field_index(FILE_NAME), FILE_NAME,
-                                 pa.array([name] * chunk.num_rows, pa.string()))
-        mk.create_marker(storage, ctx.base_path, ctx.instant_time, part, name, mk.IO_CREATE)
-
-        crash_point("clustering.task")
-        st = write_base_file(storage, ctx.base_path, part, name, chunk, ctx.avro_schema, ctx.file_settings)
-        stats.append(write_stat(fileId=fid, path=st.path, prevCommit="null", numWrites=st.num_records,
-                                numInserts=st.num_records, totalWriteBytes=st.file_size, partitionPath=part,
-                                fileSizeInBytes=st.file_size))
+        stats.append(write_output(ctx, index, part, new_file_id(), chunk))
     return stats
 
 
@@ -403,7 +445,7 @@ def execute_clustering(table: HoodieTable, instant_time: str, executor: Executor
     commit.prepare_for_change(table, settings.action.change)
     with executing(transaction_manager_for(table, settings.lock), "clustering", instant_time) as token:
         return _execute_clustering(table, instant_time, executor, settings, task_options(config), storage_options,
-                                   started, token)
+                                   started, token, config)
 
 
 def _clustering_plan(table: HoodieTable, timeline: Timeline, inst: Instant) -> ClusteringPlan:
@@ -423,7 +465,9 @@ def _replaced_groups(plan: ClusteringPlan) -> dict[str, list[str]]:
 
 def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executor, settings: ClusteringSettings,
                         options: Mapping[str, str], storage_options: Mapping[str, str] | None, started: float,
-                        token: str | None = None) -> dict[str, Any]:
+                        token: str | None = None, config: HoodieConfig | None = None) -> dict[str, Any]:
+    rings: list[Any] = []
+
     def run(plan: ClusteringPlan, timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
         params = (plan.strategy.strategy_params or {}) if plan.strategy else {}
         sort_cols = params.get(SORT_COLUMNS) or settings.sort_columns
@@ -432,12 +476,19 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
         ctx = ServiceTaskContext.for_plan(table, instant_time, timeline, schema, options, storage_options,
                                           tuple(c.strip() for c in sort_cols.split(",") if c.strip()), layout)
         groups = list(enumerate(plan.input_groups or []))
-        stats = [s for group in executor.map(partial(cluster_group, ctx), groups) for s in group]
+        task: Callable[..., list[dict[str, Any]]] = partial(cluster_group, ctx)
+        if cbr.is_resize_plan(plan):  # rows go to the child buckets their keys hash to
+            task = partial(cbr.resize_task, ctx, *cbr.hash_settings(table, config or HoodieConfig({})), read_group,
+                           write_output)
+        stats = [s for group in executor.map(task, groups) for s in group]
         for part in sorted(_replaced_groups(plan)):
             write_partition_metadata(table.storage, table.base_path, part, instant_time)
         return stats
 
     def commit_body(plan: ClusteringPlan, stats: list[dict[str, Any]], schema: dict[str, Any]) -> CommitMetadata:
+        if cbr.is_resize_plan(plan):  # the new rings are written before the replacecommit completes
+            rings[:] = cbr.new_rings(table, plan, instant_time, ring_loader(table))
+            cbr.save_rings(table, rings)
         # the task's write identity (and any other commit-metadata option) goes into extraMetadata
         return commit_metadata(stats, "CLUSTER", json.dumps(schema, separators=(",", ":")),
                                _replaced_groups(plan), dict(settings.action.extra_metadata))
@@ -447,6 +498,7 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
         partitions=lambda plan: [s.partition_path or "" for g in plan.input_groups or [] for s in g.slices or []],
         run=run, commit_body=commit_body)
     done = execute_planned(service, table, instant_time, settings.lock, token)
+    cbr.commit_rings(table, rings)  # the replacecommit completed: its rings are the partitions' rings
     if done.outcome != DONE:
         return {"instant": instant_time, "action": Action.REPLACE_COMMIT, "state": "completed", "reason": done.outcome}
     stats = done.stats

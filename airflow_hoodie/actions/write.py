@@ -33,6 +33,7 @@ from airflow_hoodie.actions.bucketing import (
     existing_files,
 )
 from airflow_hoodie.actions.cdc_write import refuse_unsupported_cdc
+from airflow_hoodie.actions.consistent_bucket_write import consistent_routing, refuse_unsupported_bucket_layout
 from airflow_hoodie.actions.commit_callback import send_commit_callback
 from airflow_hoodie.actions.executor import Executor, LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
@@ -254,9 +255,14 @@ def check_bucket_layout(client: WriteClient, settings: WriteSettings, batch_part
     refused, and so is a bucket-index write into groups not named by bucket
     (:mod:`bucket_index_write` says why). The batch's partitions are judged by their own
     groups; a batch of new partitions only, by the whole table's."""
+    table_type = client.table.table_type if client.table is not None else \
+        (client.config.get("hoodie.table.type") or "COPY_ON_WRITE").upper()
+    refuse_unsupported_bucket_layout(client.table, settings.bucket, table_type)
     if client.table is None:
         return
     table = client.table
+    if settings.bucket is not None and settings.bucket.consistent:
+        return  # its groups are checked against the rings when the write routes them
     if settings.bucket is not None and table.storage.exists(table.storage.join(table.base_path,
                                                                                BUCKET_INDEX_META_FOLDER)):
         raise HoodieNotSupportedError(
@@ -329,7 +335,7 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
     with client.aborting_on_failure(instant):
         files = index_scope(client, operation, is_global(index_type), batch_parts)
         if settings.bucket is not None:
-            tasks, insert_plan, files, replaced = _bucket_tasks(client, engine, settings, files)
+            tasks, insert_plan, files, replaced = _bucket_tasks(client, engine, settings, files, batch_parts)
         else:
             if operation in ("upsert", "delete") and files:
                 engine.tag(client, settings, files)
@@ -359,15 +365,17 @@ def run_write(client: WriteClient, engine: WriteEngine, data_schema: pa.Schema, 
     return result
 
 
-def _bucket_tasks(client: WriteClient, engine: WriteEngine, settings: WriteSettings, files: list[ExistingFile]
-                  ) -> tuple[list[FileGroupTask], dict[str, list[tuple[int, int]]], list[ExistingFile],
+def _bucket_tasks(client: WriteClient, engine: WriteEngine, settings: WriteSettings, files: list[ExistingFile],
+                  partitions: Sequence[str] = ()) -> tuple[list[FileGroupTask], dict[str, list[tuple[int, int]]], list[ExistingFile],
                              dict[str, list[str]] | None]:
     """Tagging and bucketing of a simple-bucket-index write: every record to its bucket's
     group (an insert_overwrite replaces the partitions' groups and starts new ones). Returns
     (tasks, insert plan (empty: inserts are located too), the groups kept, replaced groups)."""
     assert settings.bucket is not None and client.table is not None
     replaced, files = replaced_file_groups(client, settings.operation, files)
-    routing = routing_for(files, settings.bucket, client.table.format.release.bucket_hash_key_parser)
+    parser = client.table.format.release.bucket_hash_key_parser
+    routing = consistent_routing(client.table, files, partitions, settings.bucket, parser, client.config.get) \
+        if settings.bucket.consistent else routing_for(files, settings.bucket, parser)
     engine.tag_buckets(routing)
     counts, _ = engine.bucket_counts()
     existing, created = bucket_counts_known(counts, routing)

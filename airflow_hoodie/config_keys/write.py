@@ -31,6 +31,11 @@ INDEX_TYPE = "hoodie.index.type"
 BUCKET_NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
 BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
 BUCKET_ENGINE = "hoodie.index.bucket.engine"
+#: the consistent-hashing engine's resize bounds and thresholds (Hudi 0.13+)
+BUCKET_MAX_NUM_BUCKETS = "hoodie.bucket.index.max.num.buckets"
+BUCKET_MIN_NUM_BUCKETS = "hoodie.bucket.index.min.num.buckets"
+BUCKET_SPLIT_THRESHOLD = "hoodie.bucket.index.split.threshold"
+BUCKET_MERGE_THRESHOLD = "hoodie.bucket.index.merge.threshold"
 
 register(
     ConfigKey(SET_NULL_FOR_MISSING_COLUMNS, "false",
@@ -60,7 +65,16 @@ register(
               "Must be the number the table's other writers use", ("hoodie.index.bucket.num",)),
     ConfigKey(BUCKET_HASH_FIELD, None, "BUCKET index: the record key fields a key's bucket is hashed from "
               "(default: the record key fields)"),
-    ConfigKey(BUCKET_ENGINE, "SIMPLE", "BUCKET index engine: SIMPLE (CONSISTENT_HASHING is not supported)"),
+    ConfigKey(BUCKET_ENGINE, "SIMPLE", "BUCKET index engine: SIMPLE (a fixed bucket count) or CONSISTENT_HASHING "
+              "(MERGE_ON_READ only: a hash ring per partition, resized by clustering)"),
+    ConfigKey(BUCKET_MAX_NUM_BUCKETS, None, "CONSISTENT_HASHING: the most buckets a partition's resize may reach "
+              "(default, and at least: hoodie.bucket.index.num.buckets)"),
+    ConfigKey(BUCKET_MIN_NUM_BUCKETS, None, "CONSISTENT_HASHING: the fewest buckets a partition's resize may leave "
+              "(default, and at most: hoodie.bucket.index.num.buckets)"),
+    ConfigKey(BUCKET_SPLIT_THRESHOLD, "2.0", "CONSISTENT_HASHING: a bucket whose file slice is larger than this "
+              "times hoodie.parquet.max.file.size is split in two by clustering"),
+    ConfigKey(BUCKET_MERGE_THRESHOLD, "0.2", "CONSISTENT_HASHING: adjacent buckets whose file slices are smaller "
+              "than this times hoodie.parquet.max.file.size (together too) are merged by clustering"),
     ConfigKey("hoodie.combine.before.upsert", "true", ""),
     ConfigKey("hoodie.combine.before.insert", "false", ""),
     ConfigKey("hoodie.combine.before.delete", "true", ""),

@@ -30,7 +30,6 @@ from airflow_hoodie.actions.bucket_index_write import (
     BUCKET_ID_COL,
     BucketRouting,
     locate_by_bucket,
-    with_bucket_ids,
 )
 from airflow_hoodie.actions.executor import LocalExecutor
 from airflow_hoodie.actions.file_group_write import (
@@ -220,11 +219,11 @@ def _tagger(plan: Any, counts: Any):
     return tag
 
 
-def _bucket_ider(settings: Any, parser: str):
+def _bucket_ider(add_ids: Any):
     """The mapInArrow function adding each record's bucket (typed for PySpark's Arrow eval)."""
     def add_bucket_ids(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield from with_bucket_ids(pa.Table.from_batches([batch]), settings, parser).to_batches()
+            yield from add_ids(pa.Table.from_batches([batch])).to_batches()
     return add_bucket_ids
 
 
@@ -381,14 +380,13 @@ class SparkWriteEngine:
         """Simple bucket index: each record's bucket computed where it is (no shuffle), the
         (partition, bucket) pairs of upserts collected to name the new groups on the driver
         (small: at most partitions x buckets), then the usual tag step locates by bucket."""
-        settings, parser = routing.settings, routing.parser
         schema = StructType(list(self.keyed.schema.fields) + [StructField(BUCKET_ID_COL, IntegerType())])
-        self.keyed = _checkpointed(self.keyed.mapInArrow(_bucket_ider(settings, parser), schema))
+        self.keyed = _checkpointed(self.keyed.mapInArrow(_bucket_ider(routing.id_function()), schema))
         pairs = (self.keyed.filter(~F.col(OP_COL).isin(*DELETE_OPS.to_pylist()))
                  .select(PARTITION_PATH, BUCKET_ID_COL).distinct().collect())
         routing.create((r[0], int(r[1])) for r in pairs)
         self._locate(_TagPlan("BUCKET", [], [], {}, False, False, self.dedupe, self.ordering, False, None, [],
-                              bucket_locations=routing.locations(), num_buckets=settings.num_buckets))
+                              bucket_locations=routing.locations(), num_buckets=routing.width))
 
     def _locate(self, plan: _TagPlan) -> None:
         """Tag the records by ``plan``, keep them on the executors and their counts here.
