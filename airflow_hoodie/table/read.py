@@ -112,7 +112,7 @@ def _load_table(base_path: str, storage_options: Mapping[str, str] | None) -> An
     return table
 
 
-def _max_workers(n: int, local: bool) -> int:
+def read_workers(n: int, local: bool) -> int:
     """Threads for ``n`` slice reads (``HOODIE_READ_THREADS`` overrides). On local storage a
     slice read is CPU work (parquet decoding, log decoding, the merge), so one thread per CPU:
     with two per CPU, benchmarks/read.py's 12 slices cost 0.61 CPU-s instead of 0.47 on a
@@ -134,7 +134,7 @@ def _read_slices(
             table = partition_values.apply(table, s.partition_path)
         return table
 
-    return parallel_map(read_one, slices, _max_workers(len(slices), storage.is_local), "hoodie-read")
+    return parallel_map(read_one, slices, read_workers(len(slices), storage.is_local), "hoodie-read")
 
 
 def _empty(schema: pa.Schema | None, columns: Sequence[str] | None) -> pa.Table:

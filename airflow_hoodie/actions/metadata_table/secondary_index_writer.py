@@ -78,8 +78,9 @@ from airflow_hoodie.table.metadata_table.stats_reader import (
     IndexPartitionFiles,
     index_partition_files,
 )
-from airflow_hoodie.table.read import table_schema
-from airflow_hoodie.table.schema.meta_fields import IS_DELETED, RECORD_KEY
+from airflow_hoodie.table.parallel_map import parallel_map
+from airflow_hoodie.table.read import read_workers, table_schema
+from airflow_hoodie.table.schema.meta_fields import COMMIT_TIME, IS_DELETED, RECORD_KEY
 from airflow_hoodie.table.timeline.instant import Action, Instant
 
 if TYPE_CHECKING:
@@ -176,13 +177,13 @@ class SecondaryIndexChange:
 
 def _slice_values(table: HoodieTable, fs: FileSlice | None, fields: list[str], latest: str | None,
                   valid: set[str], start: str | None) -> pa.Table | None:
-    """Record key and each of ``fields`` (as stored) over the rows of ``fs`` as a snapshot
-    reader merges them (soft-deleted rows left out), as Hudi's file-group reader gives them;
-    None for an empty slice."""
+    """Record key, commit time and each of ``fields`` (as stored) over the rows of ``fs`` as a
+    snapshot reader merges them (soft-deleted rows left out), as Hudi's file-group reader gives
+    them; None for an empty slice."""
     if fs is None or fs.is_empty:
         return None
     opts = SliceReadOptions(merge_config=MergeConfig.from_properties(table.config),
-                            columns=[RECORD_KEY, IS_DELETED, *fields], as_of=latest,
+                            columns=[RECORD_KEY, COMMIT_TIME, IS_DELETED, *fields], as_of=latest,
                             valid_instants=frozenset(valid), timeline_start=start)
     rows = read_file_slice(table.storage, fs, opts)
     if not rows.num_rows:
@@ -191,7 +192,8 @@ def _slice_values(table: HoodieTable, fs: FileSlice | None, fields: list[str], l
         rows = rows.filter(pc.invert(pc.fill_null(rows.column(IS_DELETED), False)))
     rows = rows.filter(pc.is_valid(rows.column(RECORD_KEY)))
     keys = rows.column(RECORD_KEY).cast(pa.string())
-    return pa.table({RECORD_KEY: keys, **{f: rows.column(f) if f in rows.column_names
+    return pa.table({RECORD_KEY: keys, COMMIT_TIME: rows.column(COMMIT_TIME).cast(pa.string()),
+                     **{f: rows.column(f) if f in rows.column_names
                                           else pa.nulls(rows.num_rows, pa.string()) for f in fields}})
 
 
@@ -215,11 +217,30 @@ def _pairs(rows: pa.Table | None, field: str, side: str, as_text: bool, kind: pa
                      f"p{side}": pa.array([True] * rows.num_rows, pa.bool_())})
 
 
-def _diff(change: SecondaryIndexChange, definitions: list[SecondaryIndexDefinition], old: pa.Table | None,
-          new: pa.Table | None) -> None:
-    """Add to ``change`` what turns a file group's entries from ``old`` into ``new``: joined on
-    the record key in Arrow, so only the rows whose value came, went or changed become
-    entries (an update that keeps the value writes nothing)."""
+def _written_rows(old: pa.Table | None, new: pa.Table | None,
+                  instant_time: str) -> tuple[pa.Table | None, pa.Table | None]:
+    """The rows of a file group the instant can have changed, on each side, when that is
+    sure: a row it did not write (another commit time) keeps its key and value, since a
+    copy-on-write merge copies it as it was and a log does not hold it. That leaves the rows
+    it wrote and the old rows of their keys, unless a key went: when the old rows outnumber
+    the copied ones plus the old rows of written keys (a delete, or a group holding a key
+    twice), the whole group is diffed."""
+    if old is None or new is None:
+        return old, new
+    ours = new.filter(pc.fill_null(pc.equal(new.column(COMMIT_TIME), instant_time), False))
+    touched = old.filter(pc.is_in(old.column(RECORD_KEY), value_set=ours.column(RECORD_KEY).combine_chunks()))
+    copied = new.num_rows - ours.num_rows
+    if old.num_rows != copied + touched.num_rows:
+        return old, new
+    return touched, ours
+
+
+def _diff(definitions: list[SecondaryIndexDefinition], old: pa.Table | None,
+          new: pa.Table | None) -> list[tuple[SecondaryIndexDefinition, pa.Array, pa.Array]]:
+    """What turns a file group's entries from ``old`` into ``new``, per index: (tombstoned
+    keys, added keys), joined on the record key in Arrow, so only the rows whose value came,
+    went or changed become entries (an update that keeps the value writes nothing)."""
+    out = []
     for definition in definitions:
         field = definition.source_field
         types = {_stored(t, field).type for t in (old, new) if t is not None}
@@ -233,10 +254,9 @@ def _diff(change: SecondaryIndexChange, definitions: list[SecondaryIndexDefiniti
         changed = pc.and_(pc.and_(had, has), pc.invert(same))
         gone = joined.filter(pc.or_(pc.and_(had, pc.invert(has)), changed))
         came = joined.filter(pc.or_(pc.and_(has, pc.invert(had)), changed))
-        for rows, side, deleted in ((gone, "vo", True), (came, "vn", False)):
-            if rows.num_rows:
-                keys = entry_keys(index_texts(rows.column(side)), rows.column(RECORD_KEY).combine_chunks())
-                change.add_keys(definition, keys.to_pylist(), deleted)
+        out.append((definition, *(entry_keys(index_texts(rows.column(side)), rows.column(RECORD_KEY).combine_chunks())
+                                  for rows, side in ((gone, "vo"), (came, "vn")))))
+    return out
 
 
 def _after_slice(table: HoodieTable, prev: FileSlice | None, partition: str, file_id: str, instant_time: str,
@@ -274,16 +294,28 @@ def _write_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition
         paths, was_new = touched.get(group, ([], True))
         paths.append(table.storage.join(table.base_path, stat.path))
         touched[group] = (paths, was_new and new_group)
-    change = SecondaryIndexChange()
-    for (partition, file_id), (paths, new_group) in sorted(touched.items()):
+
+    def touched_group(item: tuple[tuple[str, str], tuple[list[str], bool]]
+                      ) -> list[tuple[SecondaryIndexDefinition, pa.Array, pa.Array]]:
+        (partition, file_id), (paths, new_group) = item
         prev = None if new_group else before.get((partition, file_id))
         after = _after_slice(table, prev, partition, file_id, instant_time, paths)
         old = _slice_values(table, prev, fields, None, valid, start)
-        _diff(change, definitions, old, _slice_values(table, after, fields, instant_time, valid | {instant_time}, start))
-    if isinstance(meta, ReplaceCommitMetadata):
-        for partition, file_id in sorted(meta.replaced_file_ids()):
-            _diff(change, definitions, _slice_values(table, before.get((partition, file_id)), fields, None, valid,
-                                                     start), None)
+        new = _slice_values(table, after, fields, instant_time, valid | {instant_time}, start)
+        return _diff(definitions, *_written_rows(old, new, instant_time))
+
+    def replaced_group(group: tuple[str, str]) -> list[tuple[SecondaryIndexDefinition, pa.Array, pa.Array]]:
+        return _diff(definitions, _slice_values(table, before.get(group), fields, None, valid, start), None)
+
+    replaced = sorted(meta.replaced_file_ids()) if isinstance(meta, ReplaceCommitMetadata) else []
+    workers = read_workers(len(touched) + len(replaced), table.storage.is_local)
+    diffs = (parallel_map(touched_group, sorted(touched.items()), workers, "hoodie-si-diff")
+             + parallel_map(replaced_group, replaced, workers, "hoodie-si-diff"))
+    change = SecondaryIndexChange()
+    for group in diffs:
+        for definition, gone, came in group:
+            change.add_keys(definition, gone.to_pylist(), True)
+            change.add_keys(definition, came.to_pylist(), False)
     return change
 
 
