@@ -182,8 +182,16 @@ def build_file_groups_by_completion_time(
     hence completed, delta commit.
     """
     groups = build_file_groups(base_files, [])
+    log_files = list(log_files)
+    # a group of log files only (an NBCC or Flink bucket group before its first compaction) is a
+    # group as much as one with a base file: its pending compaction's slice is opened too, or a
+    # log completed after the plan would join the slice the plan compacts (Hudi builds its
+    # groups from base and log files before adding the pending compactions' slices)
+    with_logs = {(lf.partition_path, lf.file_id) for lf in log_files}
     for part, fid, ts in pending_compactions:
         fg = groups.get((part, fid))
+        if fg is None and (part, fid) in with_logs:
+            fg = groups.setdefault((part, fid), FileGroup(part, fid))
         if fg is not None:
             fg.add_empty_slice(ts)
     done = completion_times
