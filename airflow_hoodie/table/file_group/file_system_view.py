@@ -33,6 +33,7 @@ from airflow_hoodie.table.file_group.file_group import (
     LogFile,
     build_file_groups,
     build_file_groups_by_completion_time,
+    carry_logs_of_visible_writes,
 )
 from airflow_hoodie.table.file_group.written_files import commit_files, latest_files_per_timeline
 from airflow_hoodie.table.metadata import avro_codec
@@ -245,32 +246,14 @@ class FileSystemView:
 
     def _visible_group(self, group: FileGroup, visible: set[str], pending: set[str],
                        last: str | None, start: str | None, as_of: str | None) -> FileGroup:
-        out = FileGroup(group.partition_path, group.file_id)
-        carried: list[LogFile] = []
+        out, dropped = FileGroup(group.partition_path, group.file_id), []
         for s in group.slices:
             if not self._slice_committed(s.base_instant, visible, last, start, as_of):
-                carried += self._logs_of_visible_writes(s, last, as_of)
+                dropped.append(s)
                 continue
             base = s.base_file if s.base_instant not in pending else None
             out.slices.append(FileSlice(s.partition_path, s.file_id, s.base_instant, base, list(s.log_files)))
-        if carried:
-            if not out.slices:
-                out.slices.append(FileSlice(group.partition_path, group.file_id, carried[0].delta_commit_time, None, []))
-            out.slices[-1].log_files = sorted(out.slices[-1].log_files + carried, key=lambda lf: lf.sort_key)
-        return out
-
-    def _logs_of_visible_writes(self, file_slice: FileSlice, last: str | None, as_of: str | None) -> list[LogFile]:
-        """Logs of a slice not visible at ``as_of`` (its base instant is later) whose delta commit
-        is: on version 8+ a log joins the slice of its *completion* time, so a delta commit that
-        started before a compaction (or, as of an earlier time, any later base instant) and
-        completed after it sits in that later slice. Its records are part of the table as of
-        its instant, on top of the slice before: carried there, never dropped with the slice."""
-        limit = as_of or last
-        if limit is None or not file_slice.log_files or self.config is None \
-                or not TableFormat.of(self.config).log_file_layout.slices_by_completion_time:
-            return []
-        bound = normalize_instant_time(limit)
-        return [lf for lf in file_slice.log_files if normalize_instant_time(lf.delta_commit_time) <= bound]
+        return carry_logs_of_visible_writes(out, dropped, as_of or last, TableFormat.of(self.config).log_file_layout)
 
     def file_groups(
         self, partition: str | None = None, as_of: str | None = None, include_replaced: bool = False
