@@ -26,7 +26,6 @@ from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.plans import CompactionPlan
 from airflow_hoodie.table.read import read_table
-from airflow_hoodie.table.timeline.instant import Instant, State
 from tests.actions.nbcc_fixtures import NBCC, FlinkLikeWriter, nbcc_settings
 from tests.table.normalize import hudi_rs_rows, normalize_table
 
@@ -241,4 +240,3 @@ def test_lazy_clean_leaves_a_live_writer_and_rolls_back_a_dead_one(tmp_path) -> 
     assert HoodieTable.load(base).timeline.get(dead.instant, "deltacommit") is None or \
         not HoodieTable.load(base).timeline.get(dead.instant, "deltacommit").is_completed
     assert _read(base) == {"k0": "a0", "k1": "live1", "k2": "live2", "k3": "a3"}
-    assert Instant(dead.instant, "deltacommit", State.INFLIGHT).timestamp == dead.instant
