@@ -43,6 +43,7 @@ from airflow_hoodie.table.bucket_index import (
     bucket_of_file_id,
     is_bucket_file_id,
     is_bucket_layout_file_id,
+    nbcc_bucket_file_id,
     new_bucket_file_id,
 )
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
@@ -108,6 +109,9 @@ class BucketRouting:
     parser: str
     existing: dict[tuple[str, int], ExistingFile]
     created: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: NBCC: a new group takes the bucket's fixed id (:func:`nbcc_bucket_file_id`), so writers
+    #: that create one bucket's group at the same time write one group
+    fixed_file_ids: bool = False
 
     @property
     def width(self) -> int:
@@ -126,7 +130,8 @@ class BucketRouting:
         """Name a new group for each (partition, bucket) that has none yet."""
         for part, bucket in sorted(set(pairs)):
             if self.file_id(part, bucket) is None:
-                self.created[(part, bucket)] = new_bucket_file_id(bucket)
+                self.created[(part, bucket)] = (nbcc_bucket_file_id(bucket) if self.fixed_file_ids
+                                                else new_bucket_file_id(bucket))
 
     def locations(self) -> dict[tuple[str, int], str]:
         """(partition, bucket) -> file id, for every group this write may write."""
@@ -135,10 +140,11 @@ class BucketRouting:
         return out
 
 
-def routing_for(files: Iterable[ExistingFile], settings: BucketIndexSettings, parser: str) -> BucketRouting:
+def routing_for(files: Iterable[ExistingFile], settings: BucketIndexSettings, parser: str,
+                fixed_file_ids: bool = False) -> BucketRouting:
     """The routing of a bucket-index write over ``files`` (its partitions' latest groups),
     refused when the table holds buckets this write's bucket count cannot reach: their keys
-    would be looked for elsewhere and written twice."""
+    would be looked for elsewhere and written twice. ``fixed_file_ids``: NBCC naming of new groups."""
     existing = bucket_groups(files)
     top = max((b for _p, b in existing), default=-1)
     if top >= settings.num_buckets:
@@ -147,7 +153,7 @@ def routing_for(files: Iterable[ExistingFile], settings: BucketIndexSettings, pa
             f"{settings.num_buckets}: keys would hash to other buckets than the table's writers put them in. Nothing "
             "was written. Set hoodie.bucket.index.num.buckets to the table's bucket count (changing it needs a "
             "rewrite of the table).")
-    return BucketRouting(settings, parser, existing)
+    return BucketRouting(settings, parser, existing, fixed_file_ids=fixed_file_ids)
 
 
 def with_bucket_ids(batch: pa.Table, routing_settings: BucketIndexSettings, parser: str) -> pa.Table:

@@ -178,12 +178,16 @@ def assign_buckets(
 
 
 def assign_bucket_tasks(update_counts: Mapping[tuple[str, str], int], created: Sequence[tuple[str, str, int]],
-                        files: Sequence[ExistingFile]) -> list[FileGroupTask]:
+                        files: Sequence[ExistingFile], new_groups_as_logs: bool = False) -> list[FileGroupTask]:
     """The tasks of a bucket-index write: one per existing bucket group it touches (as
     :func:`assign_buckets` makes them, so a group under pending clustering is refused the
     same way) and one new group per (partition, new file id, records) in ``created``. No
-    small-file padding and no splits: a bucket's records all go to its one group."""
+    small-file padding and no splits: a bucket's records all go to its one group.
+    ``new_groups_as_logs`` (NBCC): a new group is written as a log, never a base file, as
+    Hudi's bucket partitioners do under NBCC (a base file of a group another writer may be
+    creating at the same time would be lost to the file-slice order)."""
     tasks, _ = assign_buckets(update_counts, {}, files, SizingSettings(), "BUCKET", 1, False, use_small_files=False)
+    kind = "UPDATE" if new_groups_as_logs else "INSERT"
     for part, file_id, n in created:
-        tasks.append(FileGroupTask(len(tasks), "INSERT", part, file_id, expected_records=n))
+        tasks.append(FileGroupTask(len(tasks), kind, part, file_id, expected_records=n))
     return tasks

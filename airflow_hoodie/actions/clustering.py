@@ -288,7 +288,7 @@ def _schedule_clustering(table: HoodieTable, settings: ClusteringSettings, insta
     tl = table.reload_timeline()
     pending_writes = [i for i in tl.instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
                       and i.state != State.COMPLETED]
-    if pending_writes and not settings.lock.is_occ:
+    if pending_writes and not settings.lock.is_multi_writer:
         raise HoodieWriteConflictError(
             f"Write {pending_writes[0].timestamp} is still pending on {table.base_uri}; with a single writer, "
             "clustering is planned only when no write is running. Let it finish (or roll it back), then schedule "
@@ -297,7 +297,7 @@ def _schedule_clustering(table: HoodieTable, settings: ClusteringSettings, insta
     view = table.file_system_view(tl)
     excluded = view.file_groups_in_pending_services()
     tm = transaction_manager_for(table, settings.lock)
-    if tm.is_occ:
+    if tm.is_multi_writer:  # NBCC writers check no conflict: a replaced group would lose their logs
         held = groups_held_by_live_writes(table, tm)
         if held.undeclared is not None:
             return {"instant": None, "action": Action.REPLACE_COMMIT, "reason": (

@@ -295,9 +295,9 @@ def _schedule_compaction(
         )
     inflight_writes = [i for i in instants if i.action in (Action.COMMIT, Action.DELTA_COMMIT)
                        and i.state != State.COMPLETED]
-    # with optimistic concurrency the plan leaves live writers' file groups out (below);
-    # a single writer must finish first
-    if inflight_writes and not settings.lock.is_occ:
+    # with optimistic concurrency the plan leaves live writers' file groups out (below); with
+    # NBCC it takes them, their logs sliced by completion time; a single writer must finish first
+    if inflight_writes and not settings.lock.is_multi_writer:
 
         raise HoodieWriteConflictError(
             f"Earliest write inflight instant time must be later than compaction time: write "

@@ -56,8 +56,10 @@ from airflow_hoodie.actions.index import (
 from airflow_hoodie.actions.schema_evolution import evolve_schema
 from airflow_hoodie.actions.service_common import table_props
 from airflow_hoodie.actions.write_client import WriteClient, WriteResult
+from airflow_hoodie.actions.transaction.nbcc import check_nbcc_write
 from airflow_hoodie.actions.write_config import (
     with_table_settings,
+    write_table_version,
 )
 from airflow_hoodie.actions.write_records import (
     BUCKET_COL,
@@ -70,6 +72,7 @@ from airflow_hoodie.actions.write_records import (
 )
 from airflow_hoodie.actions.write_settings import WriteRequest, WriteSettings
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.write import BUCKET_ENGINE
 from airflow_hoodie.errors import (
     HoodieConfigError,
     HoodieError,
@@ -217,6 +220,8 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
         with_table_settings(client.effective_config(), client.table.config if client.table is not None else None),
         request, client.table.config.as_dict() if client.table is not None else None)
     refuse_unsupported_cdc(settings.cdc, operation)
+    check_nbcc_write(client.lock, settings.table_type, settings.index_type, client.config.get(BUCKET_ENGINE),
+                     client.table.config.table_version if client.table is not None else write_table_version(client.config))
     if not settings.record_key_fields:
         check_auto_keys_operation(operation)
         if settings.dedupe:
@@ -374,15 +379,16 @@ def _bucket_tasks(client: WriteClient, engine: WriteEngine, settings: WriteSetti
     assert settings.bucket is not None and client.table is not None
     replaced, files = replaced_file_groups(client, settings.operation, files)
     parser = client.table.format.release.bucket_hash_key_parser
+    nbcc = client.lock.is_nbcc  # new groups under the fixed NBCC id, written as logs
     routing = consistent_routing(client.table, files, partitions, settings.bucket, parser, client.config.get) \
-        if settings.bucket.consistent else routing_for(files, settings.bucket, parser)
+        if settings.bucket.consistent else routing_for(files, settings.bucket, parser, nbcc)
     engine.tag_buckets(routing)
     counts, _ = engine.bucket_counts()
     existing, created = bucket_counts_known(counts, routing)
     engine.report(f"bucket index ({settings.bucket.num_buckets} buckets): {sum(existing.values()):,} records to "
                   f"{len(existing):,} existing bucket groups, {sum(n for _p, _f, n in created):,} to "
                   f"{len(created):,} new ones")
-    return assign_bucket_tasks(existing, created, files), {}, files, replaced
+    return assign_bucket_tasks(existing, created, files, new_groups_as_logs=nbcc), {}, files, replaced
 
 
 def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],

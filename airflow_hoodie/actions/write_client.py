@@ -25,6 +25,7 @@ from airflow_hoodie.actions.transaction.failed_writes import (
     live_writes,
     rollback_failed_writes,
 )
+from airflow_hoodie.actions.transaction.nbcc import needs_conflict_check
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
 from airflow_hoodie.actions.write_config import (
     OPERATION_TYPE,
@@ -258,7 +259,7 @@ class WriteClient:
         # the timeline the write loaded: whatever started since is live, and whatever is
         # decided here is decided again under the lock (and start checks again)
         tm = self.txn
-        if not tm.is_occ:
+        if not tm.is_multi_writer:
             self._refuse_beside_live_writer()
         if tm.failed_writes_policy == EAGER:
             if failed_writes(self.table, tm):
@@ -297,10 +298,12 @@ class WriteClient:
         if self.table is not None:
             commit.prepare_for_change(self.table, self.action.change)
         with self.txn.transaction("start a write"):
-            if self.table is not None and self.txn.is_occ:
-                # under the lock no other instant can take this time (Hudi 1.x does the same)
+            if self.table is not None and self.txn.is_multi_writer:
+                # under the lock no other instant can take this time (Hudi 1.x does the same);
+                # NBCC takes it here always, after the clock skew wait, as Hudi's writers do: a
+                # compaction planned meanwhile must be older than every write requested after it
                 last = self.table.reload_timeline().last()
-                if last is not None and instant_time <= last.timestamp:
+                if self.txn.is_nbcc or (last is not None and instant_time <= last.timestamp):
                     instant_time = self.new_instant_time()
             if self.table is not None:
                 commit.ensure_metadata_table(self.table)
@@ -318,7 +321,7 @@ class WriteClient:
         # for conflicts at commit.
         if self.table is not None:
             self._started = TimelineSnapshot.of(self.table.reload_timeline())
-            if not self.txn.is_occ:
+            if not self.txn.is_multi_writer:
                 # Without a lock two writers can both pass the check before either exists:
                 # checked again now that ours is visible; at worst both stop, never both run.
                 try:
@@ -365,7 +368,8 @@ class WriteClient:
                         f"{action} {instant_time} was rolled back by another task while it ran (its heartbeat "
                         "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
                         "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
-                check_no_conflict(timeline, own, groups, self._started, bucket_scope)
+                if needs_conflict_check(self.lock, operation):  # NBCC writers do not conflict
+                    check_no_conflict(timeline, own, groups, self._started, bucket_scope)
             self.txn.ensure_lock_held()  # a lock lost meanwhile must stop us before, never after
 
         with self.txn.transaction(f"commit {instant_time}"):
@@ -390,7 +394,7 @@ class WriteClient:
             yield
         except HoodieIOError as exc:
             self._abort_keeping_cause(instant_time, exc)
-            if self.txn.is_occ and "does not exist" in str(exc):
+            if self.txn.is_multi_writer and "does not exist" in str(exc):
                 # another task (clean of replaced or old slices, a clustering) removed a file
                 # this write planned on: the same situation as a failed conflict check
                 raise HoodieWriteConflictError(

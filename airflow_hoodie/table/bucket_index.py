@@ -167,6 +167,14 @@ def new_bucket_file_id(bucket: int) -> str:
     return bucket_id_str(bucket) + str(uuid.uuid4())[8:] + "-0"
 
 
+def nbcc_bucket_file_id(bucket: int) -> str:
+    """A new bucket group's file id under non-blocking concurrency control (Hudi's
+    ``BucketIdentifier.newBucketFileIdForNBCC``): fixed per bucket, ``%08d`` +
+    :data:`FIXED_FILE_ID_SUFFIX` + ``-0``, so concurrent writers creating one bucket's group
+    write it under the same id instead of two groups for one bucket."""
+    return bucket_id_str(bucket) + FIXED_FILE_ID_SUFFIX + "-0"
+
+
 def is_bucket_file_id(file_id: str) -> bool:
     """Whether ``file_id`` names a bucket: its first 8 characters are decimal digits (what
     ``Integer.parseInt(fileId.substring(0, 8))`` accepts from a writer's own names)."""
@@ -195,4 +203,5 @@ def bucket_of_file_id(file_id: str) -> int:
 
 
 __all__ = ["PLAUSIBLE_BUCKETS", "bucket_id_str", "bucket_ids", "bucket_of_file_id", "hash_keys", "hash_keys_scan",
-           "hash_keys_split", "is_bucket_file_id", "is_bucket_layout_file_id", "java_list_hash", "java_string_hash", "new_bucket_file_id"]
+           "hash_keys_split", "is_bucket_file_id", "is_bucket_layout_file_id", "java_list_hash", "java_string_hash", "nbcc_bucket_file_id",
+           "new_bucket_file_id"]

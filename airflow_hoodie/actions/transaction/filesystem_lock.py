@@ -1,6 +1,8 @@
 """Hudi's FileSystemBasedLockProvider: a ``lock`` file created atomically under
 ``hoodie.write.lock.filesystem.path`` (default the table's ``.hoodie``), expiring after
-``hoodie.write.lock.filesystem.expire`` minutes (0 = never).
+``hoodie.write.lock.filesystem.expire`` minutes (0 = never). The engines' default lock
+(Flink's writers, NBCC here, when no provider is named) is the same provider under
+``<base>/.hoodie/.aux`` expiring after 1 minute (:meth:`FileSystemLockSettings.engine_default`).
 
 A lock whose holder was killed (``kill -9``) cannot be released by it. A waiter on the same
 host breaks a lock whose owner process is gone, as heartbeats judge their owners (a live
@@ -39,7 +41,7 @@ class FileSystemBasedLockProvider(LockProvider):
         super().__init__(*args, **kwargs)
         own = self.settings.provider_settings
         assert isinstance(own, FileSystemLockSettings)
-        directory = own.path or self.base_uri.rstrip("/") + "/.hoodie"
+        directory = own.path or self.base_uri.rstrip("/") + "/" + own.default_dir
         self.storage, dir_path = Storage.for_uri(directory, self.storage_options or None)
         if not self.storage.is_local:
             raise HoodieLockError(

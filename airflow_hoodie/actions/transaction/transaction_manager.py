@@ -3,7 +3,9 @@ must not interleave (scheduling a plan, deciding a rollback, checking and commit
 
 ``hoodie.write.concurrency.mode``: SINGLE_WRITER (Hudi's default) takes no lock and
 refuses to start beside another live writer; OPTIMISTIC_CONCURRENCY_CONTROL lets
-writers overlap and serializes only their commits, each checked for conflicts.
+writers overlap and serializes only their commits, each checked for conflicts;
+NON_BLOCKING_CONCURRENCY_CONTROL takes the lock for the same timeline steps but checks
+no conflicts between writers (:mod:`~airflow_hoodie.actions.transaction.nbcc`).
 """
 
 from __future__ import annotations
@@ -54,11 +56,20 @@ class TransactionManager:
     def is_occ(self) -> bool:
         return self.settings.is_occ
 
+    @property
+    def is_nbcc(self) -> bool:
+        return self.settings.is_nbcc
+
+    @property
+    def is_multi_writer(self) -> bool:
+        """OCC or NBCC: the timeline steps run under the table lock."""
+        return self.settings.is_multi_writer
+
     @contextmanager
     def transaction(self, purpose: str) -> Iterator[None]:
-        """Hold the table lock (OCC only; a single writer needs none) for ``purpose``;
+        """Hold the table lock (with several writers; a single writer needs none) for ``purpose``;
         released on every exit, exceptions and SIGTERM-turned-SystemExit included."""
-        if not self.is_occ or self.holds_lock():
+        if not self.is_multi_writer or self.holds_lock():
             # a step inside a transaction of this table (an aborted commit's rollback): the
             # one lock scope covers it; taking the lock again would wait for ourselves
             yield

@@ -15,6 +15,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
+from airflow_hoodie.table.file_group.log_file_layout import LogFileLayout
 from airflow_hoodie.table.timeline.instant import normalize_instant_time
 
 
@@ -182,8 +183,16 @@ def build_file_groups_by_completion_time(
     hence completed, delta commit.
     """
     groups = build_file_groups(base_files, [])
+    log_files = list(log_files)
+    # a group of log files only (an NBCC or Flink bucket group before its first compaction) is a
+    # group as much as one with a base file: its pending compaction's slice is opened too, or a
+    # log completed after the plan would join the slice the plan compacts (Hudi builds its
+    # groups from base and log files before adding the pending compactions' slices)
+    with_logs = {(lf.partition_path, lf.file_id) for lf in log_files}
     for part, fid, ts in pending_compactions:
         fg = groups.get((part, fid))
+        if fg is None and (part, fid) in with_logs:
+            fg = groups.setdefault((part, fid), FileGroup(part, fid))
         if fg is not None:
             fg.add_empty_slice(ts)
     done = completion_times
@@ -206,6 +215,30 @@ def build_file_groups_by_completion_time(
         assert sl is not None
         sl.log_files.append(lf)
     return groups
+
+
+def carry_logs_of_visible_writes(visible: FileGroup, dropped: Iterable[FileSlice], limit: str | None,
+                                 layout: LogFileLayout) -> FileGroup:
+    """``visible`` (a group's slices visible at ``limit``) with the logs of the ``dropped``
+    (later) slices whose delta commit is at or before ``limit`` added to its last slice.
+
+    Version 8+ puts a log in the slice of its delta commit's *completion* time, so a delta
+    commit that started before a compaction and completed after it (NBCC writers, Flink's)
+    sits in the compaction's slice, which a read as of an earlier time (or a snapshot taken
+    before the compaction's instant) does not see. Its records belong to the table as of its
+    instant, on top of the slice before: carried there, never dropped with the later slice.
+    ``layout``: the table's ``LogFileLayout``; version 6 (slices by instant time) carries nothing."""
+    if limit is None or not layout.slices_by_completion_time:
+        return visible
+    bound = normalize_instant_time(limit)
+    carried = [lf for s in dropped for lf in s.log_files if normalize_instant_time(lf.delta_commit_time) <= bound]
+    if carried:
+        if not visible.slices:
+            visible.slices.append(FileSlice(visible.partition_path, visible.file_id, carried[0].delta_commit_time,
+                                            None, []))
+        last = visible.slices[-1]
+        last.log_files = sorted(last.log_files + carried, key=lambda lf: lf.sort_key)
+    return visible
 
 
 def build_file_groups(

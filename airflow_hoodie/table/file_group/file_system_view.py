@@ -33,6 +33,7 @@ from airflow_hoodie.table.file_group.file_group import (
     LogFile,
     build_file_groups,
     build_file_groups_by_completion_time,
+    carry_logs_of_visible_writes,
 )
 from airflow_hoodie.table.file_group.written_files import commit_files, latest_files_per_timeline
 from airflow_hoodie.table.metadata import avro_codec
@@ -245,13 +246,14 @@ class FileSystemView:
 
     def _visible_group(self, group: FileGroup, visible: set[str], pending: set[str],
                        last: str | None, start: str | None, as_of: str | None) -> FileGroup:
-        out = FileGroup(group.partition_path, group.file_id)
+        out, dropped = FileGroup(group.partition_path, group.file_id), []
         for s in group.slices:
             if not self._slice_committed(s.base_instant, visible, last, start, as_of):
+                dropped.append(s)
                 continue
             base = s.base_file if s.base_instant not in pending else None
             out.slices.append(FileSlice(s.partition_path, s.file_id, s.base_instant, base, list(s.log_files)))
-        return out
+        return carry_logs_of_visible_writes(out, dropped, as_of or last, TableFormat.of(self.config).log_file_layout)
 
     def file_groups(
         self, partition: str | None = None, as_of: str | None = None, include_replaced: bool = False
