@@ -1,13 +1,14 @@
 """Benchmark (not a test): what CDC logging (hoodie.table.cdc.enabled=true) costs an upsert.
 
-    .venv/bin/python benchmarks/cdc_cost.py [--rows 1000000] [--batch 100000] [--repeat 5]
+    .venv/bin/python benchmarks/cdc_cost.py [--rows 1000000] [--batch 100000] [--repeat 5] [--mode DATA_BEFORE_AFTER]
 
 The same upsert of ``--batch`` records (20% updates, benchmarks/upsert.py's rows) into a
 ``--rows``-record COPY_ON_WRITE table created with and without ``hoodie.table.cdc.enabled``,
 through the in-process write flow (``write_arrow``). Every merged file group of the CDC table
-gets a ``.cdc`` log with before/after images of its updates and its inserts; new file groups
-get none (their inserts are read from the base file). MERGE_ON_READ CDC tables are refused by
-the writer, so only COW is measured. Each run starts from a fresh copy of a table loaded the
+gets a ``.cdc`` log of its updates, deletes and inserts in the table's supplemental logging mode
+(``--mode``: both images, the before image, or keys only); new file groups get none (their
+inserts are read from the base file). Only COW is measured: a MERGE_ON_READ delta commit's log
+appends log nothing. Each run starts from a fresh copy of a table loaded the
 same way; runs with and without alternate so both see the same load on a shared machine.
 Reported: medians of wall and CPU seconds, the CDC logging's own time (building the change
 list and writing the log, per file group, summed), the bytes of .cdc logs against the bytes of
@@ -72,6 +73,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5, help="each figure is the median of this many runs")
+    ap.add_argument("--mode", default="DATA_BEFORE_AFTER", choices=("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"),
+                    help="hoodie.table.cdc.supplemental.logging.mode of the CDC table")
     args = ap.parse_args()
 
     from airflow_hoodie.actions.write import write_arrow  # noqa: PLC0415
@@ -82,14 +85,15 @@ def main() -> None:
     base_rows, batch = table_and_batch(args.rows, args.batch)
     n_upd = args.batch // 5
     figures: dict[str, Any] = {"rows": args.rows, "batch": args.batch, "repeat": args.repeat,
-                               "table_type": "COPY_ON_WRITE", "engine": "write_arrow (in-process)",
+                               "table_type": "COPY_ON_WRITE", "engine": "write_arrow (in-process)", "mode": args.mode,
                                "load_before": os.getloadavg()}
     loaded = {}
     for cdc in (True, False):
         cfg = {"hoodie.table.name": "bench", "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
                "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.precombine.field": "ts",
                "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "SIMPLE",
-               "hoodie.table.cdc.enabled": str(cdc).lower()}
+               "hoodie.table.cdc.enabled": str(cdc).lower(),
+               **({"hoodie.table.cdc.supplemental.logging.mode": args.mode} if cdc else {})}
         path = os.path.join(tmp, "cdc" if cdc else "plain")
         write_arrow(path, base_rows, "bulk_insert", cfg)
         loaded[cdc] = (path, cfg)

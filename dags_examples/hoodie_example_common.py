@@ -52,7 +52,8 @@ CONCURRENCY_CONF = {
 #: 8 (Hudi 1.0) or 9 (Hudi 1.1); an existing table keeps its own
 TABLE_VERSION = os.environ.get("HOODIE_EXAMPLE_TABLE_VERSION", "6")
 
-#: how the demo table is written: MERGE_ON_READ, keyed by uuid, latest ts wins, by city
+#: how the demo table is written: MERGE_ON_READ, keyed by uuid, latest ts wins, by city; a CDC
+#: table (a table property fixed at creation), so the downstream DAG can consume its changes
 WRITE_CONF = {
     **CONCURRENCY_CONF,
     "hoodie.write.table.version": TABLE_VERSION,
@@ -62,7 +63,17 @@ WRITE_CONF = {
     "hoodie.datasource.write.precombine.field": "ts",
     "hoodie.datasource.write.partitionpath.field": "city",
     "hoodie.datasource.write.hive_style_partitioning": "false",
+    "hoodie.table.cdc.enabled": "true",
 }
+
+#: the record key field of the demo table (the downstream DAG keys its mirror by it)
+RECORD_KEY_FIELD = WRITE_CONF["hoodie.datasource.write.recordkey.field"]
+
+
+def downstream_mirror_path() -> str:
+    """Where the downstream DAG keeps its copy of the table, rebuilt from the CDC stream."""
+    return os.environ.get("HOODIE_EXAMPLE_MIRROR_PATH") or os.path.join(example_base_dir(), "downstream",
+                                                                         f"{TABLE_NAME}_mirror.json")
 
 #: table services tuned so a short demo shows every one of them doing something
 SERVICE_CONF = {

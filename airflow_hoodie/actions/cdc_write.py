@@ -1,14 +1,16 @@
 """CDC logging of a write on a table with ``hoodie.table.cdc.enabled=true``.
 
 Hudi's COW merge handle with change log (HoodieMergeHandleWithChangeLog) records, for every file
-group it rewrites, each record it updates (``u``: before and after image), deletes (``d``:
-before image) and inserts into the group (``i``: after image), in a ``.cdc`` log file named in
-the write stat's ``cdcStats``. A brand-new file group gets no CDC log: a CDC query infers its
-inserts from the base file (BASE_FILE_INSERT). A MERGE_ON_READ delta commit's log append gets none
-either (the query infers it from the slice, LOG_FILE); its compaction logs what it merged, as
-Hudi's compactor does through the same handle. Anything we cannot log the way Hudi does is
-refused before the write changes the table (:func:`refuse_unsupported_cdc`): a CDC consumer
-must never miss changes silently.
+group it rewrites, each record it updates (``u``), deletes (``d``) and inserts into the group
+(``i``), in a ``.cdc`` log file named in the write stat's ``cdcStats``; what a record holds is the
+table's supplemental logging mode's (:mod:`cdc_block`: both images, the before image and the
+key, or the key only). A brand-new file group gets no CDC log: a CDC query infers its inserts
+from the base file (BASE_FILE_INSERT), which is also how it reads an insert_overwrite's new
+groups (its replaced groups are REPLACE_COMMIT deletes). A MERGE_ON_READ delta commit's log
+append gets none either (the query infers it from the slice, LOG_FILE); its compaction logs
+what it merged, as Hudi's compactor does through the same handle. Anything we cannot log the
+way Hudi does is refused before the write changes the table (:func:`refuse_unsupported_cdc`): a
+CDC consumer must never miss changes silently.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from airflow_hoodie.table.log.cdc_block import (
     DATA_BEFORE_AFTER,
     DELETE,
     INSERT,
+    OP_KEY_ONLY,
     UPDATE,
+    CdcChange,
     cdc_data_block,
     cdc_log_file_name,
 )
@@ -35,63 +39,74 @@ from airflow_hoodie.table.schema.avro_convert import arrow_to_avro_records
 from airflow_hoodie.table.schema.meta_fields import COMMIT_TIME, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
-#: operations whose file groups the write path logs as Hudi does (merge handle / create handle)
-LOGGED_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert")
-
-
-def refuse_unsupported_cdc_mode(cdc_enabled: bool, mode: str, action: str) -> None:
-    """Refuse a table service that would log a CDC table's changes in a mode we do not write."""
-    if cdc_enabled and mode != DATA_BEFORE_AFTER:
-        raise HoodieNotSupportedError(
-            f"The table logs CDC in supplemental logging mode {mode}; airflow-hoodie writes CDC logs only in "
-            f"{DATA_BEFORE_AFTER}, so it does not run {action} on it. Nothing was changed: run it with Hudi's own "
-            "table services.")
+#: operations whose changes a CDC query can tell: merged groups get a .cdc log, new groups are
+#: read as inserts, an overwrite's replaced groups as deletes (HoodieCDCInferenceCase)
+LOGGED_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
 
 
 def compaction_changes(base_rows: pa.Table | None, merged: pa.Table, base_instant: str,
-                       data_schema: Mapping[str, Any]) -> list[tuple[str, dict | None, dict | None]]:
+                       data_schema: Mapping[str, Any], mode: str) -> list[CdcChange]:
     """What a compaction merged into a file group: a row written after the base file (its commit
     time) updates the base row of its key or is an insert; a base row gone was deleted. Rows the
     logs left alone are no change (Hudi's change-log merge handle logs only merged records)."""
-    merged_keys = _keys(merged.column(RECORD_KEY))
     touched = merged.filter(pc.greater(merged.column(COMMIT_TIME).cast(pa.string()), base_instant))
     if base_rows is None or base_rows.num_rows == 0:
-        return [(INSERT, None, a) for a in _images(touched, data_schema)]
+        return _changes(mode, data_schema, inserted=touched)
     base_keys = _keys(base_rows.column(RECORD_KEY))
     touched_keys = _keys(touched.column(RECORD_KEY))
     updated = pc.is_in(touched_keys, value_set=base_keys)
     before = base_rows.take(pc.index_in(pc.filter(touched_keys, updated), value_set=base_keys))
-    deleted = base_rows.filter(pc.invert(pc.is_in(base_keys, value_set=merged_keys)))
-    changes: list[tuple[str, dict | None, dict | None]] = []
-    changes += [(UPDATE, b, a) for b, a in zip(_images(before, data_schema),
-                                               _images(touched.filter(updated), data_schema))]
-    changes += [(DELETE, b, None) for b in _images(deleted, data_schema)]
-    changes += [(INSERT, None, a) for a in _images(touched.filter(pc.invert(updated)), data_schema)]
+    deleted = base_rows.filter(pc.invert(pc.is_in(base_keys, value_set=_keys(merged.column(RECORD_KEY)))))
+    return _changes(mode, data_schema, before, touched.filter(updated), deleted, touched.filter(pc.invert(updated)))
+
+
+def _changes(mode: str, data_schema: Mapping[str, Any], before_updated: pa.Table | None = None,
+             after_updated: pa.Table | None = None, deleted: pa.Table | None = None,
+             inserted: pa.Table | None = None) -> list[CdcChange]:
+    """The change list of one file group (updates, deletes, inserts), each with its record key
+    and the images ``mode`` logs: none (OP_KEY_ONLY), the before image (DATA_BEFORE) or both."""
+    with_before, with_after = mode != OP_KEY_ONLY, mode == DATA_BEFORE_AFTER
+    changes: list[CdcChange] = []
+    if before_updated is not None and after_updated is not None and before_updated.num_rows:
+        changes += [(UPDATE, k, b, a) for k, b, a in zip(
+            _keys(after_updated.column(RECORD_KEY)).to_pylist(), _images(before_updated, data_schema, with_before),
+            _images(after_updated, data_schema, with_after))]
+    if deleted is not None and deleted.num_rows:
+        changes += [(DELETE, k, b, None) for k, b in zip(
+            _keys(deleted.column(RECORD_KEY)).to_pylist(), _images(deleted, data_schema, with_before))]
+    if inserted is not None and inserted.num_rows:
+        changes += [(INSERT, k, None, a) for k, a in zip(
+            _keys(inserted.column(RECORD_KEY)).to_pylist(), _images(inserted, data_schema, with_after))]
     return changes
 
 
-def refuse_unsupported_cdc(cdc: CdcSettings, operation: str) -> None:
+def refuse_unsupported_cdc(cdc: CdcSettings, operation: str, populate_meta_fields: bool) -> None:
     """Refuse, before anything is written, a write to a CDC table that we would log otherwise
-    than Hudi (or not at all)."""
+    than Hudi (or not at all). A table without meta fields in a mode that logs keys only or the
+    before image only is refused too: a CDC query rebuilds the missing images by the record key
+    stored in the data files, and such a table stores none."""
     if not cdc.enabled:
         return
-    if cdc.mode != DATA_BEFORE_AFTER:
-        raise HoodieNotSupportedError(
-            f"The table logs CDC in supplemental logging mode {cdc.mode}; airflow-hoodie writes CDC logs only in "
-            f"{DATA_BEFORE_AFTER} (Hudi's default). Nothing was written: write this table with Hudi's own writers, "
-            "or create the table with hoodie.table.cdc.supplemental.logging.mode=DATA_BEFORE_AFTER.")
     if operation not in LOGGED_OPERATIONS:
         raise HoodieNotSupportedError(
             f"The {operation} operation on a table with hoodie.table.cdc.enabled=true is not supported: airflow-hoodie "
-            "does not log the changes of replaced file groups. Nothing was written: run it with Hudi's own writers, "
+            "would not log its changes. Nothing was written: run it with Hudi's own writers, "
             f"or use one of {', '.join(LOGGED_OPERATIONS)}.")
+    if not populate_meta_fields and cdc.mode != DATA_BEFORE_AFTER:
+        raise HoodieNotSupportedError(
+            f"A CDC table in supplemental logging mode {cdc.mode} with hoodie.populate.meta.fields=false is not "
+            "supported: its CDC query finds the images by the record keys the data files store, and these store "
+            f"none. Nothing was written: use mode {DATA_BEFORE_AFTER} or populate the meta fields.")
 
 
-def _images(rows: pa.Table, data_schema: Mapping[str, Any]) -> list[dict | None]:
+def _images(rows: pa.Table, data_schema: Mapping[str, Any], logged: bool = True) -> list[dict | None]:
     """Avro-ready dicts of ``rows`` in the table's data schema (meta fields dropped, as Hudi's
-    CDC logger projects both images)."""
+    CDC logger projects both images); Nones when the mode does not log this image (no
+    conversion spent on what is not written)."""
     if rows.num_rows == 0:
         return []
+    if not logged:
+        return [None] * rows.num_rows
     names = [f["name"] for f in data_schema["fields"]]
     return list(arrow_to_avro_records(rows.select(names), data_schema))
 
@@ -103,7 +118,7 @@ def _keys(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def merge_changes(old_rows: pa.Table, kept_keys: pa.Array, written: pa.Table,
-                  data_schema: Mapping[str, Any]) -> list[tuple[str, dict | None, dict | None]]:
+                  data_schema: Mapping[str, Any], mode: str) -> list[CdcChange]:
     """The changes of one merged file group: ``old_rows`` the previous base file's rows (record
     key and data columns), ``kept_keys`` the keys of the rows carried over unchanged,
     ``written`` the merged records the new file holds beyond them (record key and data columns).
@@ -115,32 +130,25 @@ def merge_changes(old_rows: pa.Table, kept_keys: pa.Array, written: pa.Table,
     new_keys = _keys(written.column(RECORD_KEY))
     updated_mask = pc.is_in(gone_keys, value_set=new_keys)
     before_updated = gone.filter(updated_mask)
-    after_at = pc.index_in(_keys(before_updated.column(RECORD_KEY)), value_set=new_keys)
-    after_updated = written.take(after_at)
-    deleted = gone.filter(pc.invert(updated_mask))
-    inserted = written.filter(pc.invert(pc.is_in(new_keys, value_set=gone_keys)))
-    changes: list[tuple[str, dict | None, dict | None]] = []
-    changes += [(UPDATE, b, a) for b, a in zip(_images(before_updated, data_schema),
-                                               _images(after_updated, data_schema))]
-    changes += [(DELETE, b, None) for b in _images(deleted, data_schema)]
-    changes += [(INSERT, None, a) for a in _images(inserted, data_schema)]
-    return changes
+    after_updated = written.take(pc.index_in(_keys(before_updated.column(RECORD_KEY)), value_set=new_keys))
+    return _changes(mode, data_schema, before_updated, after_updated, gone.filter(pc.invert(updated_mask)),
+                    written.filter(pc.invert(pc.is_in(new_keys, value_set=gone_keys))))
 
 
 def write_cdc_log(storage: Storage, base_path: str, partition_path: str, file_id: str, instant_time: str,
-                  write_token: str, suffix: str, data_schema: Mapping[str, Any],
-                  changes: list[tuple[str, dict | None, dict | None]]) -> dict[str, int]:
-    """Write the CDC log of one merged file group (one CDC_DATA block, empty when nothing
-    changed, as Hudi's logger flushes on close); returns its ``cdcStats`` entry (path relative
-    to the table -> size). The APPEND marker comes first, so a rollback removes the file."""
+                  write_token: str, suffix: str, data_schema: Mapping[str, Any], mode: str,
+                  changes: list[CdcChange]) -> dict[str, int]:
+    """Write the CDC log of one merged file group (one CDC_DATA block of ``mode``'s records,
+    empty when nothing changed, as Hudi's logger flushes on close); returns its ``cdcStats``
+    entry (path relative to the table -> size). The APPEND marker comes first, so a rollback
+    removes the file."""
     name = cdc_log_file_name(file_id, instant_time, write_token, suffix)
     mk.create_marker(storage, base_path, instant_time, partition_path, name, mk.IO_APPEND)
-    data = serialize_block(cdc_data_block(instant_time, data_schema, changes))
+    data = serialize_block(cdc_data_block(instant_time, data_schema, mode, changes))
     part_dir = storage.join(base_path, partition_path) if partition_path else base_path
     storage.write_bytes(storage.join(part_dir, name), data)
     rel = f"{partition_path}/{name}" if partition_path else name
     return {rel: len(data)}
 
 
-__all__ = ["LOGGED_OPERATIONS", "compaction_changes", "merge_changes", "refuse_unsupported_cdc",
-           "refuse_unsupported_cdc_mode", "write_cdc_log"]
+__all__ = ["LOGGED_OPERATIONS", "compaction_changes", "merge_changes", "refuse_unsupported_cdc", "write_cdc_log"]

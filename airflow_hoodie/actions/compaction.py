@@ -22,11 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_hoodie.actions import commit
-from airflow_hoodie.actions.cdc_write import (
-    compaction_changes,
-    refuse_unsupported_cdc_mode,
-    write_cdc_log,
-)
+from airflow_hoodie.actions.cdc_write import compaction_changes, write_cdc_log
 from airflow_hoodie.actions.compaction_reasons import nothing_to_compact_reason
 from airflow_hoodie.actions.executor import Executor
 from airflow_hoodie.actions.file_group_write import task_attempt, write_stat
@@ -266,7 +262,6 @@ def schedule_compaction(
     Returns ``instant=None`` with the reason when the trigger is not met or no slice has
     log files. ``force`` skips the trigger (an operator asking explicitly).
     """
-    refuse_unsupported_cdc_mode(table.config.cdc_enabled, table.config.cdc_logging_mode, "compaction")
     settings = CompactionSettings.from_config(config)
     commit.prepare_for_change(table, settings.action.change)
     with transaction_manager_for(table, settings.lock).transaction("schedule a compaction"):
@@ -435,10 +430,10 @@ def _log_compacted_changes(ctx: ServiceTaskContext, storage: Storage, slice_: Fi
     if ctx.cdc_log_suffix is None:
         return None
     base = pq.read_table(storage.open_input(slice_.base_file.path)) if slice_.base_file is not None else None
-    changes = compaction_changes(base, merged, op.base_instant_time or "", ctx.avro_schema)
+    changes = compaction_changes(base, merged, op.base_instant_time or "", ctx.avro_schema, ctx.cdc_logging_mode)
     token = name.split("_")[1]
     return write_cdc_log(storage, ctx.base_path, slice_.partition_path, op.file_id, ctx.instant_time, token,
-                         ctx.cdc_log_suffix, ctx.avro_schema, changes)
+                         ctx.cdc_log_suffix, ctx.avro_schema, ctx.cdc_logging_mode, changes)
 
 
 def pending_compaction_instants(table: HoodieTable) -> list[Instant]:
@@ -464,7 +459,6 @@ def execute_compaction(table: HoodieTable, instant_time: str, executor: Executor
     if inst.state == State.COMPLETED:
         return {"instant": instant_time, "action": Action.COMPACTION, "state": "completed",
                 "reason": "already completed", "operations": 0}
-    refuse_unsupported_cdc_mode(table.config.cdc_enabled, table.config.cdc_logging_mode, "compaction")
     settings = CompactionSettings.from_config(config)
     commit.prepare_for_change(table, settings.action.change)
     with executing(transaction_manager_for(table, settings.lock), "compaction", instant_time) as token:

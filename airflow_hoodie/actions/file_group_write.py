@@ -29,6 +29,7 @@ from airflow_hoodie.actions.write_records import (
     with_auto_record_keys,
 )
 from airflow_hoodie.settings.base_file import BaseFileSettings
+from airflow_hoodie.settings.cdc import CdcSettings
 from airflow_hoodie.settings.log_file import LogFileSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
@@ -104,8 +105,9 @@ class WriteContext:
     #: the key generator's settings of a table whose files carry no meta fields
     #: (hoodie.populate.meta.fields=false): stored keys are derived, written meta columns null
     key_generator: dict[str, str] | None = None
-    #: the table logs changes (hoodie.table.cdc.enabled): a merged file group gets a CDC log
-    cdc: bool = False
+    #: whether and how the table logs changes (hoodie.table.cdc.*): a merged file group gets a
+    #: CDC log of the mode's records
+    cdc: CdcSettings = CdcSettings()
 
     @property
     def is_mor(self) -> bool:
@@ -297,12 +299,12 @@ def _log_changes(ctx: WriteContext, storage: Storage, base_path: str, task: File
                  ) -> dict[str, int] | None:
     """The CDC log of a merged file group of a CDC table (its ``cdcStats``), else None: a new
     file group's inserts are read from its base file, as Hudi's create handle logs none."""
-    if not ctx.cdc or old_full is None or old_part is None:
+    if not ctx.cdc.enabled or old_full is None or old_part is None:
         return None
     written = new_data.append_column(RECORD_KEY, incoming.column(RECORD_KEY))
-    changes = merge_changes(old_full, old_part.column(RECORD_KEY), written, ctx.avro_schema)
+    changes = merge_changes(old_full, old_part.column(RECORD_KEY), written, ctx.avro_schema, ctx.cdc.mode)
     return write_cdc_log(storage, base_path, task.partition_path, task.file_id, ctx.instant_time, token,
-                         ctx.table_format.release.cdc_log_suffix, ctx.avro_schema, changes)
+                         ctx.table_format.release.cdc_log_suffix, ctx.avro_schema, ctx.cdc.mode, changes)
 
 
 def _kept(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:

@@ -34,6 +34,7 @@ from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.layout import LayoutSpec
+from airflow_hoodie.table.log.cdc_block import DATA_BEFORE_AFTER
 from airflow_hoodie.table.metadata.commit_metadata import CommitMetadata
 from airflow_hoodie.table.record_merger import MergeConfig, merge_config_from_table
 from airflow_hoodie.table.timeline.instant import Instant, State
@@ -89,6 +90,8 @@ class ServiceTaskContext:
     #: a CDC table's .cdc log suffix (its release line's), None when the table logs no changes:
     #: a compaction of a CDC table logs what it merged, as Hudi's merge handle with change log does
     cdc_log_suffix: str | None = None
+    #: that table's supplemental logging mode (HoodieCDCSupplementalLoggingMode): what its records hold
+    cdc_logging_mode: str = DATA_BEFORE_AFTER
     #: clustering: how rows are ordered by those columns (linear, or along a space-filling curve)
     layout: LayoutSpec = field(default_factory=LayoutSpec)
 
@@ -103,7 +106,8 @@ class ServiceTaskContext:
                    merge_config_from_table(props), BaseFileSettings.from_config(props),
                    valid_instants_before(timeline, instant_time), execution_stage(),
                    timeline.first_non_savepoint_commit(), sort_columns,
-                   table.format.release.cdc_log_suffix if table.config.cdc_enabled else None, layout or LayoutSpec())
+                   table.format.release.cdc_log_suffix if table.config.cdc_enabled else None, table.config.cdc_logging_mode,
+                   layout or LayoutSpec())
 
 
 def written_files(stats: Sequence[Mapping[str, Any]]) -> set[str]:

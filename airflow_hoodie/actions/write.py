@@ -219,7 +219,7 @@ def begin_write(client: WriteClient, data_schema: pa.Schema, operation: str, sam
     settings = WriteSettings.from_config(
         with_table_settings(client.effective_config(), client.table.config if client.table is not None else None),
         request, client.table.config.as_dict() if client.table is not None else None)
-    refuse_unsupported_cdc(settings.cdc, operation)
+    refuse_unsupported_cdc(settings.cdc, operation, settings.file.populate_meta_fields)
     check_nbcc_write(client.lock, settings.table_type, settings.index_type, client.config.get(BUCKET_ENGINE),
                      client.table.config.table_version if client.table is not None else write_table_version(client.config))
     if not settings.record_key_fields:
@@ -529,7 +529,7 @@ def make_context(client: WriteClient, settings: WriteSettings, instant: str, avr
         delete_ordering_fields=settings.delete_ordering_fields,
         table_format=client.table.format,
         key_generator=None if client.table.config.populate_meta_fields else dict(settings.key_generator),
-        cdc=settings.cdc.enabled,
+        cdc=settings.cdc,
     )
 
 

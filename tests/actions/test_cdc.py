@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_hoodie.actions.write import write_arrow
-from airflow_hoodie.errors import HoodieConfigError, HoodieNotSupportedError
+from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.read import read_table
 from tests.actions.table_versions import (  # noqa: F401
@@ -84,9 +84,15 @@ def normalized(changes: list[tuple]) -> list[tuple]:
 # ------------------------------------------------------------------ test-only log decoder
 def decode_cdc_file(path: str) -> list[dict]:
     """Records of every block of a Hudi log file (CDC_DATA blocks, type 6)."""
+    return [r for _schema, records in decode_cdc_blocks(path) for r in records]
+
+
+def decode_cdc_blocks(path: str) -> list[tuple[dict, list[dict]]]:
+    """Every block of a Hudi log file: its writer schema (the SCHEMA header, as JSON) and its
+    records (CDC_DATA blocks, type 6)."""
     with open(path, "rb") as f:
         data = f.read()
-    pos, records = 0, []
+    pos, blocks = 0, []
     while pos < len(data):
         assert data[pos:pos + 6] == b"#HUDI#", "log block magic"
         (size,) = struct.unpack(">q", data[pos + 6:pos + 14])
@@ -96,15 +102,17 @@ def decode_cdc_file(path: str) -> list[dict]:
         headers, at = _metadata(body, 8)
         (content_len,) = struct.unpack(">q", body[at:at + 8])
         content = body[at + 8:at + 8 + content_len]
-        schema = fastavro.parse_schema(json.loads(headers[2]))
+        schema_json = json.loads(headers[2])
+        schema = fastavro.parse_schema(schema_json)
         _content_version, count = struct.unpack(">ii", content[:8])
-        cur = 8
+        cur, records = 8, []
         for _ in range(count):
             (n,) = struct.unpack(">i", content[cur:cur + 4])
             records.append(fastavro.schemaless_reader(io.BytesIO(content[cur + 4:cur + 4 + n]), schema))
             cur += 4 + n
+        blocks.append((schema_json, records))
         pos += 14 + size
-    return records
+    return blocks
 
 
 def _metadata(buf: bytes, at: int) -> tuple[dict[int, str], int]:
@@ -201,28 +209,6 @@ def test_no_cdc_logs_without_the_property(tmp_path):
 
 def _timeline_files(base: str) -> list[str]:
     return sorted(os.listdir(os.path.join(base, ".hoodie"))) if os.path.isdir(os.path.join(base, ".hoodie")) else []
-
-
-@pytest.mark.parametrize("extra, match", [
-    ({"hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE"}, "DATA_BEFORE"),
-    ({"hoodie.table.cdc.supplemental.logging.mode": "op_key_only"}, "OP_KEY_ONLY"),
-])
-def test_unsupported_cdc_tables_refused_before_any_change(tmp_path, extra, match):
-    base = str(tmp_path / "t")
-    with pytest.raises(HoodieNotSupportedError, match=match):
-        write_arrow(base, rows_table([{"id": 1, "ts": 1, "p": "a", "v": "x"}]), "upsert", conf(**extra),
-                    table_name="t")
-    assert not os.path.exists(base)
-
-
-def test_replacing_operation_refused_on_cdc_table(tmp_path):
-    base = str(tmp_path / "t")
-    write_arrow(base, rows_table([{"id": 1, "ts": 1, "p": "a", "v": "x"}]), "upsert", conf(), table_name="t")
-    before = _timeline_files(base)
-    with pytest.raises(HoodieNotSupportedError, match="insert_overwrite"):
-        write_arrow(base, rows_table([{"id": 2, "ts": 1, "p": "a", "v": "y"}]), "insert_overwrite", conf(),
-                    table_name="t")
-    assert _timeline_files(base) == before
 
 
 def test_cdc_logs_listed_by_metadata_table_and_cleaned_with_their_slice(tmp_path):

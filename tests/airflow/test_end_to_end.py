@@ -99,9 +99,13 @@ def test_ingest_maintenance_downstream(airflow_db, tmp_path, monkeypatch, versio
 
     downstream = _dag("hoodie_example_downstream")
     dr = downstream.test()
-    assert _states(dr) == {"read_new_commits": "success"}
+    assert _states(dr) == {"read_new_commits": "success", "apply_changes": "success"}
     out = _xcom(dr, "read_new_commits")
     assert out["end"] is not None and out["rows"] > 0
+    # the same window as a change stream: the commit's changes, each row it wrote an insert or update
+    changes = _xcom(dr, "apply_changes")
+    assert (changes["start"], changes["end"]) == (out["start"], out["end"])
+    assert changes["inserts"] + changes["updates"] == out["rows"] and changes["deletes"] == 0
 
     from airflow_hoodie.table.hoodie_table import HoodieTable
 

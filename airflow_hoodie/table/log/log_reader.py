@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_hoodie.errors import HoodieError, HoodieIOError, HoodieNotSupportedError
+from airflow_hoodie.table.log.cdc_block import is_cdc_log_name
 from airflow_hoodie.table.log.data_block import decode_data_block
 from airflow_hoodie.table.log.delete_block import DeleteRecord, decode_delete_block
 from airflow_hoodie.table.log.log_block import (
@@ -381,6 +382,10 @@ def scan_log_files(
     even when it was cut exactly at a block boundary and no block reads as corrupt.
     """
     result = LogScanResult()
+    # a CDC table's .cdc logs sit in the slice of the commit that wrote them (the cleaner removes
+    # them with it) but hold change records, not the slice's rows: Hudi's merged log record
+    # reader leaves them out too (HoodieLogFile.isCDC)
+    log_paths = [p for p in log_paths if not is_cdc_log_name(p.rsplit("/", 1)[-1])]
     queue = _queued_blocks(storage, log_paths, latest_instant, frozenset(valid_instants), timeline_start,
                            frozenset(inflight_instants), result)
     shrunk = _shrunk(result.file_sizes, recorded_sizes)
