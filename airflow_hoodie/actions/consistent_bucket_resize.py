@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_hoodie.actions.planned_service import ServiceTaskContext
 from airflow_hoodie.config import HoodieConfig
@@ -48,7 +49,7 @@ from airflow_hoodie.table.consistent_hashing import (
     HashingMetadata,
     HashingNode,
     Ring,
-    key_hash,
+    key_hashes,
     nodes_from_json,
     nodes_json,
 )
@@ -198,9 +199,7 @@ def route_group(data: pa.Table, group: ClusteringGroup, fields: Sequence[str], p
     """Each child node of ``group`` with its rows (the rows whose hash falls in its range)."""
     children = [c for c in nodes_from_json((group.extra_metadata or {}).get(META_CHILD_NODE_KEY)) if c.tag != DELETE]
     ring = Ring(HashingMetadata("", "", len(children), 0, tuple(children)))
-    keys = data.column(RECORD_KEY).to_pylist()
-    where = pa.array([ring.index_of_hash(key_hash(k, fields, parser)) for k in keys], pa.int32())
-    import pyarrow.compute as pc
+    where = pa.array(ring.positions(key_hashes(data.column(RECORD_KEY), fields, parser)), pa.int32())
     return [(node, data.filter(pc.equal(where, i))) for i, node in enumerate(ring.nodes)]
 
 

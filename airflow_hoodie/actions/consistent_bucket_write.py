@@ -24,11 +24,12 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_hoodie.actions.bucket_index_write import BUCKET_ID_COL
 from airflow_hoodie.errors import HoodieError, HoodieNotSupportedError
 from airflow_hoodie.settings.bucket_index import BucketIndexSettings
-from airflow_hoodie.table.consistent_hashing import HashingMetadata, Ring, key_hash
+from airflow_hoodie.table.consistent_hashing import HashingMetadata, Ring, key_hashes
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.hashing_metadata_store import load_metadata, save_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -68,13 +69,24 @@ def load_or_create_rings(table: HoodieTable, partitions: Iterable[str], num_buck
     return rings
 
 
+def ring_positions(keys: pa.Array | pa.ChunkedArray, partitions: pa.Array | pa.ChunkedArray,
+                   rings: Mapping[str, Ring], fields: Sequence[str], parser: str) -> np.ndarray:
+    """Each record's node position (int32) on its partition's ring: the keys hashed in one numpy
+    pass (:func:`key_hashes`), then one ``searchsorted`` per partition."""
+    hashes = key_hashes(keys, fields, parser)
+    codes = pc.dictionary_encode(partitions.combine_chunks() if isinstance(partitions, pa.ChunkedArray)
+                                 else partitions)
+    code = codes.indices.to_numpy(zero_copy_only=False)
+    ids = np.empty(len(hashes), np.int32)
+    for i, part in enumerate(codes.dictionary.to_pylist()):
+        rows = np.flatnonzero(code == i)
+        ids[rows] = rings[part].positions(hashes[rows])
+    return ids
+
+
 def with_ring_ids(batch: pa.Table, rings: Mapping[str, Ring], fields: Sequence[str], parser: str) -> pa.Table:
     """``batch`` with :data:`BUCKET_ID_COL`: each record's node position on its partition's ring."""
-    keys = batch.column(RECORD_KEY).to_pylist()
-    parts = batch.column(PARTITION_PATH).to_pylist()
-    ids = np.empty(len(keys), np.int32)
-    for i, (k, p) in enumerate(zip(keys, parts)):
-        ids[i] = rings[p].index_of_hash(key_hash(k, fields, parser))
+    ids = ring_positions(batch.column(RECORD_KEY), batch.column(PARTITION_PATH), rings, fields, parser)
     return batch.append_column(BUCKET_ID_COL, pa.array(ids, pa.int32()))
 
 
