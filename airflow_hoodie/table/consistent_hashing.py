@@ -24,8 +24,9 @@ import json
 import struct
 import uuid
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -255,6 +256,19 @@ def nodes_from_json(text: str | None) -> list[HashingNode]:
     return [HashingNode.from_json(d) for d in json.loads(text)] if text else []
 
 
+def plan_child_nodes(plan: Mapping[str, Any] | None) -> dict[str, tuple[int, list[HashingNode]]]:
+    """partition -> (ring seqNo it was planned on, child nodes) of a resize clustering plan (its
+    groups' extraMetadata, as Avro-decoded); empty for any other plan."""
+    out: dict[str, tuple[int, list[HashingNode]]] = {}
+    for group in (plan or {}).get("inputGroups") or []:
+        meta = group.get("extraMetadata") or {}
+        if META_CHILD_NODE_KEY not in meta or META_PARTITION_KEY not in meta:
+            continue
+        seq = int(meta.get(META_SEQUENCE_NUMBER_KEY) or -1)
+        out.setdefault(meta[META_PARTITION_KEY] or "", (seq, []))[1].extend(nodes_from_json(meta[META_CHILD_NODE_KEY]))
+    return out
+
+
 @dataclass(frozen=True)
 class HashingMetadata:
     """A partition's ring at one instant (``HoodieConsistentHashingMetadata``)."""
@@ -367,4 +381,4 @@ class Ring:
 __all__ = ["COMMIT_MARKER_SUFFIX", "DELETE", "HASHING_META_FOLDER", "HASHING_META_SUFFIX", "HASH_VALUE_MASK",
            "HashingMetadata", "HashingNode", "INIT_INSTANT", "META_CHILD_NODE_KEY", "META_PARTITION_KEY",
            "META_SEQUENCE_NUMBER_KEY", "NORMAL", "REPLACE", "Ring", "default_file_id_prefix", "default_nodes",
-           "key_hash", "key_hashes", "nodes_from_json", "nodes_json", "xxhash32", "xxhash32_batch"]
+           "key_hash", "key_hashes", "nodes_from_json", "nodes_json", "plan_child_nodes", "xxhash32", "xxhash32_batch"]

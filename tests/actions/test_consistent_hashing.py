@@ -175,9 +175,9 @@ def test_writes_during_a_pending_resize_are_refused_as_hudi_does(tmp_path) -> No
     assert sched["instant"] is not None
     with pytest.raises(HoodieWriteConflictError, match="pending clustering"):
         write_arrow(base, _batch(5, 2), "upsert", CONF)
-    with pytest.raises(HoodieNotSupportedError, match="SparkConsistentBucketDuplicateUpdateStrategy"):
+    with pytest.raises(HoodieNotSupportedError, match="SparkAllowUpdateStrategy"):
         write_arrow(base, _batch(5, 2), "upsert", {**CONF, "hoodie.clustering.updates.strategy":
-                    "org.apache.hudi.client.clustering.update.strategy.SparkConsistentBucketDuplicateUpdateStrategy"})
+                    "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"})
     assert [m["seqNo"] for m in _metas(base, "a")] == [0]  # the pending resize's ring is not the partition's yet
     run_clustering(HoodieTable.load(base), HoodieConfig(conf), LocalExecutor(), mode="execute")
     write_arrow(base, _batch(5, 2), "upsert", CONF)
