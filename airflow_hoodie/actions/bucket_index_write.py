@@ -122,6 +122,14 @@ class BucketRouting:
         """The (picklable) function adding each record's bucket to a batch."""
         return partial(with_bucket_ids, routing_settings=self.settings, parser=self.parser)
 
+    def duplicates(self) -> Callable[[pa.Table], pa.Table] | None:
+        """A simple bucket never writes a record twice (the consistent-hashing routing may)."""
+        return None
+
+    def child_groups(self) -> dict[tuple[str, str], str]:
+        """No group of a simple bucket write is a pending clustering's child."""
+        return {}
+
     def file_id(self, partition: str, bucket: int) -> str | None:
         f = self.existing.get((partition, bucket))
         return f.file_id if f is not None else self.created.get((partition, bucket))
@@ -199,7 +207,9 @@ def tag_by_bucket(batch: pa.Table, routing: BucketRouting) -> pa.Table:
     a simple bucket index's, or a consistent-hashing ring's with the same interface)."""
     batch = routing.id_function()(batch)
     routing.create(new_bucket_pairs(batch, routing))
-    return locate_by_bucket(batch, routing.locations(), routing.width)
+    located = locate_by_bucket(batch, routing.locations(), routing.width)
+    duplicate = routing.duplicates()
+    return duplicate(located) if duplicate is not None else located
 
 
 def bucket_counts_known(update_counts: Mapping[tuple[str, str], int], routing: BucketRouting

@@ -117,6 +117,7 @@ def assign_buckets(
     avg_record_size: int,
     is_mor: bool,
     use_small_files: bool = True,
+    updates_under_clustering: bool = False,
 ) -> tuple[list[FileGroupTask], dict[str, list[tuple[int, int]]]]:
     """Hudi's UpsertPartitioner: one bucket per updated group, inserts to small files, then new groups.
 
@@ -129,7 +130,7 @@ def assign_buckets(
     bucket_of: dict[tuple[str, str], int] = {}
     for (part, fid), n in sorted(update_counts.items()):
         f = by_key.get((part, fid))
-        if f is not None and f.in_clustering:
+        if f is not None and f.in_clustering and not updates_under_clustering:
             raise HoodieWriteConflictError(
                 f"{n} record(s) update file group {fid} in partition {part!r}, which a pending clustering "
                 "plan is rewriting (Hudi's reject-update strategy). Run or roll back the clustering first.")
@@ -178,15 +179,28 @@ def assign_buckets(
 
 
 def assign_bucket_tasks(update_counts: Mapping[tuple[str, str], int], created: Sequence[tuple[str, str, int]],
-                        files: Sequence[ExistingFile], new_groups_as_logs: bool = False) -> list[FileGroupTask]:
+                        files: Sequence[ExistingFile], child_groups: Mapping[tuple[str, str], str] | None = None,
+                        new_groups_as_logs: bool = False) -> list[FileGroupTask]:
     """The tasks of a bucket-index write: one per existing bucket group it touches (as
     :func:`assign_buckets` makes them, so a group under pending clustering is refused the
     same way) and one new group per (partition, new file id, records) in ``created``. No
     small-file padding and no splits: a bucket's records all go to its one group.
+
+    ``child_groups`` ((partition, file id) -> clustering instant): a consistent-hashing write
+    with the duplicate update strategy writes the groups under that pending resize and its
+    child groups; a child's records are appended to a log of the slice based at the clustering
+    instant (the base file the clustering writes there comes first when it completes).
     ``new_groups_as_logs`` (NBCC): a new group is written as a log, never a base file, as
     Hudi's bucket partitioners do under NBCC (a base file of a group another writer may be
     creating at the same time would be lost to the file-slice order)."""
-    tasks, _ = assign_buckets(update_counts, {}, files, SizingSettings(), "BUCKET", 1, False, use_small_files=False)
+    children = dict(child_groups or {})
+    to_children = {k: n for k, n in update_counts.items() if k in children}
+    tasks, _ = assign_buckets({k: n for k, n in update_counts.items() if k not in children}, {}, files,
+                              SizingSettings(), "BUCKET", 1, False, use_small_files=False,
+                              updates_under_clustering=bool(children))
+    for (part, file_id), n in sorted(to_children.items()):
+        ts = children[(part, file_id)]
+        tasks.append(FileGroupTask(len(tasks), "UPDATE", part, file_id, None, ts, ts, [], n))
     kind = "UPDATE" if new_groups_as_logs else "INSERT"
     for part, file_id, n in created:
         tasks.append(FileGroupTask(len(tasks), kind, part, file_id, expected_records=n))

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_hoodie.actions.planned_service import ServiceTaskContext
 from airflow_hoodie.config import HoodieConfig
@@ -48,14 +49,16 @@ from airflow_hoodie.table.consistent_hashing import (
     HashingMetadata,
     HashingNode,
     Ring,
-    key_hash,
+    key_hashes,
     nodes_from_json,
     nodes_json,
 )
+from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
 from airflow_hoodie.table.hashing_metadata_store import create_commit_marker, save_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
 from airflow_hoodie.table.schema.meta_fields import RECORD_KEY
+from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, State
 
 PLAN_STRATEGY = "org.apache.hudi.client.clustering.plan.strategy.SparkConsistentBucketClusteringPlanStrategy"
@@ -198,9 +201,7 @@ def route_group(data: pa.Table, group: ClusteringGroup, fields: Sequence[str], p
     """Each child node of ``group`` with its rows (the rows whose hash falls in its range)."""
     children = [c for c in nodes_from_json((group.extra_metadata or {}).get(META_CHILD_NODE_KEY)) if c.tag != DELETE]
     ring = Ring(HashingMetadata("", "", len(children), 0, tuple(children)))
-    keys = data.column(RECORD_KEY).to_pylist()
-    where = pa.array([ring.index_of_hash(key_hash(k, fields, parser)) for k in keys], pa.int32())
-    import pyarrow.compute as pc
+    where = pa.array(ring.positions(key_hashes(data.column(RECORD_KEY), fields, parser)), pa.int32())
     return [(node, data.filter(pc.equal(where, i))) for i, node in enumerate(ring.nodes)]
 
 
@@ -241,12 +242,30 @@ def resize_task(ctx: ServiceTaskContext, fields: Sequence[str], parser: str,
                 read_group: Callable[[ServiceTaskContext, ClusteringGroup], pa.Table],
                 write_child: Callable[[ServiceTaskContext, int, str, str, pa.Table], dict[str, Any]],
                 indexed: tuple[int, ClusteringGroup]) -> list[dict[str, Any]]:
-    """One executor task: a group's rows, routed to its child buckets, one base file each."""
+    """One executor task: a group's rows, routed to its child buckets, one base file each. A
+    child that gets no rows gets no file, unless writes during the pending resize (the duplicate
+    update strategy) already put logs in its group: then it gets an empty base file at the
+    clustering instant, so its slice has a base file and its logs follow it, as for every
+    other child (readers such as hudi-rs drop a group made of logs only)."""
     index, group = indexed
     data = read_group(ctx, group)
     part = sorted({s.partition_path or "" for s in group.slices or []})[0]
-    return [write_child(ctx, index, part, node.file_id, rows) for node, rows in route_group(data, group, fields, parser)
-            if rows.num_rows]
+    routed = route_group(data, group, fields, parser)
+    logged = _groups_with_logs(ctx, part) if any(not rows.num_rows for _n, rows in routed) else set()
+    return [write_child(ctx, index, part, node.file_id, rows) for node, rows in routed
+            if rows.num_rows or node.file_id in logged]
+
+
+def _groups_with_logs(ctx: ServiceTaskContext, partition: str) -> set[str]:
+    """The file ids of ``partition``'s log files (one listing of the partition folder)."""
+    storage, _ = Storage.for_uri(ctx.base_uri, ctx.storage_options or None)
+    folder = storage.join(ctx.base_path, partition) if partition else ctx.base_path
+    out = set()
+    for e in storage.list_dir(folder):
+        parsed = None if e.is_dir else parse_log_file_name(e.name)
+        if parsed is not None:
+            out.add(parsed.file_id)
+    return out
 
 
 __all__ = ["EXECUTION_STRATEGY", "PLAN_STRATEGY", "build_resize_plan", "commit_rings", "hash_settings",

@@ -24,6 +24,13 @@ LAYOUT_OPTIMIZE_ENABLE = "hoodie.layout.optimize.enable"
 LAYOUT_KEYS = (LAYOUT_OPTIMIZE_STRATEGY, LAYOUT_OPTIMIZE_CURVE_BUILD_METHOD, LAYOUT_OPTIMIZE_BUILD_CURVE_SAMPLE_SIZE)
 
 DEFAULT_EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+#: what a write does with records whose file group a pending clustering rewrites
+UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
+REJECT_UPDATE_STRATEGY = "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy"
+#: consistent-hashing tables: such records are written to the old group and to the pending
+#: resize's child group too (Hudi's choice for writing while a resize runs)
+DUPLICATE_UPDATE_STRATEGY = \
+    "org.apache.hudi.client.clustering.update.strategy.SparkConsistentBucketDuplicateUpdateStrategy"
 
 register(
     ConfigKey(SMALL_FILE_LIMIT, str(300 * 1024 * 1024), "Base files below this size are clustered"),
@@ -44,6 +51,10 @@ register(
     ConfigKey(LAYOUT_OPTIMIZE_DATA_SKIPPING_ENABLE, "true",
               "Deprecated in Hudi: skipping uses the metadata table's column_stats whenever it is kept"),
     ConfigKey(LAYOUT_OPTIMIZE_ENABLE, "false", "Deprecated in Hudi, no effect: set hoodie.layout.optimize.strategy"),
+    ConfigKey(UPDATES_STRATEGY, REJECT_UPDATE_STRATEGY,
+              "Writes to file groups under pending clustering: SparkRejectUpdateStrategy refuses them; "
+              "SparkConsistentBucketDuplicateUpdateStrategy (consistent-hashing bucket index) writes them to the old "
+              "and the new bucket"),
     ConfigKey("hoodie.clustering.inline", "false"),
     ConfigKey("hoodie.clustering.async.enabled", "false"),
     ConfigKey("hoodie.clustering.inline.max.commits", "4"),

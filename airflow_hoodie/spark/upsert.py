@@ -129,6 +129,8 @@ class _TagPlan:
     #: for the other indexes
     bucket_locations: dict[tuple[str, int], str] | None = None
     num_buckets: int = 0
+    #: a consistent-hashing write's dual writes during a pending resize (:class:`DualWrite`)
+    duplicate: Callable[[pa.Table], pa.Table] | None = None
 
 
 def _key_range(ref: FileRef) -> dict[str, Any]:
@@ -176,6 +178,8 @@ def _tag_group(plan: _TagPlan, table: pa.Table) -> pa.Table:
         records = dedupe(table.sort_by(SEQ_COL).drop_columns([SEQ_COL, GROUP_COL]), plan.ordering, plan.global_index)
     if plan.bucket_locations is not None:
         tagged = locate_by_bucket(records, plan.bucket_locations, plan.num_buckets)
+        if plan.duplicate is not None:
+            tagged = plan.duplicate(tagged)
     elif plan.index_type is None:
         none = pa.nulls(records.num_rows, pa.string())
         tagged = records.append_column(LOC_PART, none).append_column(LOC_FILE, none)
@@ -386,7 +390,8 @@ class SparkWriteEngine:
                  .select(PARTITION_PATH, BUCKET_ID_COL).distinct().collect())
         routing.create((r[0], int(r[1])) for r in pairs)
         self._locate(_TagPlan("BUCKET", [], [], {}, False, False, self.dedupe, self.ordering, False, None, [],
-                              bucket_locations=routing.locations(), num_buckets=routing.width))
+                              bucket_locations=routing.locations(), num_buckets=routing.width,
+                              duplicate=routing.duplicates()))
 
     def _locate(self, plan: _TagPlan) -> None:
         """Tag the records by ``plan``, keep them on the executors and their counts here.

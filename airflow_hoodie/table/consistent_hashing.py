@@ -24,8 +24,13 @@ import json
 import struct
 import uuid
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_hoodie.table.bucket_index import hash_keys
 
@@ -87,6 +92,99 @@ def key_hash(record_key: str, fields: Sequence[str], parser: str) -> int:
     (a null hash value joins as Java's ``"null"``)."""
     joined = "".join("null" if v is None else v for v in hash_keys(record_key, fields, parser))
     return xxhash32(joined.encode("utf-8")) & HASH_VALUE_MASK
+
+
+def _rotl_np(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def _words(data: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The little-endian uint32 at each byte offset ``at`` of ``data`` (gathered bytewise:
+    offsets are not 4-aligned)."""
+    return (data[at].astype(np.uint32) | (data[at + 1].astype(np.uint32) << np.uint32(8))
+            | (data[at + 2].astype(np.uint32) << np.uint32(16)) | (data[at + 3].astype(np.uint32) << np.uint32(24)))
+
+
+def xxhash32_batch(values: pa.Array | pa.ChunkedArray, seed: int = 0) -> np.ndarray:
+    """:func:`xxhash32` of every value's UTF-8 bytes (uint32), in numpy: the algorithm runs once
+    over all values, step by step (16-byte stripes, then 4-byte words, then bytes), each step
+    on the values long enough for it, so the Python work follows the longest value, not the
+    number of values. uint32 arrays wrap as the spec's arithmetic does. No nulls."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    values = values.cast(pa.large_binary())
+    if values.null_count:
+        raise ValueError("xxhash32_batch hashes no nulls")
+    n_values = len(values)
+    bufs = values.buffers()
+    offsets = np.frombuffer(bufs[1], np.int64, n_values + 1, values.offset * 8)
+    start, end = offsets[:-1], offsets[1:]
+    # padded so the last word reads past no buffer end (the lanes that read it are masked)
+    raw = np.frombuffer(bufs[2], np.uint8, int(offsets[-1])) if bufs[2] is not None and offsets[-1] else \
+        np.zeros(0, np.uint8)
+    data = np.concatenate([raw, np.zeros(16, np.uint8)])
+    length = (end - start).astype(np.int64)
+    p1, p2, p3, p4, p5 = (np.uint32(p) for p in (_P1, _P2, _P3, _P4, _P5))
+    s = np.uint32(seed & _M32)
+    stripes = length // 16
+    h = np.full(n_values, (seed + _P5) & _M32, np.uint32)
+    long_ = np.flatnonzero(stripes > 0)
+    if len(long_):
+        v1 = np.full(len(long_), (seed + _P1 + _P2) & _M32, np.uint32)
+        v2 = np.full(len(long_), (seed + _P2) & _M32, np.uint32)
+        v3 = np.full(len(long_), s, np.uint32)
+        v4 = np.full(len(long_), (seed - _P1) & _M32, np.uint32)
+        ls, lstart = stripes[long_], start[long_]
+        for k in range(int(ls.max())):
+            act = np.flatnonzero(ls > k)
+            at = lstart[act] + 16 * k
+            for v, o in ((v1, 0), (v2, 4), (v3, 8), (v4, 12)):
+                v[act] = _rotl_np(v[act] + _words(data, at + o) * p2, 13) * p1
+        h[long_] = _rotl_np(v1, 1) + _rotl_np(v2, 7) + _rotl_np(v3, 12) + _rotl_np(v4, 18)
+    h += length.astype(np.uint32)
+    pos = start + stripes * 16
+    rest = length - stripes * 16
+    for k in range(3):  # at most three 4-byte words after the stripes
+        act = np.flatnonzero(rest >= 4 * (k + 1))
+        if not len(act):
+            break
+        h[act] = _rotl_np(h[act] + _words(data, pos[act] + 4 * k) * p3, 17) * p4
+    pos = pos + (rest // 4) * 4
+    rest = rest % 4
+    for k in range(3):  # at most three tail bytes
+        act = np.flatnonzero(rest > k)
+        if not len(act):
+            break
+        h[act] = _rotl_np(h[act] + data[pos[act] + k].astype(np.uint32) * p5, 11) * p1
+    h ^= h >> np.uint32(15)
+    h *= p2
+    h ^= h >> np.uint32(13)
+    h *= p3
+    h ^= h >> np.uint32(16)
+    return h
+
+
+def key_hashes(keys: pa.Array | pa.ChunkedArray, fields: Sequence[str], parser: str) -> np.ndarray:
+    """:func:`key_hash` of every record key (int64). A key that is one hash value (no ``:``;
+    with the ``scan`` parser, also none without ``,``) joins to itself and is hashed in one
+    numpy pass; complex keys go through :func:`key_hash` one by one."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    keys = keys.cast(pa.string())
+    if keys.null_count:
+        raise ValueError("record keys of a bucket-index write are never null")
+    one_value = pc.invert(pc.match_substring(keys, ":"))
+    if parser == "scan":
+        one_value = pc.or_(one_value, pc.invert(pc.match_substring(keys, ",")))
+    fast = one_value.to_numpy(zero_copy_only=False)
+    out = np.empty(len(keys), np.int64)
+    if fast.all():
+        return (xxhash32_batch(keys) & np.uint32(HASH_VALUE_MASK)).astype(np.int64)
+    if fast.any():
+        out[fast] = xxhash32_batch(keys.filter(pa.array(fast))) & np.uint32(HASH_VALUE_MASK)
+    slow = np.flatnonzero(~fast)
+    out[slow] = [key_hash(k, fields, parser) for k in keys.take(pa.array(slow)).to_pylist()]
+    return out
 
 
 @dataclass(frozen=True)
@@ -158,6 +256,19 @@ def nodes_from_json(text: str | None) -> list[HashingNode]:
     return [HashingNode.from_json(d) for d in json.loads(text)] if text else []
 
 
+def plan_child_nodes(plan: Mapping[str, Any] | None) -> dict[str, tuple[int, list[HashingNode]]]:
+    """partition -> (ring seqNo it was planned on, child nodes) of a resize clustering plan (its
+    groups' extraMetadata, as Avro-decoded); empty for any other plan."""
+    out: dict[str, tuple[int, list[HashingNode]]] = {}
+    for group in (plan or {}).get("inputGroups") or []:
+        meta = group.get("extraMetadata") or {}
+        if META_CHILD_NODE_KEY not in meta or META_PARTITION_KEY not in meta:
+            continue
+        seq = int(meta.get(META_SEQUENCE_NUMBER_KEY) or -1)
+        out.setdefault(meta[META_PARTITION_KEY] or "", (seq, []))[1].extend(nodes_from_json(meta[META_CHILD_NODE_KEY]))
+    return out
+
+
 @dataclass(frozen=True)
 class HashingMetadata:
     """A partition's ring at one instant (``HoodieConsistentHashingMetadata``)."""
@@ -226,6 +337,13 @@ class Ring:
         i = bisect_left(self._values, h)
         return 0 if i == len(self._values) else i
 
+    def positions(self, hashes: np.ndarray) -> np.ndarray:
+        """:meth:`index_of_hash` of many hashes at once (int32), by one ``np.searchsorted``."""
+        values = np.asarray(self._values, np.int64)
+        at = np.searchsorted(values, hashes, side="left")
+        at[at == len(values)] = 0
+        return at.astype(np.int32)
+
     def node_of(self, record_key: str, fields: Sequence[str], parser: str) -> HashingNode:
         return self.nodes[self.index_of_hash(key_hash(record_key, fields, parser))]
 
@@ -263,4 +381,4 @@ class Ring:
 __all__ = ["COMMIT_MARKER_SUFFIX", "DELETE", "HASHING_META_FOLDER", "HASHING_META_SUFFIX", "HASH_VALUE_MASK",
            "HashingMetadata", "HashingNode", "INIT_INSTANT", "META_CHILD_NODE_KEY", "META_PARTITION_KEY",
            "META_SEQUENCE_NUMBER_KEY", "NORMAL", "REPLACE", "Ring", "default_file_id_prefix", "default_nodes",
-           "key_hash", "nodes_from_json", "nodes_json", "xxhash32"]
+           "key_hash", "key_hashes", "nodes_from_json", "nodes_json", "plan_child_nodes", "xxhash32", "xxhash32_batch"]

@@ -94,6 +94,31 @@ def test_xxhash32_known_vectors() -> None:
     assert xxhash32(b"Nobody inspects the spammish repetition") == 0xE2293B2F
 
 
+def test_numpy_xxhash32_and_ring_lookup_equal_the_scalar_ones() -> None:
+    """20k random keys of 0..69 characters (ASCII, Latin-1, BMP and astral code points, so 1..4
+    UTF-8 bytes each and every stripe/word/byte tail length), plus complex keys of both parsers."""
+    import random
+
+    import numpy as np
+
+    from airflow_hoodie.table.consistent_hashing import HashingMetadata, Ring, key_hash, key_hashes, xxhash32_batch
+
+    rnd = random.Random(39)
+    alphabet = "abcXYZ019-_ é\u20ac\u4e2d\U0001F600"
+    keys = ["".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 70))) for _ in range(20_000)]
+    arr = pa.array(keys)
+    assert xxhash32_batch(arr).tolist() == [xxhash32(k.encode()) for k in keys]
+    assert xxhash32_batch(arr.slice(7, 100)).tolist() == [xxhash32(k.encode()) for k in keys[7:107]]
+    mixed = keys[:500] + [f"id:{k},p:x{i}" for i, k in enumerate(keys[:500])] + ["id:__null__,p:a", "a,b", "x:y"]
+    ring = Ring(HashingMetadata.default("p", 7))
+    for parser in ("split", "scan"):
+        hashes = key_hashes(pa.array(mixed), ("id",), parser)
+        assert hashes.tolist() == [key_hash(k, ("id",), parser) for k in mixed]
+        assert ring.positions(hashes).tolist() == [ring.index_of_hash(h) for h in hashes.tolist()]
+    edge = np.array([0, ring.nodes[0].value, ring.nodes[0].value + 1, INT_MAX], np.int64)
+    assert ring.positions(edge).tolist() == [ring.index_of_hash(int(h)) for h in edge]
+
+
 def test_default_ring_and_rows_in_their_nodes(tmp_path) -> None:
     base = str(tmp_path / "t")
     write_arrow(base, _batch(40, 1), "upsert", CONF)
@@ -150,9 +175,9 @@ def test_writes_during_a_pending_resize_are_refused_as_hudi_does(tmp_path) -> No
     assert sched["instant"] is not None
     with pytest.raises(HoodieWriteConflictError, match="pending clustering"):
         write_arrow(base, _batch(5, 2), "upsert", CONF)
-    with pytest.raises(HoodieNotSupportedError, match="SparkConsistentBucketDuplicateUpdateStrategy"):
+    with pytest.raises(HoodieNotSupportedError, match="SparkAllowUpdateStrategy"):
         write_arrow(base, _batch(5, 2), "upsert", {**CONF, "hoodie.clustering.updates.strategy":
-                    "org.apache.hudi.client.clustering.update.strategy.SparkConsistentBucketDuplicateUpdateStrategy"})
+                    "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"})
     assert [m["seqNo"] for m in _metas(base, "a")] == [0]  # the pending resize's ring is not the partition's yet
     run_clustering(HoodieTable.load(base), HoodieConfig(conf), LocalExecutor(), mode="execute")
     write_arrow(base, _batch(5, 2), "upsert", CONF)

@@ -145,7 +145,9 @@ def _services_planned_since(timeline: Timeline, mine: set[FileGroupId], started:
         planned.setdefault((ts, "replacecommit"), set()).add(group)
     out = []
     for (ts, action), groups in sorted(planned.items()):
-        if (ts, action) in started.pending or (ts, action) in started.completed:
+        # table version 8+ names a pending clustering "clustering" (a replacecommit once done)
+        seen = {(ts, action)} | ({(ts, "clustering")} if action == "replacecommit" else set())
+        if seen & (started.pending | started.completed):
             continue
         overlap = scope(groups) & mine
         if overlap:

@@ -171,6 +171,7 @@ class FileGroup:
 def build_file_groups_by_completion_time(
     base_files: Iterable[BaseFile], log_files: Iterable[LogFile], completion_times: Mapping[str, str],
     timeline_start: str | None, pending_compactions: Iterable[tuple[str, str, str]],
+    pending_new_groups: Iterable[tuple[str, str, str]] = (),
 ) -> dict[tuple[str, str], FileGroup]:
     """Table version 8+: a log file names the delta commit that wrote it, not its slice.
 
@@ -178,7 +179,9 @@ def build_file_groups_by_completion_time(
     latest base instant at or before the log's completion time; a log still pending
     joins the latest slice; one older than every slice opens its own. A pending
     compaction's slice (``(partition, fileId, instant)``) is opened first, so logs completed
-    after the plan land in it. ``completion_times``: requested -> completion time of the
+    after the plan land in it; so is the slice of a group a pending clustering will create
+    (``pending_new_groups``, Hudi's consistent-hashing resize children), so logs written to it
+    before its base file exists land in that slice. ``completion_times``: requested -> completion time of the
     completed instants; a log older than ``timeline_start`` was written by an archived,
     hence completed, delta commit.
     """
@@ -195,6 +198,8 @@ def build_file_groups_by_completion_time(
             fg = groups.setdefault((part, fid), FileGroup(part, fid))
         if fg is not None:
             fg.add_empty_slice(ts)
+    for part, fid, ts in pending_new_groups:
+        groups.setdefault((part, fid), FileGroup(part, fid)).add_empty_slice(ts)
     done = completion_times
     start = timeline_start
     for lf in sorted(log_files, key=lambda x: x.sort_key):

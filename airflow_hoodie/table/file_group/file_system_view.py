@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from airflow_hoodie.errors import HoodieCorruptedDataError
+from airflow_hoodie.table.consistent_hashing import plan_child_nodes
 from airflow_hoodie.table.file_group.file_group import (
     BaseFile,
     FileGroup,
@@ -157,14 +158,14 @@ class FileSystemView:
             files.extend((part, Storage.join(folder, name), size) for name, size in names.items())
         return files, set(listing.partitions)
 
-    def _slice_by_completion_time(
-        self, bases: list[BaseFile], logs: list[LogFile]
-    ) -> dict[tuple[str, str], FileGroup]:
-        """Table version 8+ (:func:`build_file_groups_by_completion_time`), this timeline's
-        completion times and pending compactions deciding each log file's slice."""
+    def _slice_by_completion_time(self, bases: list[BaseFile], logs: list[LogFile]) -> dict[tuple[str, str], FileGroup]:
+        """Table version 8+: :func:`build_file_groups_by_completion_time`."""
         compactions = [(part, fid, ts) for (part, fid), (ts, _op) in self.pending_compaction_operations().items()]
+        # groups pending resizes create: a dual write's log joins the (hidden) slice at the clustering instant
+        children = [(p, n.file_id, i.timestamp) for i in self.timeline.pending_replace() for p, (_s, nodes) in
+                    plan_child_nodes(self.clustering_plan(i.timestamp)).items() for n in nodes if n.file_id_prefix]
         return build_file_groups_by_completion_time(bases, logs, self.timeline.completion_times(),
-                                                    self.timeline.first_non_savepoint_commit(), compactions)
+                                                    self.timeline.first_non_savepoint_commit(), compactions, children)
 
     @property
     def lists_through_metadata_table(self) -> bool:
