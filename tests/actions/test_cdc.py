@@ -19,6 +19,7 @@ import pytest
 from airflow_hoodie.actions.write import write_arrow
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.table.hoodie_table import HoodieTable
+from airflow_hoodie.table.log.cdc_block import is_cdc_log_name
 from airflow_hoodie.table.read import read_table
 from tests.actions.table_versions import (  # noqa: F401
     current_version,
@@ -200,7 +201,7 @@ def test_no_cdc_logs_without_the_property(tmp_path):
     del c["hoodie.table.cdc.enabled"]
     for ts in (1, 2):
         write_arrow(base, rows_table([{"id": 1, "ts": ts, "p": "a", "v": "x"}]), "upsert", c, table_name="t")
-    assert not [f for _, _, fs in os.walk(base) for f in fs if "cdc" in f]
+    assert not [f for _, _, fs in os.walk(base) for f in fs if is_cdc_log_name(f)]
     with pytest.raises(HoodieConfigError, match="not a CDC table"):
         read_table(base, query_type="cdc")
     with pytest.raises(HoodieConfigError, match="hoodie.table.cdc.enabled"):
@@ -225,10 +226,10 @@ def test_cdc_logs_listed_by_metadata_table_and_cleaned_with_their_slice(tmp_path
         write_arrow(base, rows_table([{"id": 1, "ts": ts, "p": "a", "v": "x"}]), "upsert", conf(), table_name="t")
     table = HoodieTable.load(base)
     assert load_files_listing(table.storage, table.base_path, table.timeline).files == storage_listing(base)
-    cdc_logs = [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    cdc_logs = [n for n in os.listdir(os.path.join(base, "a")) if is_cdc_log_name(n)]
     assert len(cdc_logs) == 4
     cl.run_clean(HoodieTable.load(base), HoodieConfig({cl.COMMITS_RETAINED: "1"}), LocalExecutor())
-    left = [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    left = [n for n in os.listdir(os.path.join(base, "a")) if is_cdc_log_name(n)]
     assert 0 < len(left) < len(cdc_logs)
     table = HoodieTable.load(base)
     assert load_files_listing(table.storage, table.base_path, table.timeline).files == storage_listing(base)
@@ -273,8 +274,8 @@ def test_rollback_of_a_cdc_write_deletes_its_cdc_logs(tmp_path):
     base = str(tmp_path / "t")
     write_arrow(base, rows_table([{"id": 1, "ts": 1, "p": "a", "v": "x"}]), "upsert", conf(), table_name="t")
     r = write_arrow(base, rows_table([{"id": 1, "ts": 2, "p": "a", "v": "y"}]), "upsert", conf(), table_name="t")
-    assert [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    assert [n for n in os.listdir(os.path.join(base, "a")) if is_cdc_log_name(n)]
     rb.rollback_latest_or(HoodieTable.load(base), r.instant, HoodieConfig({}))
-    assert not [n for n in os.listdir(os.path.join(base, "a")) if "cdc" in n]
+    assert not [n for n in os.listdir(os.path.join(base, "a")) if is_cdc_log_name(n)]
     assert read_table(base).column("v").to_pylist() == ["x"]
     assert read_table(base, query_type="cdc").num_rows == 1

@@ -74,12 +74,6 @@ class ExistingFile:
     lookup_log_files: list[str] | None = None
 
 
-def completed_instants(timeline: Timeline) -> tuple[tuple[str, str, str | None], ...]:
-    """(time, action, completion time) of every completed instant: what a table's visible
-    files follow (a metadata-table listing changes only when one is added)."""
-    return tuple((i.timestamp, i.action, i.completion_time) for i in timeline.instants if i.is_completed)
-
-
 def _rel(partition_path: str, name: str) -> str:
     return f"{partition_path}/{name}" if partition_path else name
 
@@ -185,7 +179,7 @@ class FileSystemView:
         listing storage again is what finds a file deleted behind the table in between."""
         view = FileSystemView(self.storage, self.base_path, timeline, config, self.use_metadata_table)
         if (self._listed is not None and self.lists_through_metadata_table and view.lists_through_metadata_table
-                and completed_instants(timeline) == completed_instants(self.timeline)):
+                and timeline.completed_fingerprint() == self.timeline.completed_fingerprint()):
             view._listed = self._listed
             view._present_for = self._present_for
         return view
@@ -245,12 +239,13 @@ class FileSystemView:
         # Files older than the active timeline belong to archived (completed) instants.
         return start is not None and bi < normalize_instant_time(start)
 
-    def _visible_group(self, group: FileGroup, visible: set[str], pending: set[str],
-                       last: str | None, start: str | None, as_of: str | None) -> FileGroup:
+    def _visible_group(self, group: FileGroup, visible: set[str], pending: set[str], last: str | None,
+                       start: str | None, as_of: str | None, clusterings: frozenset[str]) -> FileGroup:
         out, dropped = FileGroup(group.partition_path, group.file_id), []
         for s in group.slices:
             if not self._slice_committed(s.base_instant, visible, last, start, as_of):
-                dropped.append(s)
+                if s.base_instant not in clusterings:  # a resize child's dual-written logs stay hidden with it
+                    dropped.append(s)
                 continue
             base = s.base_file if s.base_instant not in pending else None
             out.slices.append(FileSlice(s.partition_path, s.file_id, s.base_instant, base, list(s.log_files)))
@@ -265,6 +260,8 @@ class FileSystemView:
         visible, pending, last, start = self._visible_instants(as_of)
         replaced = set() if include_replaced else self.replaced_file_groups(as_of)
         ops = self.pending_compaction_operations() if pending else {}
+        clusterings = frozenset(i.timestamp for i in self.timeline.filter(actions=(Action.REPLACE_COMMIT,
+                                                                                    Action.CLUSTERING)).instants)
         out = []
         partitions = set(self._partitions or [])
         for key, group in sorted(self._groups.items()):
@@ -272,7 +269,7 @@ class FileSystemView:
                 continue
             if key in replaced:
                 continue
-            vg = self._visible_group(group, visible, pending, last, start, as_of)
+            vg = self._visible_group(group, visible, pending, last, start, as_of, clusterings)
             op = ops.get(key)
             if op is not None and op[0] in pending and vg.slices:
                 vg.add_empty_slice(op[0])
@@ -508,7 +505,7 @@ class FileSystemView:
         listing, it is not repeated while the completed instants stay the same (its answer
         depends on nothing else).
         """
-        completed = completed_instants(self.timeline)
+        completed = self.timeline.completed_fingerprint()
         if self._listed is not None and self._present_for == completed:
             return
         missing = self._first_missing_latest_file()

@@ -312,6 +312,11 @@ class Timeline:
     def pending_log_compactions(self) -> "Timeline":
         return self.filter(actions=Action.LOG_COMPACTION).pending()
 
+    def completed_fingerprint(self) -> tuple[tuple[str, str, str | None], ...]:
+        """(time, action, completion time) of every completed instant: what a table's visible
+        files follow (a metadata-table listing changes only when one is added)."""
+        return tuple((i.timestamp, i.action, i.completion_time) for i in self.instants if i.is_completed)
+
     def pending_replace(self) -> "Timeline":
         """Pending replacecommits (clustering plans or insert-overwrites in flight). Table
         version 8+ gives a pending clustering its own action (``clustering``, completing as a
