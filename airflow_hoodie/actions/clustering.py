@@ -337,7 +337,7 @@ def _schedule_resize(table: HoodieTable, config: HoodieConfig, settings: Cluster
             by_part.setdefault(s.partition_path, []).append(s)
     load = ring_loader(table)
     rings = {p: Ring(m) for p in by_part for m in [load(p)] if m is not None}
-    plan = cbr.build_resize_plan(rings, by_part, config, lambda s: slice_info(s, table.storage.uri),
+    plan = cbr.build_resize_plan(rings, by_part, settings.resize, lambda s: slice_info(s, table.storage.uri),
                                  lambda fs: group_metrics(fs, settings.parquet_max_file_size), settings.sort_columns)
     if plan is None:
         return {"instant": None, "action": Action.REPLACE_COMMIT,
@@ -478,7 +478,7 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
         groups = list(enumerate(plan.input_groups or []))
         task: Callable[..., list[dict[str, Any]]] = partial(cluster_group, ctx)
         if cbr.is_resize_plan(plan):  # rows go to the child buckets their keys hash to
-            task = partial(cbr.resize_task, ctx, *cbr.hash_settings(table, config or HoodieConfig({})), read_group,
+            task = partial(cbr.resize_task, ctx, *cbr.hash_settings(table, settings.resize), read_group,
                            write_output)
         stats = [s for group in executor.map(task, groups) for s in group]
         for part in sorted(_replaced_groups(plan)):

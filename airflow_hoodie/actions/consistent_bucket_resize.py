@@ -29,16 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_hoodie.actions.planned_service import ServiceTaskContext
-from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.config_keys.write import (
-    BUCKET_HASH_FIELD,
-    BUCKET_MAX_NUM_BUCKETS,
-    BUCKET_MERGE_THRESHOLD,
-    BUCKET_MIN_NUM_BUCKETS,
-    BUCKET_NUM_BUCKETS,
-    BUCKET_SPLIT_THRESHOLD,
-    PARQUET_MAX_FILE_SIZE,
-)
+from airflow_hoodie.settings.bucket_resize import BucketResizeSettings
 from airflow_hoodie.errors import HoodieError
 from airflow_hoodie.table.consistent_hashing import (
     DELETE,
@@ -78,27 +69,16 @@ def _slice_size(s: Any) -> int:
     return int(s.base_file.size if s.base_file is not None else 0) + sum(int(lf.size or 0) for lf in s.log_files)
 
 
-def _bounds(config: HoodieConfig) -> tuple[int, int, int, int]:
-    """(max buckets, min buckets, split size, merge size) as Hudi's HoodieIndexConfig
-    clamps them around ``hoodie.bucket.index.num.buckets``."""
-    num = config.get_int(BUCKET_NUM_BUCKETS)
-    max_b = max(config.get_int(BUCKET_MAX_NUM_BUCKETS) if config.get(BUCKET_MAX_NUM_BUCKETS) else num, num)
-    min_b = min(config.get_int(BUCKET_MIN_NUM_BUCKETS) if config.get(BUCKET_MIN_NUM_BUCKETS) else num, num)
-    max_file = config.get_int(PARQUET_MAX_FILE_SIZE)
-    return (max_b, min_b, int(max_file * config.get_float(BUCKET_SPLIT_THRESHOLD)),
-            int(max_file * config.get_float(BUCKET_MERGE_THRESHOLD)))
-
-
 def _new_prefix() -> str:
     """``FSUtils.createNewFileIdPfx``: a random UUID."""
     return str(uuid.uuid4())
 
 
-def plan_partition(ring: Ring, slices: Sequence[Any], config: HoodieConfig,
+def plan_partition(ring: Ring, slices: Sequence[Any], config: BucketResizeSettings,
                    slice_info: Callable[[Any], dict[str, Any]], metrics: Callable[[Sequence[Any]], dict[str, float]]
                    ) -> list[dict[str, Any]]:
     """The clustering groups of one partition: splits, then merges, then a rewrite of the rest."""
-    max_b, min_b, split_size, merge_size = _bounds(config)
+    max_b, min_b, split_size, merge_size = config.max_buckets, config.min_buckets, config.split_size, config.merge_size
     by_file = {n.file_id: n for n in ring.nodes}
     part = ring.metadata.partition_path
     seq = str(ring.metadata.seq_no)
@@ -176,7 +156,7 @@ def pending_write_reason(table: HoodieTable) -> str | None:
     return None
 
 
-def build_resize_plan(rings: Mapping[str, Ring], slices_by_partition: Mapping[str, Sequence[Any]], config: HoodieConfig,
+def build_resize_plan(rings: Mapping[str, Ring], slices_by_partition: Mapping[str, Sequence[Any]], config: BucketResizeSettings,
                       slice_info: Callable[[Any], dict[str, Any]], metrics: Callable[[Sequence[Any]], dict[str, float]],
                       sort_columns: str | None) -> dict[str, Any] | None:
     """Hudi's ``HoodieClusteringPlan`` of a resize, None when no partition has slices."""
@@ -190,9 +170,9 @@ def build_resize_plan(rings: Mapping[str, Ring], slices_by_partition: Mapping[st
             "extraMetadata": {}, "version": 1, "preserveHoodieMetadata": True}
 
 
-def hash_settings(table: HoodieTable, config: HoodieConfig) -> tuple[tuple[str, ...], str]:
+def hash_settings(table: HoodieTable, config: BucketResizeSettings) -> tuple[tuple[str, ...], str]:
     """(hash fields, hash-key parser) of the table: the job's hash fields, else the table's record key fields."""
-    fields = config.get_list(BUCKET_HASH_FIELD) or list(table.config.record_key_fields or [])
+    fields = config.hash_fields or tuple(table.config.record_key_fields or [])
     return tuple(fields), table.format.release.bucket_hash_key_parser
 
 

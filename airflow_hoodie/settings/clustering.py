@@ -25,6 +25,7 @@ from airflow_hoodie.config_keys.clustering import (
 from airflow_hoodie.config_keys.write import PARQUET_MAX_FILE_SIZE
 from airflow_hoodie.errors import HoodieConfigError
 from airflow_hoodie.settings.action import ActionSettings
+from airflow_hoodie.settings.bucket_resize import BucketResizeSettings
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.layout import LayoutSpec
 
@@ -52,6 +53,8 @@ class ClusteringSettings:
     #: hoodie.layout.optimize.data.skipping.enable: deprecated in Hudi; reads skip through the
     #: metadata table's column_stats whenever it is kept, which every clustering keeps exact
     data_skipping: bool = True
+    #: a consistent-hashing table's resize bounds (its clustering is a resize)
+    resize: BucketResizeSettings = field(default_factory=lambda: BucketResizeSettings.from_config(HoodieConfig({})))
 
     @classmethod
     def from_config(cls, config: HoodieConfig | None) -> ClusteringSettings:
@@ -65,7 +68,7 @@ class ClusteringSettings:
                    config.get_int(SKIP_PARTITIONS_FROM_LATEST),
                    config.get(EXECUTION_STRATEGY_CLASS) or DEFAULT_EXECUTION_STRATEGY, params,
                    ActionSettings.from_config(config), layout_spec(config),
-                   config.get_bool(LAYOUT_OPTIMIZE_DATA_SKIPPING_ENABLE))
+                   config.get_bool(LAYOUT_OPTIMIZE_DATA_SKIPPING_ENABLE), BucketResizeSettings.from_config(config))
 
     @property
     def lock(self) -> LockSettings:

@@ -102,10 +102,12 @@ def test_ingest_maintenance_downstream(airflow_db, tmp_path, monkeypatch, versio
     assert _states(dr) == {"read_new_commits": "success", "apply_changes": "success"}
     out = _xcom(dr, "read_new_commits")
     assert out["end"] is not None and out["rows"] > 0
-    # the same window as a change stream: the commit's changes, each row it wrote an insert or update
+    # the same window as a change stream: every key the incremental read returns, and no other,
+    # ends up in the downstream copy; a window over several commits holds a change per commit
     changes = _xcom(dr, "apply_changes")
     assert (changes["start"], changes["end"]) == (out["start"], out["end"])
-    assert changes["inserts"] + changes["updates"] == out["rows"] and changes["deletes"] == 0
+    assert changes["rows"] == out["rows"] and changes["deletes"] == 0
+    assert changes["inserts"] + changes["updates"] >= out["rows"]
 
     from airflow_hoodie.table.hoodie_table import HoodieTable
 
