@@ -30,12 +30,11 @@ from airflow_hoodie.table.log.cdc_block import (
     INSERT,
     OP_KEY_ONLY,
     UPDATE,
-    CdcChange,
-    cdc_data_block,
+    CdcSegment,
     cdc_log_file_name,
+    cdc_segments_block,
 )
 from airflow_hoodie.table.log.log_block import serialize_block
-from airflow_hoodie.table.schema.avro_convert import arrow_to_avro_records
 from airflow_hoodie.table.schema.meta_fields import COMMIT_TIME, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -45,39 +44,37 @@ LOGGED_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert", "insert_overwr
 
 
 def compaction_changes(base_rows: pa.Table | None, merged: pa.Table, base_instant: str,
-                       data_schema: Mapping[str, Any], mode: str) -> list[CdcChange]:
+                       mode: str) -> list[CdcSegment]:
     """What a compaction merged into a file group: a row written after the base file (its commit
     time) updates the base row of its key or is an insert; a base row gone was deleted. Rows the
     logs left alone are no change (Hudi's change-log merge handle logs only merged records)."""
     touched = merged.filter(pc.greater(merged.column(COMMIT_TIME).cast(pa.string()), base_instant))
     if base_rows is None or base_rows.num_rows == 0:
-        return _changes(mode, data_schema, inserted=touched)
+        return _changes(mode, inserted=touched)
     base_keys = _keys(base_rows.column(RECORD_KEY))
     touched_keys = _keys(touched.column(RECORD_KEY))
     updated = pc.is_in(touched_keys, value_set=base_keys)
     before = base_rows.take(pc.index_in(pc.filter(touched_keys, updated), value_set=base_keys))
     deleted = base_rows.filter(pc.invert(pc.is_in(base_keys, value_set=_keys(merged.column(RECORD_KEY)))))
-    return _changes(mode, data_schema, before, touched.filter(updated), deleted, touched.filter(pc.invert(updated)))
+    return _changes(mode, before, touched.filter(updated), deleted, touched.filter(pc.invert(updated)))
 
 
-def _changes(mode: str, data_schema: Mapping[str, Any], before_updated: pa.Table | None = None,
-             after_updated: pa.Table | None = None, deleted: pa.Table | None = None,
-             inserted: pa.Table | None = None) -> list[CdcChange]:
-    """The change list of one file group (updates, deletes, inserts), each with its record key
-    and the images ``mode`` logs: none (OP_KEY_ONLY), the before image (DATA_BEFORE) or both."""
+def _changes(mode: str, before_updated: pa.Table | None = None, after_updated: pa.Table | None = None,
+             deleted: pa.Table | None = None, inserted: pa.Table | None = None) -> list[CdcSegment]:
+    """The changes of one file group as segments (updates, deletes, inserts, Hudi's order), each
+    with its record keys and the images ``mode`` logs: none (OP_KEY_ONLY), the before image
+    (DATA_BEFORE) or both. Rows stay Arrow tables: the block encodes them column by column."""
     with_before, with_after = mode != OP_KEY_ONLY, mode == DATA_BEFORE_AFTER
-    changes: list[CdcChange] = []
+    segments: list[CdcSegment] = []
     if before_updated is not None and after_updated is not None and before_updated.num_rows:
-        changes += [(UPDATE, k, b, a) for k, b, a in zip(
-            _keys(after_updated.column(RECORD_KEY)).to_pylist(), _images(before_updated, data_schema, with_before),
-            _images(after_updated, data_schema, with_after))]
+        segments.append(CdcSegment(UPDATE, _keys(after_updated.column(RECORD_KEY)),
+                                   before_updated if with_before else None, after_updated if with_after else None))
     if deleted is not None and deleted.num_rows:
-        changes += [(DELETE, k, b, None) for k, b in zip(
-            _keys(deleted.column(RECORD_KEY)).to_pylist(), _images(deleted, data_schema, with_before))]
+        segments.append(CdcSegment(DELETE, _keys(deleted.column(RECORD_KEY)), deleted if with_before else None))
     if inserted is not None and inserted.num_rows:
-        changes += [(INSERT, k, None, a) for k, a in zip(
-            _keys(inserted.column(RECORD_KEY)).to_pylist(), _images(inserted, data_schema, with_after))]
-    return changes
+        segments.append(CdcSegment(INSERT, _keys(inserted.column(RECORD_KEY)), None,
+                                   inserted if with_after else None))
+    return segments
 
 
 def refuse_unsupported_cdc(cdc: CdcSettings, operation: str, populate_meta_fields: bool) -> None:
@@ -99,26 +96,13 @@ def refuse_unsupported_cdc(cdc: CdcSettings, operation: str, populate_meta_field
             f"none. Nothing was written: use mode {DATA_BEFORE_AFTER} or populate the meta fields.")
 
 
-def _images(rows: pa.Table, data_schema: Mapping[str, Any], logged: bool = True) -> list[dict | None]:
-    """Avro-ready dicts of ``rows`` in the table's data schema (meta fields dropped, as Hudi's
-    CDC logger projects both images); Nones when the mode does not log this image (no
-    conversion spent on what is not written)."""
-    if rows.num_rows == 0:
-        return []
-    if not logged:
-        return [None] * rows.num_rows
-    names = [f["name"] for f in data_schema["fields"]]
-    return list(arrow_to_avro_records(rows.select(names), data_schema))
-
-
 def _keys(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Record keys as one plain string array (stored keys may come dictionary-encoded)."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     return arr.cast(pa.string())
 
 
-def merge_changes(old_rows: pa.Table, kept_keys: pa.Array, written: pa.Table,
-                  data_schema: Mapping[str, Any], mode: str) -> list[CdcChange]:
+def merge_changes(old_rows: pa.Table, kept_keys: pa.Array, written: pa.Table, mode: str) -> list[CdcSegment]:
     """The changes of one merged file group: ``old_rows`` the previous base file's rows (record
     key and data columns), ``kept_keys`` the keys of the rows carried over unchanged,
     ``written`` the merged records the new file holds beyond them (record key and data columns).
@@ -131,20 +115,20 @@ def merge_changes(old_rows: pa.Table, kept_keys: pa.Array, written: pa.Table,
     updated_mask = pc.is_in(gone_keys, value_set=new_keys)
     before_updated = gone.filter(updated_mask)
     after_updated = written.take(pc.index_in(_keys(before_updated.column(RECORD_KEY)), value_set=new_keys))
-    return _changes(mode, data_schema, before_updated, after_updated, gone.filter(pc.invert(updated_mask)),
+    return _changes(mode, before_updated, after_updated, gone.filter(pc.invert(updated_mask)),
                     written.filter(pc.invert(pc.is_in(new_keys, value_set=gone_keys))))
 
 
 def write_cdc_log(storage: Storage, base_path: str, partition_path: str, file_id: str, instant_time: str,
                   write_token: str, suffix: str, data_schema: Mapping[str, Any], mode: str,
-                  changes: list[CdcChange]) -> dict[str, int]:
+                  changes: list[CdcSegment]) -> dict[str, int]:
     """Write the CDC log of one merged file group (one CDC_DATA block of ``mode``'s records,
     empty when nothing changed, as Hudi's logger flushes on close); returns its ``cdcStats``
     entry (path relative to the table -> size). The APPEND marker comes first, so a rollback
     removes the file."""
     name = cdc_log_file_name(file_id, instant_time, write_token, suffix)
     mk.create_marker(storage, base_path, instant_time, partition_path, name, mk.IO_APPEND)
-    data = serialize_block(cdc_data_block(instant_time, data_schema, mode, changes))
+    data = serialize_block(cdc_segments_block(instant_time, data_schema, mode, changes))
     part_dir = storage.join(base_path, partition_path) if partition_path else base_path
     storage.write_bytes(storage.join(part_dir, name), data)
     rel = f"{partition_path}/{name}" if partition_path else name

@@ -302,7 +302,7 @@ def _log_changes(ctx: WriteContext, storage: Storage, base_path: str, task: File
     if not ctx.cdc.enabled or old_full is None or old_part is None:
         return None
     written = new_data.append_column(RECORD_KEY, incoming.column(RECORD_KEY))
-    changes = merge_changes(old_full, old_part.column(RECORD_KEY), written, ctx.avro_schema, ctx.cdc.mode)
+    changes = merge_changes(old_full, old_part.column(RECORD_KEY), written, ctx.cdc.mode)
     return write_cdc_log(storage, base_path, task.partition_path, task.file_id, ctx.instant_time, token,
                          ctx.table_format.release.cdc_log_suffix, ctx.avro_schema, ctx.cdc.mode, changes)
 
