@@ -8,7 +8,8 @@ key, or the key only). A brand-new file group gets no CDC log: a CDC query infer
 from the base file (BASE_FILE_INSERT), which is also how it reads an insert_overwrite's new
 groups (its replaced groups are REPLACE_COMMIT deletes). A MERGE_ON_READ delta commit's log
 append gets none either (the query infers it from the slice, LOG_FILE); its compaction logs
-what it merged, as Hudi's compactor does through the same handle. Anything we cannot log the
+what it merged only when the index puts inserts into logs too (:func:`compaction_logs_changes`),
+as Hudi's HoodieMergeHandleFactory picks the change-log handle for compaction. Anything we cannot log the
 way Hudi does is refused before the write changes the table (:func:`refuse_unsupported_cdc`): a
 CDC consumer must never miss changes silently.
 """
@@ -41,6 +42,21 @@ from airflow_hoodie.table.storage.storage import Storage
 #: operations whose changes a CDC query can tell: merged groups get a .cdc log, new groups are
 #: read as inserts, an overwrite's replaced groups as deletes (HoodieCDCInferenceCase)
 LOGGED_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
+
+
+#: index types whose MERGE_ON_READ writes yield pure log files, inserts included
+#: (HoodieWriteConfig.isYieldingPureLogForMor)
+PURE_LOG_INDEX_TYPES = ("BUCKET", "FLINK_STATE")
+
+
+def compaction_logs_changes(cdc_enabled: bool, index_type: str | None) -> bool:
+    """Whether a compaction of this table writes .cdc logs. Hudi 1.x's HoodieMergeHandleFactory
+    gives compaction the change-log merge handle only on a CDC table whose write config's index
+    yields pure log files (BUCKET, FLINK_STATE): other indexes send inserts to base files and
+    updates to logs, which the CDC extractor already reads (BASE_FILE_INSERT, LOG_FILE). Any
+    other compaction writes no .cdc file, so we write none either: a table we compact must have
+    the files Hudi's compactor would leave (Hudi's SIMPLE default included)."""
+    return cdc_enabled and (index_type or "SIMPLE").strip().upper() in PURE_LOG_INDEX_TYPES
 
 
 def compaction_changes(base_rows: pa.Table | None, merged: pa.Table, base_instant: str,
@@ -135,4 +151,4 @@ def write_cdc_log(storage: Storage, base_path: str, partition_path: str, file_id
     return {rel: len(data)}
 
 
-__all__ = ["LOGGED_OPERATIONS", "compaction_changes", "merge_changes", "refuse_unsupported_cdc", "write_cdc_log"]
+__all__ = ["LOGGED_OPERATIONS", "PURE_LOG_INDEX_TYPES", "compaction_changes", "compaction_logs_changes", "merge_changes", "refuse_unsupported_cdc", "write_cdc_log"]
