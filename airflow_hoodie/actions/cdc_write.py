@@ -118,14 +118,12 @@ def _keys(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
     return arr.cast(pa.string())
 
 
-def merge_changes(old_rows: pa.Table, kept_keys: pa.Array, written: pa.Table, mode: str) -> list[CdcSegment]:
-    """The changes of one merged file group: ``old_rows`` the previous base file's rows (record
-    key and data columns), ``kept_keys`` the keys of the rows carried over unchanged,
-    ``written`` the merged records the new file holds beyond them (record key and data columns).
-    An old row not carried over was updated (its key was written again) or deleted; a written
-    key with no old row is an insert into the group."""
-    old_keys = _keys(old_rows.column(RECORD_KEY))
-    gone = old_rows.filter(pc.invert(pc.is_in(old_keys, value_set=_keys(kept_keys))))
+def merge_changes(gone: pa.Table, written: pa.Table, mode: str) -> list[CdcSegment]:
+    """The changes of one merged file group: ``gone`` the previous base file's rows the merge
+    did not carry over (record key and data columns; the merge handle's own mask picks them, so
+    the old file's keys are never hashed again), ``written`` the merged records the new file
+    holds beyond the carried rows (record key and data columns). A gone row was updated (its key
+    was written again) or deleted; a written key with no gone row is an insert into the group."""
     gone_keys = _keys(gone.column(RECORD_KEY))
     new_keys = _keys(written.column(RECORD_KEY))
     updated_mask = pc.is_in(gone_keys, value_set=new_keys)
