@@ -8,9 +8,10 @@ key, or the key only). A brand-new file group gets no CDC log: a CDC query infer
 from the base file (BASE_FILE_INSERT), which is also how it reads an insert_overwrite's new
 groups (its replaced groups are REPLACE_COMMIT deletes). A MERGE_ON_READ delta commit's log
 append gets none either (the query infers it from the slice, LOG_FILE); its compaction logs
-what it merged, as Hudi's compactor does through the same handle. Anything we cannot log the
-way Hudi does is refused before the write changes the table (:func:`refuse_unsupported_cdc`): a
-CDC consumer must never miss changes silently.
+what it merged only when the index puts inserts into logs too (:func:`compaction_logs_changes`),
+as Hudi's HoodieMergeHandleFactory picks the change-log handle for compaction. Anything we
+cannot log the way Hudi does is refused before the write changes the table
+(:func:`refuse_unsupported_cdc`): a CDC consumer must never miss changes silently.
 """
 
 from __future__ import annotations
@@ -30,12 +31,11 @@ from airflow_hoodie.table.log.cdc_block import (
     INSERT,
     OP_KEY_ONLY,
     UPDATE,
-    CdcChange,
-    cdc_data_block,
+    CdcSegment,
     cdc_log_file_name,
+    cdc_segments_block,
 )
 from airflow_hoodie.table.log.log_block import serialize_block
-from airflow_hoodie.table.schema.avro_convert import arrow_to_avro_records
 from airflow_hoodie.table.schema.meta_fields import COMMIT_TIME, RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 
@@ -44,40 +44,53 @@ from airflow_hoodie.table.storage.storage import Storage
 LOGGED_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
 
 
+#: index types whose MERGE_ON_READ writes yield pure log files, inserts included
+#: (HoodieWriteConfig.isYieldingPureLogForMor)
+PURE_LOG_INDEX_TYPES = ("BUCKET", "FLINK_STATE")
+
+
+def compaction_logs_changes(cdc_enabled: bool, index_type: str | None) -> bool:
+    """Whether a compaction of this table writes .cdc logs. Hudi 1.x's HoodieMergeHandleFactory
+    gives compaction the change-log merge handle only on a CDC table whose write config's index
+    yields pure log files (BUCKET, FLINK_STATE): other indexes send inserts to base files and
+    updates to logs, which the CDC extractor already reads (BASE_FILE_INSERT, LOG_FILE). Any
+    other compaction writes no .cdc file, so we write none either: a table we compact must have
+    the files Hudi's compactor would leave (Hudi's SIMPLE default included)."""
+    return cdc_enabled and (index_type or "SIMPLE").strip().upper() in PURE_LOG_INDEX_TYPES
+
+
 def compaction_changes(base_rows: pa.Table | None, merged: pa.Table, base_instant: str,
-                       data_schema: Mapping[str, Any], mode: str) -> list[CdcChange]:
+                       mode: str) -> list[CdcSegment]:
     """What a compaction merged into a file group: a row written after the base file (its commit
     time) updates the base row of its key or is an insert; a base row gone was deleted. Rows the
     logs left alone are no change (Hudi's change-log merge handle logs only merged records)."""
     touched = merged.filter(pc.greater(merged.column(COMMIT_TIME).cast(pa.string()), base_instant))
     if base_rows is None or base_rows.num_rows == 0:
-        return _changes(mode, data_schema, inserted=touched)
+        return _changes(mode, inserted=touched)
     base_keys = _keys(base_rows.column(RECORD_KEY))
     touched_keys = _keys(touched.column(RECORD_KEY))
     updated = pc.is_in(touched_keys, value_set=base_keys)
     before = base_rows.take(pc.index_in(pc.filter(touched_keys, updated), value_set=base_keys))
     deleted = base_rows.filter(pc.invert(pc.is_in(base_keys, value_set=_keys(merged.column(RECORD_KEY)))))
-    return _changes(mode, data_schema, before, touched.filter(updated), deleted, touched.filter(pc.invert(updated)))
+    return _changes(mode, before, touched.filter(updated), deleted, touched.filter(pc.invert(updated)))
 
 
-def _changes(mode: str, data_schema: Mapping[str, Any], before_updated: pa.Table | None = None,
-             after_updated: pa.Table | None = None, deleted: pa.Table | None = None,
-             inserted: pa.Table | None = None) -> list[CdcChange]:
-    """The change list of one file group (updates, deletes, inserts), each with its record key
-    and the images ``mode`` logs: none (OP_KEY_ONLY), the before image (DATA_BEFORE) or both."""
+def _changes(mode: str, before_updated: pa.Table | None = None, after_updated: pa.Table | None = None,
+             deleted: pa.Table | None = None, inserted: pa.Table | None = None) -> list[CdcSegment]:
+    """The changes of one file group as segments (updates, deletes, inserts, Hudi's order), each
+    with its record keys and the images ``mode`` logs: none (OP_KEY_ONLY), the before image
+    (DATA_BEFORE) or both. Rows stay Arrow tables: the block encodes them column by column."""
     with_before, with_after = mode != OP_KEY_ONLY, mode == DATA_BEFORE_AFTER
-    changes: list[CdcChange] = []
+    segments: list[CdcSegment] = []
     if before_updated is not None and after_updated is not None and before_updated.num_rows:
-        changes += [(UPDATE, k, b, a) for k, b, a in zip(
-            _keys(after_updated.column(RECORD_KEY)).to_pylist(), _images(before_updated, data_schema, with_before),
-            _images(after_updated, data_schema, with_after))]
+        segments.append(CdcSegment(UPDATE, _keys(after_updated.column(RECORD_KEY)),
+                                   before_updated if with_before else None, after_updated if with_after else None))
     if deleted is not None and deleted.num_rows:
-        changes += [(DELETE, k, b, None) for k, b in zip(
-            _keys(deleted.column(RECORD_KEY)).to_pylist(), _images(deleted, data_schema, with_before))]
+        segments.append(CdcSegment(DELETE, _keys(deleted.column(RECORD_KEY)), deleted if with_before else None))
     if inserted is not None and inserted.num_rows:
-        changes += [(INSERT, k, None, a) for k, a in zip(
-            _keys(inserted.column(RECORD_KEY)).to_pylist(), _images(inserted, data_schema, with_after))]
-    return changes
+        segments.append(CdcSegment(INSERT, _keys(inserted.column(RECORD_KEY)), None,
+                                   inserted if with_after else None))
+    return segments
 
 
 def refuse_unsupported_cdc(cdc: CdcSettings, operation: str, populate_meta_fields: bool) -> None:
@@ -99,56 +112,45 @@ def refuse_unsupported_cdc(cdc: CdcSettings, operation: str, populate_meta_field
             f"none. Nothing was written: use mode {DATA_BEFORE_AFTER} or populate the meta fields.")
 
 
-def _images(rows: pa.Table, data_schema: Mapping[str, Any], logged: bool = True) -> list[dict | None]:
-    """Avro-ready dicts of ``rows`` in the table's data schema (meta fields dropped, as Hudi's
-    CDC logger projects both images); Nones when the mode does not log this image (no
-    conversion spent on what is not written)."""
-    if rows.num_rows == 0:
-        return []
-    if not logged:
-        return [None] * rows.num_rows
-    names = [f["name"] for f in data_schema["fields"]]
-    return list(arrow_to_avro_records(rows.select(names), data_schema))
-
-
 def _keys(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Record keys as one plain string array (stored keys may come dictionary-encoded)."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     return arr.cast(pa.string())
 
 
-def merge_changes(old_rows: pa.Table, kept_keys: pa.Array, written: pa.Table,
-                  data_schema: Mapping[str, Any], mode: str) -> list[CdcChange]:
-    """The changes of one merged file group: ``old_rows`` the previous base file's rows (record
-    key and data columns), ``kept_keys`` the keys of the rows carried over unchanged,
-    ``written`` the merged records the new file holds beyond them (record key and data columns).
-    An old row not carried over was updated (its key was written again) or deleted; a written
-    key with no old row is an insert into the group."""
-    old_keys = _keys(old_rows.column(RECORD_KEY))
-    gone = old_rows.filter(pc.invert(pc.is_in(old_keys, value_set=_keys(kept_keys))))
+def merge_changes(gone: pa.Table, written: pa.Table, mode: str) -> list[CdcSegment]:
+    """The changes of one merged file group: ``gone`` the previous base file's rows the merge
+    did not carry over (record key and data columns; the merge handle's own mask picks them, so
+    the old file's keys are never hashed again), ``written`` the merged records the new file
+    holds beyond the carried rows (record key and data columns). A gone row was updated (its key
+    was written again) or deleted; a written key with no gone row is an insert into the group."""
     gone_keys = _keys(gone.column(RECORD_KEY))
     new_keys = _keys(written.column(RECORD_KEY))
     updated_mask = pc.is_in(gone_keys, value_set=new_keys)
     before_updated = gone.filter(updated_mask)
     after_updated = written.take(pc.index_in(_keys(before_updated.column(RECORD_KEY)), value_set=new_keys))
-    return _changes(mode, data_schema, before_updated, after_updated, gone.filter(pc.invert(updated_mask)),
+    return _changes(mode, before_updated, after_updated, gone.filter(pc.invert(updated_mask)),
                     written.filter(pc.invert(pc.is_in(new_keys, value_set=gone_keys))))
 
 
 def write_cdc_log(storage: Storage, base_path: str, partition_path: str, file_id: str, instant_time: str,
                   write_token: str, suffix: str, data_schema: Mapping[str, Any], mode: str,
-                  changes: list[CdcChange]) -> dict[str, int]:
+                  changes: list[CdcSegment]) -> dict[str, int]:
     """Write the CDC log of one merged file group (one CDC_DATA block of ``mode``'s records,
     empty when nothing changed, as Hudi's logger flushes on close); returns its ``cdcStats``
     entry (path relative to the table -> size). The APPEND marker comes first, so a rollback
     removes the file."""
     name = cdc_log_file_name(file_id, instant_time, write_token, suffix)
     mk.create_marker(storage, base_path, instant_time, partition_path, name, mk.IO_APPEND)
-    data = serialize_block(cdc_data_block(instant_time, data_schema, mode, changes))
+    data = serialize_block(cdc_segments_block(instant_time, data_schema, mode, changes))
     part_dir = storage.join(base_path, partition_path) if partition_path else base_path
-    storage.write_bytes(storage.join(part_dir, name), data)
+    # streamed like every other log file and the base file beside it (Hudi's log writer
+    # hflushes, never fsyncs): write_bytes' temp file, fsync and rename cost 17-45 ms a group
+    # on a loaded disk, and the marker above already has a torn file rolled back
+    with storage.open_output(storage.join(part_dir, name)) as out:
+        out.write(data)
     rel = f"{partition_path}/{name}" if partition_path else name
     return {rel: len(data)}
 
 
-__all__ = ["LOGGED_OPERATIONS", "compaction_changes", "merge_changes", "refuse_unsupported_cdc", "write_cdc_log"]
+__all__ = ["LOGGED_OPERATIONS", "PURE_LOG_INDEX_TYPES", "compaction_changes", "compaction_logs_changes", "merge_changes", "refuse_unsupported_cdc", "write_cdc_log"]

@@ -430,7 +430,7 @@ def _log_compacted_changes(ctx: ServiceTaskContext, storage: Storage, slice_: Fi
     if ctx.cdc_log_suffix is None:
         return None
     base = pq.read_table(storage.open_input(slice_.base_file.path)) if slice_.base_file is not None else None
-    changes = compaction_changes(base, merged, op.base_instant_time or "", ctx.avro_schema, ctx.cdc_logging_mode)
+    changes = compaction_changes(base, merged, op.base_instant_time or "", ctx.cdc_logging_mode)
     token = name.split("_")[1]
     return write_cdc_log(storage, ctx.base_path, slice_.partition_path, op.file_id, ctx.instant_time, token,
                          ctx.cdc_log_suffix, ctx.avro_schema, ctx.cdc_logging_mode, changes)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from airflow_hoodie.actions import commit
+from airflow_hoodie.actions.cdc_write import compaction_logs_changes
 from airflow_hoodie.actions.rollback import undo_metadata_commit
 from airflow_hoodie.actions.service_common import (
     crash_point,
@@ -29,6 +30,7 @@ from airflow_hoodie.actions.transaction.service_transaction import (
     transaction_manager_for,
 )
 from airflow_hoodie.config import HoodieConfig
+from airflow_hoodie.config_keys.write import INDEX_TYPE
 from airflow_hoodie.settings.base_file import BaseFileSettings
 from airflow_hoodie.settings.lock import LockSettings
 from airflow_hoodie.table.file_group import markers as mk
@@ -87,8 +89,8 @@ class ServiceTaskContext:
     #: log blocks of older instants belong to archived commits (Timeline.first_non_savepoint_commit)
     timeline_start: str | None = None
     sort_columns: tuple[str, ...] = ()  # clustering: the columns its output files are sorted by
-    #: a CDC table's .cdc log suffix (its release line's), None when the table logs no changes:
-    #: a compaction of a CDC table logs what it merged, as Hudi's merge handle with change log does
+    #: a CDC table's .cdc log suffix (its release line's), None when the service logs no changes:
+    #: a compaction logs what it merged only where Hudi's does (cdc_write.compaction_logs_changes)
     cdc_log_suffix: str | None = None
     #: that table's supplemental logging mode (HoodieCDCSupplementalLoggingMode): what its records hold
     cdc_logging_mode: str = DATA_BEFORE_AFTER
@@ -106,7 +108,9 @@ class ServiceTaskContext:
                    merge_config_from_table(props), BaseFileSettings.from_config(props),
                    valid_instants_before(timeline, instant_time), execution_stage(),
                    timeline.first_non_savepoint_commit(), sort_columns,
-                   table.format.release.cdc_log_suffix if table.config.cdc_enabled else None, table.config.cdc_logging_mode,
+                   table.format.release.cdc_log_suffix
+                   if compaction_logs_changes(table.config.cdc_enabled, props.get(INDEX_TYPE)) else None,
+                   table.config.cdc_logging_mode,
                    layout or LayoutSpec())
 
 

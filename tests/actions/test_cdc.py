@@ -236,15 +236,22 @@ def test_cdc_logs_listed_by_metadata_table_and_cleaned_with_their_slice(tmp_path
     assert read_table(base).num_rows == 1
 
 
-def test_mor_compaction_logs_its_merge_and_cdc_query_skips_it(tmp_path):
-    """Hudi compacts a CDC table through its merge handle with change log: the compaction's
-    stats name .cdc logs of what it merged (updates of base rows, inserts, deletes). A CDC query
-    leaves the compaction out (not a data change): the changes stay the delta commits'."""
+@pytest.mark.parametrize("index_type", ["SIMPLE", "BUCKET"])
+def test_mor_compaction_logs_its_merge_only_with_a_pure_log_index(tmp_path, index_type):
+    """Hudi compacts a CDC table through its merge handle with change log only when the index
+    yields pure log files (HoodieMergeHandleFactory: isCDCEnabled && isYieldingPureLogForMor, i.e.
+    BUCKET or FLINK_STATE): then the compaction's stats name .cdc logs of what it merged (updates
+    of base rows, deletes); with any other index (SIMPLE, Hudi's default) it writes none. A CDC
+    query leaves the compaction out either way (COMPACT is no data change): the changes stay the
+    delta commits'."""
     from airflow_hoodie.actions import compaction as cp
     from airflow_hoodie.actions.executor import LocalExecutor
     from airflow_hoodie.config import HoodieConfig
 
-    base, c = str(tmp_path / "t"), conf(**{"hoodie.table.type": "MERGE_ON_READ"})
+    index = {"hoodie.index.type": index_type}
+    if index_type == "BUCKET":
+        index["hoodie.bucket.index.num.buckets"] = "1"
+    base, c = str(tmp_path / "t"), conf(**{"hoodie.table.type": "MERGE_ON_READ", **index})
     model, expected = ChangeModel(), []
     first = [{"id": i, "ts": 1, "p": "a", "v": f"v{i}"} for i in range(4)]
     r = write_arrow(base, rows_table(first), "upsert", c, table_name="t")
@@ -254,13 +261,19 @@ def test_mor_compaction_logs_its_merge_and_cdc_query_skips_it(tmp_path):
     expected += model.upsert(second, r.instant)
     r = write_arrow(base, rows_table([{**model.rows[2], "ts": 3}]), "delete", c, table_name="t")
     expected += model.delete([2], r.instant)
-    sched = cp.schedule_compaction(HoodieTable.load(base), HoodieConfig({}), force=True)
-    cp.execute_compaction(HoodieTable.load(base), sched.instant.timestamp, LocalExecutor())
+    sched = cp.schedule_compaction(HoodieTable.load(base), HoodieConfig(index), force=True)
+    cp.execute_compaction(HoodieTable.load(base), sched.instant.timestamp, LocalExecutor(), HoodieConfig(index))
     meta = HoodieTable.load(base).timeline.commit_metadata(sched.instant.timestamp)
+    assert meta.write_stats, "the compaction rewrote the group"
     logged = [(x["op"], x["before"], x["after"]) for s in meta.write_stats for rel in (s.cdc_stats or {})
               for x in decode_cdc_file(os.path.join(base, rel))]
-    assert sorted(logged, key=str) == sorted([("u", {"id": 1, "ts": 1, "p": "a", "v": "v1"}, model.rows[1]),
-                                             ("d", {"id": 2, "ts": 1, "p": "a", "v": "v2"}, None)], key=str)
+    if index_type == "BUCKET":
+        assert sorted(logged, key=str) == sorted([("u", {"id": 1, "ts": 1, "p": "a", "v": "v1"}, model.rows[1]),
+                                                 ("d", {"id": 2, "ts": 1, "p": "a", "v": "v2"}, None)], key=str)
+    else:
+        assert not any(s.cdc_stats for s in meta.write_stats)
+        assert not [n for _d, _s, files in os.walk(base) for n in files if is_cdc_log_name(n)
+                    and sched.instant.timestamp in n]
     got = read_table(base, query_type="cdc")
     assert sorted(tuple(x.values()) for x in got.to_pylist()) == normalized(expected)
 

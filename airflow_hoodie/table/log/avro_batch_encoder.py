@@ -160,3 +160,8 @@ def encode(table: pa.Table, fields: Sequence[tuple[str, str, int | None]], heade
     joined = pc.binary_join_element_wise(prefix, *pieces, b"", null_handling="skip")
     offsets = np.frombuffer(joined.buffers()[1], np.int32, n + 1, joined.offset * 4)
     return header + joined.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]]
+
+
+#: the pieces other encoders compose records of (:mod:`cdc_bulk`: a CDC record nests the table's row)
+column_pieces = _column_pieces
+binary_rows = _binary

@@ -27,13 +27,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_hoodie.errors import HoodieConfigError
+from airflow_hoodie.table.log.cdc_bulk import CdcSegment, cdc_records_content
 from airflow_hoodie.table.log.data_block import encode_avro_records
 from airflow_hoodie.table.log.log_block import (
+    INT32,
+    LOG_BLOCK_CONTENT_VERSION,
     BlockType,
     LogBlock,
     base_headers,
     writer_schema_json,
 )
+from airflow_hoodie.table.schema.avro_convert import arrow_to_avro_records
 
 #: table property values of the supplemental logging mode (HoodieCDCSupplementalLoggingMode);
 #: 0.14 spells them lower case, 1.x upper case; both parse case-insensitively
@@ -116,6 +120,35 @@ def cdc_data_block(instant_time: str, data_schema: Mapping[str, Any], mode: str,
                     encode_avro_records(records, schema_json))
 
 
+def segment_changes(segments: Sequence[CdcSegment], data_schema: Mapping[str, Any]) -> list[CdcChange]:
+    """The per-record change list of ``segments`` (Avro-ready image dicts, None where a segment
+    has no image): the reference path's input, for schemas the bulk encoder declines."""
+    names = [f["name"] for f in data_schema["fields"]]
+
+    def images(rows: Any, n: int) -> list[Any]:
+        return [None] * n if rows is None else list(arrow_to_avro_records(rows.select(names), dict(data_schema)))
+
+    changes: list[CdcChange] = []
+    for seg in segments:
+        n = seg.num_rows
+        changes += [(seg.op, k, b, a) for k, b, a in zip(seg.keys.cast("string").to_pylist(),
+                                                          images(seg.before, n), images(seg.after, n))]
+    return changes
+
+
+def cdc_segments_block(instant_time: str, data_schema: Mapping[str, Any], mode: str,
+                       segments: Sequence[CdcSegment]) -> LogBlock:
+    """:func:`cdc_data_block` of the changes ``segments`` hold, encoded column by column when
+    the data schema allows (:mod:`cdc_bulk`, the same bytes at a fraction of the cost), else
+    through the per-record reference path."""
+    schema_json = writer_schema_json(cdc_schema(data_schema, mode))
+    header = INT32.pack(LOG_BLOCK_CONTENT_VERSION) + INT32.pack(sum(s.num_rows for s in segments))
+    content = cdc_records_content(instant_time, data_schema, mode, segments, header)
+    if content is None:
+        return cdc_data_block(instant_time, data_schema, mode, segment_changes(segments, data_schema))
+    return LogBlock(BlockType.CDC_DATA, base_headers(instant_time, schema_json, None), {}, content)
+
+
 def cdc_log_file_name(file_id: str, instant_time: str, write_token: str, suffix: str) -> str:
     """The name of the CDC log of ``file_id`` written at ``instant_time``: the first log version
     of that instant, then ``suffix`` (``-cdc`` or ``.cdc``, from the table's release line)."""
@@ -128,5 +161,5 @@ def is_cdc_log_name(name: str) -> bool:
 
 
 __all__ = ["DATA_BEFORE", "DATA_BEFORE_AFTER", "DELETE", "INSERT", "LOGGING_MODES", "OP_KEY_ONLY",
-           "OP_KEY_ONLY_SCHEMA", "UPDATE", "CdcChange", "cdc_data_block", "cdc_log_file_name", "cdc_records",
-           "cdc_schema", "is_cdc_log_name"]
+           "OP_KEY_ONLY_SCHEMA", "UPDATE", "CdcChange", "CdcSegment", "cdc_data_block", "cdc_segments_block", "cdc_log_file_name", "cdc_records",
+           "cdc_schema", "is_cdc_log_name", "segment_changes"]
