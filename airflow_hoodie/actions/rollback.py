@@ -46,8 +46,10 @@ from airflow_hoodie.errors import (
 )
 from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.consistent_hashing import plan_child_nodes
 from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
+    parse_base_file_name,
     make_write_token,
     parse_log_file_name,
 )
@@ -104,6 +106,32 @@ def _files_from_listing(table: HoodieTable, instant_time: str) -> list[tuple[str
     return found
 
 
+def _resize_children_files(table: HoodieTable, instant_time: str) -> list[tuple[str, str, str]]:
+    """(partition, name, io_type) of every file in the child groups of a consistent-hashing
+    resize ``instant_time`` (none for any other instant).
+
+    Writes under the duplicate update strategy put logs in those groups while the resize is
+    pending (:mod:`consistent_bucket_write`); their markers are the writes', not the
+    clustering's, so Hudi's marker- and listing-based rollbacks leave them. Every such record is
+    also in an old group, which the rollback keeps: left behind, a table version 8+ view slices
+    them by completion time into a visible log-only group (rows read twice) and the ring loader
+    would take the groups for a committed resize. The groups are new (their ids are fresh
+    prefixes of the plan's child nodes), so all their files go with the clustering."""
+    tl = table.reload_timeline()
+    if tl.get(instant_time, Action.REPLACE_COMMIT) is None and tl.get(instant_time, Action.CLUSTERING) is None:
+        return []
+    children = plan_child_nodes(table.file_system_view(tl).clustering_plan(instant_time))
+    out = []
+    for part, (_seq, nodes) in sorted(children.items()):
+        ids = {n.file_id for n in nodes}
+        folder = table.partition_dir(part)
+        for e in table.storage.list_dir(folder) if ids and table.storage.exists(folder) else []:
+            parsed = None if e.is_dir else (parse_log_file_name(e.name) or parse_base_file_name(e.name))
+            if parsed is not None and parsed.file_id in ids:
+                out.append((part, e.name, mk.IO_CREATE))
+    return out
+
+
 def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
                        appended: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """HoodieRollbackPlan record for the instant (as a dict ready for the Avro codec).
@@ -113,6 +141,7 @@ def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
     entries = ([(m.partition_path, m.file_name, m.io_type) for m in markers] if markers
                else _files_from_listing(table, instant_time))
     entries += [(part, name, mk.IO_APPEND) for part, name in appended if (part, name, mk.IO_APPEND) not in entries]
+    entries += [e for e in _resize_children_files(table, instant_time) if e not in entries]
     if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
         # completed instants (markers gone): the commit metadata names the files
         try:
