@@ -500,6 +500,48 @@ def discard_after_rollback(table: HoodieTable, target: str) -> list[str]:
     return removed
 
 
+def _undone(table: HoodieTable, target: str) -> bool:
+    """Whether a completed rollback or restore undid ``target`` (Hudi 0.14's restore keeps its
+    rollbacks only in its own metadata)."""
+    if rollback_that_removed(table, target) is not None:
+        return True
+    tl = table.reload_timeline()
+    for r in tl.filter(actions=Action.RESTORE).completed().instants:
+        try:
+            md = avro_codec.deserialize(tl.read_details(r), "HoodieRestoreMetadata")
+        except Exception:  # noqa: BLE001 - unreadable metadata proves nothing
+            continue
+        if target in (md.get("instantsToRollback") or []):
+            return True
+    return False
+
+
+def discard_dead_child_groups(table: HoodieTable, dual_writes: Mapping[tuple[str, str], str]) -> list[str]:
+    """Delete every file of the child groups a failed dual write targeted
+    (``dual_writes``: (partition, child file id) -> clustering instant) whose resize a rollback
+    or restore undid while the write ran. That rollback deleted the files it saw there, but the
+    write's tasks may have added logs after it; on table version 6 such a log carries the
+    clustering's instant, so the write's own rollback only appends a rollback block and the
+    file would stay, a log-only group no ring knows (the next resize refuses the table, the
+    ring loader's recommit check may take the dead ring for committed). The groups are dead for
+    good (their ids are fresh prefixes of that plan), so nothing of them is kept. Returns the
+    deleted paths."""
+    present = {i.timestamp for i in table.reload_timeline().instants}
+    dead = {ts for ts in set(dual_writes.values()) if ts not in present and _undone(table, ts)}
+    by_part: dict[str, set[str]] = {}
+    for (part, fid), ts in dual_writes.items():
+        if ts in dead:
+            by_part.setdefault(part, set()).add(fid)
+    removed: list[str] = []
+    for part, ids in sorted(by_part.items()):
+        folder = table.partition_dir(part)
+        for e in table.storage.list_dir(folder) if table.storage.exists(folder) else []:
+            parsed = None if e.is_dir else (parse_log_file_name(e.name) or parse_base_file_name(e.name))
+            if parsed is not None and parsed.file_id in ids and table.storage.delete(e.path):
+                removed.append(e.path)
+    return removed
+
+
 def _refuse_beside_writers_built_on(table: HoodieTable, tm: Any, target: Any) -> None:
     """A completed write is not rolled back while a later write is running: that writer
     planned on top of it and would bring its records back (or lose its own) at commit."""
