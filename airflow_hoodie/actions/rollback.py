@@ -53,6 +53,7 @@ from airflow_hoodie.table.file_group.file_naming import (
     make_write_token,
     parse_log_file_name,
 )
+from airflow_hoodie.table.hashing_metadata_store import delete_resize_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.cdc_block import is_cdc_log_name
@@ -130,6 +131,24 @@ def _resize_children_files(table: HoodieTable, instant_time: str) -> list[tuple[
             if parsed is not None and parsed.file_id in ids:
                 out.append((part, e.name, mk.IO_CREATE))
     return out
+
+
+def _drop_resize_rings(table: HoodieTable, target: str) -> None:
+    """A consistent-hashing resize rolled back (pending, or completed: by the rollback job or a
+    restore) takes its rings with it: each partition's ``<target>.hashing_meta`` (seqNo + 1)
+    and ``.commit`` marker are deleted, so the ring the resize was planned on is the latest
+    again. Left there, a completed resize's marker keeps the loader on the new ring, which routes
+    keys to child groups this rollback deletes while the old groups, visible again, hold them
+    (duplicates, lost updates). Hudi's rollbackCommit of the consistent bucket index does
+    nothing here, and its loader would keep that ring too; with the files gone both loaders
+    agree on the previous ring. Done after the target is reverted to inflight (the loader's
+    fix-up never re-marks a pending instant's ring) and before its plan's files go, while the
+    plan still names the partitions; a resumed rollback repeats it."""
+    tl = table.reload_timeline()
+    if tl.get(target, Action.REPLACE_COMMIT) is None and tl.get(target, Action.CLUSTERING) is None:
+        return
+    for part in sorted(plan_child_nodes(table.file_system_view(tl).clustering_plan(target))):
+        delete_resize_metadata(table.storage, table.base_path, part, target)
 
 
 def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
@@ -248,6 +267,8 @@ def rollback_instant(table: HoodieTable, target: str, rollback_time: str | None 
         # half way leaves a pending write that readers skip and the next writer's
         # rollback_failed_writes finishes from this plan, not a completed commit with files missing
         writer.revert_completed_to_inflight(inst)
+    if inst is not None:
+        _drop_resize_rings(table, target)
     started = time.time()
     storage = table.storage
     part_meta: dict[str, dict[str, Any]] = {}
