@@ -203,5 +203,5 @@ def assign_bucket_tasks(update_counts: Mapping[tuple[str, str], int], created: S
         tasks.append(FileGroupTask(len(tasks), "UPDATE", part, file_id, None, ts, ts, [], n))
     kind = "UPDATE" if new_groups_as_logs else "INSERT"
     for part, file_id, n in created:
-        tasks.append(FileGroupTask(len(tasks), kind, part, file_id, expected_records=n))
+        tasks.append(FileGroupTask(len(tasks), kind, part, file_id, expected_records=n, new_group=new_groups_as_logs))
     return tasks

@@ -467,6 +467,7 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
                         options: Mapping[str, str], storage_options: Mapping[str, str] | None, started: float,
                         token: str | None = None, config: HoodieConfig | None = None) -> dict[str, Any]:
     rings: list[Any] = []
+    contexts: list[ServiceTaskContext] = []
 
     def run(plan: ClusteringPlan, timeline: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
         params = (plan.strategy.strategy_params or {}) if plan.strategy else {}
@@ -480,6 +481,7 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
         if cbr.is_resize_plan(plan):  # rows go to the child buckets their keys hash to
             task = partial(cbr.resize_task, ctx, *cbr.hash_settings(table, settings.resize), read_group,
                            write_output)
+        contexts[:] = [ctx]
         stats = [s for group in executor.map(task, groups) for s in group]
         for part in sorted(_replaced_groups(plan)):
             write_partition_metadata(table.storage, table.base_path, part, instant_time)
@@ -496,7 +498,9 @@ def _execute_clustering(table: HoodieTable, instant_time: str, executor: Executo
     service = PlannedService(
         Action.REPLACE_COMMIT, "clustering", load_plan=partial(_clustering_plan, table),
         partitions=lambda plan: [s.partition_path or "" for g in plan.input_groups or [] for s in g.slices or []],
-        run=run, commit_body=commit_body)
+        run=run, commit_body=commit_body,
+        at_commit=lambda plan, stats: cbr.empty_children_with_logs(contexts[0], plan, stats, write_output)
+        if cbr.is_resize_plan(plan) else [])
     done = execute_planned(service, table, instant_time, settings.lock, token)
     cbr.commit_rings(table, rings)  # the replacecommit completed: its rings are the partitions' rings
     if done.outcome != DONE:

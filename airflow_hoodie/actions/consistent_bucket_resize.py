@@ -43,11 +43,14 @@ from airflow_hoodie.table.consistent_hashing import (
     key_hashes,
     nodes_from_json,
     nodes_json,
+    plan_child_nodes,
 )
 from airflow_hoodie.table.file_group.file_naming import parse_log_file_name
 from airflow_hoodie.table.hashing_metadata_store import create_commit_marker, save_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.metadata.plans import ClusteringGroup, ClusteringPlan
+from airflow_hoodie.table.file_group.base_file_writer import with_meta_fields
+from airflow_hoodie.table.schema.avro_convert import avro_to_arrow_schema
 from airflow_hoodie.table.schema.meta_fields import RECORD_KEY
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Action, State
@@ -223,17 +226,35 @@ def resize_task(ctx: ServiceTaskContext, fields: Sequence[str], parser: str,
                 write_child: Callable[[ServiceTaskContext, int, str, str, pa.Table], dict[str, Any]],
                 indexed: tuple[int, ClusteringGroup]) -> list[dict[str, Any]]:
     """One executor task: a group's rows, routed to its child buckets, one base file each. A
-    child that gets no rows gets no file, unless writes during the pending resize (the duplicate
-    update strategy) already put logs in its group: then it gets an empty base file at the
-    clustering instant, so its slice has a base file and its logs follow it, as for every
-    other child (readers such as hudi-rs drop a group made of logs only)."""
+    child that gets no rows gets no file here (see :func:`empty_children_with_logs`)."""
     index, group = indexed
     data = read_group(ctx, group)
     part = sorted({s.partition_path or "" for s in group.slices or []})[0]
-    routed = route_group(data, group, fields, parser)
-    logged = _groups_with_logs(ctx, part) if any(not rows.num_rows for _n, rows in routed) else set()
-    return [write_child(ctx, index, part, node.file_id, rows) for node, rows in routed
-            if rows.num_rows or node.file_id in logged]
+    return [write_child(ctx, index, part, node.file_id, rows)
+            for node, rows in route_group(data, group, fields, parser) if rows.num_rows]
+
+
+def empty_children_with_logs(ctx: ServiceTaskContext, plan: ClusteringPlan, stats: Sequence[Mapping[str, Any]],
+                             write_child: Callable[[ServiceTaskContext, int, str, str, pa.Table], dict[str, Any]]
+                             ) -> list[dict[str, Any]]:
+    """Run under the table lock as the replacecommit completes: an empty base file at the
+    clustering instant for each child that got no rows but holds logs that writes during the
+    pending resize put there (the duplicate update strategy), so its slice has a base file and
+    its logs follow it (readers such as hudi-rs drop a group made of logs only).
+
+    Decided here, not in the tasks: a dual write may add a child's first log after its task
+    ran. None can add one after this listing: a write that commits after the replacecommit
+    fails its conflict check (the resize completed over its groups) and its logs are rolled
+    back, and one that committed before wrote its logs before this listing."""
+    have = {(s["partitionPath"], s["fileId"]) for s in stats}
+    out: list[dict[str, Any]] = []
+    empty = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema)).empty_table()
+    for part, (_seq, nodes) in sorted(plan_child_nodes(plan.to_avro()).items()):
+        wanted = {n.file_id for n in nodes if n.tag != DELETE} - {f for p, f in have if p == part}
+        logged = _groups_with_logs(ctx, part) & wanted if wanted else set()
+        out.extend(write_child(ctx, len(plan.input_groups or []) + k, part, fid, empty)
+                   for k, fid in enumerate(sorted(logged)))
+    return out
 
 
 def _groups_with_logs(ctx: ServiceTaskContext, partition: str) -> set[str]:
@@ -248,6 +269,6 @@ def _groups_with_logs(ctx: ServiceTaskContext, partition: str) -> set[str]:
     return out
 
 
-__all__ = ["EXECUTION_STRATEGY", "PLAN_STRATEGY", "build_resize_plan", "commit_rings", "hash_settings",
+__all__ = ["EXECUTION_STRATEGY", "PLAN_STRATEGY", "build_resize_plan", "commit_rings", "empty_children_with_logs", "hash_settings",
            "is_consistent_hashing_table", "is_resize_plan", "new_rings", "pending_write_reason", "plan_partition",
            "resize_task", "route_group", "save_rings"]

@@ -77,6 +77,9 @@ class FileGroupTask:
     #: MOR small-file correction: the group's records become a new base file version
     #: instead of a log append (Hudi's handleUpdate for the partitioner's small file ids)
     merge_base: bool = False
+    #: a group this write creates as logs only (NBCC's new buckets): its records are inserts,
+    #: as Hudi's HoodieAppendHandle counts records without a current location
+    new_group: bool = False
 
 
 @dataclass
@@ -396,7 +399,9 @@ def _append_to_log(ctx: WriteContext, storage: Storage, base_path: str, task: Fi
         by_path.setdefault(r.log_path, []).append(r)
     n_up = upserts.num_rows
     # records the index did not locate are inserts appended to a small slice's log
-    n_ins = upserts.column(LOC_FILE).null_count if LOC_FILE in upserts.column_names else 0
+    # (all of them in a group this write creates as logs only: no record had a location)
+    n_ins = n_up if task.new_group else (
+        upserts.column(LOC_FILE).null_count if LOC_FILE in upserts.column_names else 0)
     for i, (path, rs) in enumerate(by_path.items()):
         name = path.rsplit("/", 1)[-1]
         rel = f"{task.partition_path}/{name}" if task.partition_path else name

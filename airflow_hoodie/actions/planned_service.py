@@ -59,6 +59,9 @@ class PlannedService:
     run: Callable[[Any, Timeline, dict[str, Any]], Stats]
     #: (plan, stats, table schema) -> the completed instant's content
     commit_body: Callable[[Any, Stats, dict[str, Any]], CommitMetadata]
+    #: (plan, stats) -> more write stats, written under the table lock just before completing:
+    #: work that depends on files other writers may add until then (no write commits meanwhile)
+    at_commit: Callable[[Any, Stats], Stats] | None = None
 
 
 @dataclass
@@ -150,14 +153,18 @@ def execute_planned(service: PlannedService, table: HoodieTable, instant_time: s
     schema = table_avro_schema(table)
     stats = service.run(plan, timeline, schema)
     crash_point(f"{service.name}.before_commit")
-    body = service.commit_body(plan, stats, schema)
+    written = [s["path"] for s in stats]
 
     def finish() -> None:  # under the lock, only while the plan is still ours
+        more = service.at_commit(plan, stats) if service.at_commit is not None else []
+        stats.extend(more)
+        written.extend(s["path"] for s in more)
+        body = service.commit_body(plan, stats, schema)
         commit.complete(table, Instant(instant_time, pending, State.INFLIGHT), body,
                         lambda: reconcile_with_markers(table, instant_time, written_files(stats)))
 
     done = complete_once(transaction_manager_for(table, lock), table, instant_time, service.action,
-                         [s["path"] for s in stats], finish, token)
+                         written, finish, token)
     mk.delete_marker_dir(table.storage, table.base_path, instant_time)
     if not done:
         return ServiceRun(COMPLETED_BY_ANOTHER, plan, stats, rolled)

@@ -46,11 +46,14 @@ from airflow_hoodie.errors import (
 )
 from airflow_hoodie.settings.action import ActionSettings
 from airflow_hoodie.table.file_group import markers as mk
+from airflow_hoodie.table.consistent_hashing import plan_child_nodes
 from airflow_hoodie.table.file_group.file_naming import (
     log_file_name,
+    parse_base_file_name,
     make_write_token,
     parse_log_file_name,
 )
+from airflow_hoodie.table.hashing_metadata_store import delete_resize_metadata
 from airflow_hoodie.table.hoodie_table import HoodieTable
 from airflow_hoodie.table.log import log_block as lb
 from airflow_hoodie.table.log.cdc_block import is_cdc_log_name
@@ -104,6 +107,50 @@ def _files_from_listing(table: HoodieTable, instant_time: str) -> list[tuple[str
     return found
 
 
+def _resize_children_files(table: HoodieTable, instant_time: str) -> list[tuple[str, str, str]]:
+    """(partition, name, io_type) of every file in the child groups of a consistent-hashing
+    resize ``instant_time`` (none for any other instant).
+
+    Writes under the duplicate update strategy put logs in those groups while the resize is
+    pending (:mod:`consistent_bucket_write`); their markers are the writes', not the
+    clustering's, so Hudi's marker- and listing-based rollbacks leave them. Every such record is
+    also in an old group, which the rollback keeps: left behind, a table version 8+ view slices
+    them by completion time into a visible log-only group (rows read twice) and the ring loader
+    would take the groups for a committed resize. The groups are new (their ids are fresh
+    prefixes of the plan's child nodes), so all their files go with the clustering."""
+    tl = table.reload_timeline()
+    if tl.get(instant_time, Action.REPLACE_COMMIT) is None and tl.get(instant_time, Action.CLUSTERING) is None:
+        return []
+    children = plan_child_nodes(table.file_system_view(tl).clustering_plan(instant_time))
+    out = []
+    for part, (_seq, nodes) in sorted(children.items()):
+        ids = {n.file_id for n in nodes}
+        folder = table.partition_dir(part)
+        for e in table.storage.list_dir(folder) if ids and table.storage.exists(folder) else []:
+            parsed = None if e.is_dir else (parse_log_file_name(e.name) or parse_base_file_name(e.name))
+            if parsed is not None and parsed.file_id in ids:
+                out.append((part, e.name, mk.IO_CREATE))
+    return out
+
+
+def _drop_resize_rings(table: HoodieTable, target: str) -> None:
+    """A consistent-hashing resize rolled back (pending, or completed: by the rollback job or a
+    restore) takes its rings with it: each partition's ``<target>.hashing_meta`` (seqNo + 1)
+    and ``.commit`` marker are deleted, so the ring the resize was planned on is the latest
+    again. Left there, a completed resize's marker keeps the loader on the new ring, which routes
+    keys to child groups this rollback deletes while the old groups, visible again, hold them
+    (duplicates, lost updates). Hudi's rollbackCommit of the consistent bucket index does
+    nothing here, and its loader would keep that ring too; with the files gone both loaders
+    agree on the previous ring. Done after the target is reverted to inflight (the loader's
+    fix-up never re-marks a pending instant's ring) and before its plan's files go, while the
+    plan still names the partitions; a resumed rollback repeats it."""
+    tl = table.reload_timeline()
+    if tl.get(target, Action.REPLACE_COMMIT) is None and tl.get(target, Action.CLUSTERING) is None:
+        return
+    for part in sorted(plan_child_nodes(table.file_system_view(tl).clustering_plan(target))):
+        delete_resize_metadata(table.storage, table.base_path, part, target)
+
+
 def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
                        appended: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """HoodieRollbackPlan record for the instant (as a dict ready for the Avro codec).
@@ -113,6 +160,7 @@ def make_rollback_plan(table: HoodieTable, instant_time: str, action: str,
     entries = ([(m.partition_path, m.file_name, m.io_type) for m in markers] if markers
                else _files_from_listing(table, instant_time))
     entries += [(part, name, mk.IO_APPEND) for part, name in appended if (part, name, mk.IO_APPEND) not in entries]
+    entries += [e for e in _resize_children_files(table, instant_time) if e not in entries]
     if action in ("commit", "deltacommit", "replacecommit", "compaction", "logcompaction") and not markers:
         # completed instants (markers gone): the commit metadata names the files
         try:
@@ -219,6 +267,8 @@ def rollback_instant(table: HoodieTable, target: str, rollback_time: str | None 
         # half way leaves a pending write that readers skip and the next writer's
         # rollback_failed_writes finishes from this plan, not a completed commit with files missing
         writer.revert_completed_to_inflight(inst)
+    if inst is not None:
+        _drop_resize_rings(table, target)
     started = time.time()
     storage = table.storage
     part_meta: dict[str, dict[str, Any]] = {}
@@ -468,6 +518,48 @@ def discard_after_rollback(table: HoodieTable, target: str) -> list[str]:
                                    {"rollbackLogFiles": None, "logFilesFromFailedCommit": None}, logs)
             removed.extend(logs)
     mk.delete_marker_dir(storage, base, target)
+    return removed
+
+
+def _undone(table: HoodieTable, target: str) -> bool:
+    """Whether a completed rollback or restore undid ``target`` (Hudi 0.14's restore keeps its
+    rollbacks only in its own metadata)."""
+    if rollback_that_removed(table, target) is not None:
+        return True
+    tl = table.reload_timeline()
+    for r in tl.filter(actions=Action.RESTORE).completed().instants:
+        try:
+            md = avro_codec.deserialize(tl.read_details(r), "HoodieRestoreMetadata")
+        except Exception:  # noqa: BLE001 - unreadable metadata proves nothing
+            continue
+        if target in (md.get("instantsToRollback") or []):
+            return True
+    return False
+
+
+def discard_dead_child_groups(table: HoodieTable, dual_writes: Mapping[tuple[str, str], str]) -> list[str]:
+    """Delete every file of the child groups a failed dual write targeted
+    (``dual_writes``: (partition, child file id) -> clustering instant) whose resize a rollback
+    or restore undid while the write ran. That rollback deleted the files it saw there, but the
+    write's tasks may have added logs after it; on table version 6 such a log carries the
+    clustering's instant, so the write's own rollback only appends a rollback block and the
+    file would stay, a log-only group no ring knows (the next resize refuses the table, the
+    ring loader's recommit check may take the dead ring for committed). The groups are dead for
+    good (their ids are fresh prefixes of that plan), so nothing of them is kept. Returns the
+    deleted paths."""
+    present = {i.timestamp for i in table.reload_timeline().instants}
+    dead = {ts for ts in set(dual_writes.values()) if ts not in present and _undone(table, ts)}
+    by_part: dict[str, set[str]] = {}
+    for (part, fid), ts in dual_writes.items():
+        if ts in dead:
+            by_part.setdefault(part, set()).add(fid)
+    removed: list[str] = []
+    for part, ids in sorted(by_part.items()):
+        folder = table.partition_dir(part)
+        for e in table.storage.list_dir(folder) if table.storage.exists(folder) else []:
+            parsed = None if e.is_dir else (parse_log_file_name(e.name) or parse_base_file_name(e.name))
+            if parsed is not None and parsed.file_id in ids and table.storage.delete(e.path):
+                removed.append(e.path)
     return removed
 
 

@@ -388,8 +388,12 @@ def _bucket_tasks(client: WriteClient, engine: WriteEngine, settings: WriteSetti
     engine.report(f"bucket index ({settings.bucket.num_buckets} buckets): {sum(existing.values()):,} records to "
                   f"{len(existing):,} existing bucket groups, {sum(n for _p, _f, n in created):,} to "
                   f"{len(created):,} new ones")
-    return (assign_bucket_tasks(existing, created, files, routing.child_groups(), new_groups_as_logs=nbcc), {}, files,
-            replaced)
+    tasks = assign_bucket_tasks(existing, created, files, routing.child_groups(), new_groups_as_logs=nbcc)
+    children = routing.child_groups()
+    # the resizes this write dual-writes for: its commit checks they still exist (rolled back: conflict)
+    client.dual_writes = {(t.partition_path, t.file_id): children[(t.partition_path, t.file_id)] for t in tasks
+                          if (t.partition_path, t.file_id) in children}
+    return tasks, {}, files, replaced
 
 
 def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],

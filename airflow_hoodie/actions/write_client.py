@@ -15,8 +15,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.file_group_write import FileGroupTask
-from airflow_hoodie.actions.rollback import discard_after_rollback, rollback_instant
+from airflow_hoodie.actions.rollback import discard_after_rollback, discard_dead_child_groups, rollback_instant
 from airflow_hoodie.actions.transaction.conflict_resolution import (
+    check_dual_write_targets,
     TimelineSnapshot,
     check_no_conflict,
 )
@@ -163,6 +164,10 @@ class WriteClient:
         self.table: HoodieTable | None = None
         self._txn: TransactionManager | None = None
         self._started: TimelineSnapshot | None = None
+        #: (partition, child file id) -> clustering instant: the child groups of pending
+        #: consistent-hashing resizes this write dual-writes into (set by the write flow once
+        #: it has routed its records); checked at commit, cleaned up on abort
+        self.dual_writes: dict[tuple[str, str], str] = {}
 
     def request_for(self, operation: str) -> WriteRequest:
         """The job's request for ``operation``: the one it checked, else checked now."""
@@ -368,6 +373,8 @@ class WriteClient:
                         f"{action} {instant_time} was rolled back by another task while it ran (its heartbeat "
                         "was judged expired); nothing of it is visible. A retry of this task redoes it cleanly; "
                         "if this repeats, raise hoodie.client.heartbeat.interval_in_ms / tolerable.misses.")
+                # every mode, NBCC too: a rolled-back resize's child logs are never committed
+                check_dual_write_targets(timeline, own, self.dual_writes)
                 if needs_conflict_check(self.lock, operation):  # NBCC writers do not conflict
                     check_no_conflict(timeline, own, groups, self._started, bucket_scope)
             self.txn.ensure_lock_held()  # a lock lost meanwhile must stop us before, never after
@@ -425,6 +432,9 @@ class WriteClient:
         try:
             if self.table is not None:
                 with self.txn.transaction(f"roll back {instant_time}"):
+                    # first: our rollback would only append a rollback block to a version 6
+                    # child log, leaving the file in a group whose resize is gone
+                    discard_dead_child_groups(self.table, self.dual_writes)
                     pending = self.table.reload_timeline().get(instant_time)
                     if pending is not None and not pending.is_completed:
                         rollback_instant(self.table, instant_time, pending_only=True)

@@ -93,4 +93,22 @@ def create_commit_marker(storage: Storage, base_path: str, partition: str, insta
         storage.create_if_absent(path, b"")
 
 
-__all__ = ["create_commit_marker", "load_metadata", "metadata_dir", "save_metadata"]
+def delete_resize_metadata(storage: Storage, base_path: str, partition: str, instant: str) -> list[str]:
+    """Remove the ring a resize at ``instant`` wrote for ``partition``: its ``.commit`` marker
+    first, then its ``.hashing_meta``, so a crash in between leaves an unmarked ring of an
+    instant no longer completed, which :func:`load_metadata` ignores (the other order would
+    leave a marker without its ring, which it refuses). Used when the resize is rolled back or
+    restored away; the default ring (``00000000000000``) is never a resize's. Returns the
+    paths deleted."""
+    if instant == INIT_INSTANT:
+        return []
+    folder = metadata_dir(storage, base_path, partition)
+    gone = []
+    for suffix in (COMMIT_MARKER_SUFFIX, HASHING_META_SUFFIX):
+        path = storage.join(folder, instant + suffix)
+        if storage.delete(path):
+            gone.append(path)
+    return gone
+
+
+__all__ = ["create_commit_marker", "delete_resize_metadata", "load_metadata", "metadata_dir", "save_metadata"]

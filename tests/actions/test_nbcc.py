@@ -240,3 +240,22 @@ def test_lazy_clean_leaves_a_live_writer_and_rolls_back_a_dead_one(tmp_path) -> 
     assert HoodieTable.load(base).timeline.get(dead.instant, "deltacommit") is None or \
         not HoodieTable.load(base).timeline.get(dead.instant, "deltacommit").is_completed
     assert _read(base) == {"k0": "a0", "k1": "live1", "k2": "live2", "k3": "a3"}
+
+
+def test_records_into_a_new_log_only_group_count_as_inserts(tmp_path) -> None:
+    """Hudi's HoodieAppendHandle counts a record without a current location (a new NBCC
+    bucket's group) as an insert: numInserts, not numUpdateWrites. A later write into that
+    group, now located by the bucket index, counts updates."""
+    base = str(tmp_path / "t")
+    conf = nbcc_settings(9)
+    first = write_arrow(base, _rows(range(12), 1, "a"), "upsert", conf)
+    table = HoodieTable.load(base)
+
+    def counts(instant: str) -> tuple[int, int]:
+        stats = [st for _p, st in table.reload_timeline().commit_metadata(instant).iter_write_stats()]
+        return sum(st.num_inserts for st in stats), sum(st.num_update_writes for st in stats)
+
+    assert counts(first.instant) == (12, 0)
+    assert (first.inserts, first.updates) == (12, 0)
+    second = write_arrow(base, _rows(range(6), 2, "b"), "upsert", conf)
+    assert counts(second.instant) == (0, 6)

@@ -11,7 +11,7 @@ and a retried writer wins instead of losing to every plan scheduled while it run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from airflow_hoodie.actions.transaction.failed_writes import live_writes
 from airflow_hoodie.actions.transaction.transaction_manager import TransactionManager
@@ -174,6 +174,28 @@ def check_no_conflict(timeline: Timeline, own: Instant, own_groups: Iterable[Fil
             f"{own.timestamp} was running, over the same file groups ({sample}{' ...' if len(groups) > 3 else ''}). "
             f"{own.timestamp} was rolled back and wrote nothing; a retry of this task redoes it cleanly on top "
             "of the new data.")
+
+
+def check_dual_write_targets(timeline: Timeline, own: Instant, dual_writes: Mapping[FileGroupId, str]) -> None:
+    """A consistent-hashing write that dual-wrote into the child groups of pending resizes
+    (``dual_writes``: (partition, child file id) -> clustering instant) commits only while each
+    of those clusterings is still pending, or completed (then :func:`conflicting_instants`
+    finds the replacecommit over our old groups). A clustering gone from the timeline was rolled
+    back: its rollback deleted the child groups' files it saw, so the logs this write put there
+    are missing or stray; committing would name them, and table version 8+ would read a stray
+    child log as a visible log-only group (rows twice) while the ring loader's recommit check
+    could take the dead ring for committed. Hudi's duplicate update strategy has no such check:
+    this write aborts instead, and its retry writes on the ring as it is now."""
+    present = {i.timestamp for i in timeline.instants}
+    gone = sorted({ts for ts in dual_writes.values() if ts not in present})
+    if gone:
+        groups = sorted(g for g, ts in dual_writes.items() if ts == gone[0])
+        sample = ", ".join(f"{p or '<root>'}/{f}" for p, f in groups[:3])
+        raise HoodieWriteConflictError(
+            f"Write conflict: {own.action} {own.timestamp} wrote duplicates of its records into the child groups "
+            f"({sample}{' ...' if len(groups) > 3 else ''}) of the consistent-hashing resize {gone[0]}, which was "
+            f"rolled back while it ran. {own.timestamp} was rolled back and wrote nothing; a retry of this task "
+            "redoes it cleanly on the partition's current ring.")
 
 
 @dataclass(frozen=True)

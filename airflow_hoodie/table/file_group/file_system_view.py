@@ -36,7 +36,7 @@ from airflow_hoodie.table.file_group.file_group import (
     build_file_groups_by_completion_time,
     carry_logs_of_visible_writes,
 )
-from airflow_hoodie.table.file_group.written_files import commit_files, latest_files_per_timeline
+from airflow_hoodie.table.file_group.written_files import commit_files, deleted_by_rollbacks, latest_files_per_timeline
 from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.metadata_table.files_listing import (
     files_partition_ready,
@@ -561,11 +561,10 @@ class FileSystemView:
         assert self._groups is not None
         present = {_rel(bf.partition_path, bf.file_name) for g in self._groups.values() for bf in g.all_base_files()}
         present |= {_rel(lf.partition_path, lf.file_name) for g in self._groups.values() for lf in g.all_log_files()}
-        for (part, fid), (ts, paths) in sorted(self.latest_files_per_timeline().items()):
-            for path in sorted(paths):
-                if path not in present:
-                    return path, ts, part, fid
-        return None
+        missing = [(path, ts, part, fid) for (part, fid), (ts, paths) in sorted(self.latest_files_per_timeline().items())
+                   for path in sorted(paths) if path not in present]
+        gone = deleted_by_rollbacks(self.storage, self.base_path, self.timeline) if missing else set()
+        return next((m for m in missing if m[0] not in gone), None)
 
     # -------------------------------------------------------------- writer view
     def existing_files(self, partitions: Iterable[str] | None = None) -> list[ExistingFile]:

@@ -25,6 +25,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from airflow_hoodie.table.metadata import avro_codec
 from airflow_hoodie.table.storage.storage import Storage
 from airflow_hoodie.table.timeline.instant import Instant
 from airflow_hoodie.table.timeline.timeline import Timeline
@@ -143,3 +144,28 @@ def latest_files_per_timeline(storage: Storage, timeline: Timeline, base_file_ex
                 paths = prev[1] | {path}
             latest[key] = (inst.timestamp, paths)
     return {k: v for k, v in latest.items() if k not in replaced}
+
+
+def deleted_by_rollbacks(storage: Storage, base_path: str, timeline: Timeline) -> set[str]:
+    """Paths (relative to ``base_path``) that the completed rollbacks of the timeline deleted.
+
+    A rollback deletes its target's files, and the rollback of a consistent-hashing resize
+    also the logs completed writes dual-wrote into the resize's child groups (their records
+    are in the old groups the rollback keeps): such a file is no loss, though a completed
+    commit names it. Read only once a latest file is found missing, so a sound table pays
+    nothing for it."""
+    root = storage.uri(base_path).rstrip("/") + "/"
+    out: set[str] = set()
+    for inst in timeline.filter(actions="rollback").instants:
+        if not inst.is_completed:
+            continue
+        try:
+            md = avro_codec.deserialize(timeline.read_details(inst), "HoodieRollbackMetadata")
+        except Exception:  # noqa: BLE001 - unreadable: it vouches for no deletion
+            continue
+        for pm in (md.get("partitionMetadata") or {}).values():
+            for uri in pm.get("successDeleteFiles") or []:
+                full = storage.uri(uri)
+                if full.startswith(root):
+                    out.add(full[len(root):])
+    return out
