@@ -28,6 +28,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+import pyarrow as pa
+
 from airflow_hoodie.actions import commit
 from airflow_hoodie.actions.metadata_table.files_bootstrap import (
     partition_init_instant,
@@ -42,6 +44,7 @@ from airflow_hoodie.table.file_group.file_group import FileSlice
 from airflow_hoodie.table.file_group.file_naming import make_write_token
 from airflow_hoodie.table.file_group.partition_metadata import write_partition_metadata
 from airflow_hoodie.table.file_group.slice_keys import slice_record_keys
+from airflow_hoodie.table.java_hash import file_group_indexes
 from airflow_hoodie.table.log.delete_block import (
     DeleteRecord,
     decode_delete_block,
@@ -70,7 +73,6 @@ from airflow_hoodie.table.metadata_table.record_index import (
     _index_files,
     _merge_group,
     file_group_id,
-    file_group_index,
     has_record_index,
     instant_millis,
     location_of,
@@ -249,6 +251,12 @@ def record_index_change(table: HoodieTable, instant: Instant, metadata: Any) -> 
 
 
 # ------------------------------------------------------------------------ writing
+def _group_indexes(keys: Iterable[str], count: int) -> list[int]:
+    """The file group of each of ``keys``, in their order, hashed as one batch (per key, the
+    hash was most of the grouping of a 100k-key write)."""
+    return file_group_indexes(pa.array(list(keys), pa.string()), count).tolist()
+
+
 def append_record_index(mdt: HoodieTable, instant_time: str, change: RecordIndexChange, meta: CommitMetadata) -> None:
     """Append ``change`` to the record index's file groups as delta commit ``instant_time``
     of the metadata table ``mdt`` (one log version per touched group, an HFile data block
@@ -259,10 +267,10 @@ def append_record_index(mdt: HoodieTable, instant_time: str, change: RecordIndex
     slices = sorted(view.latest_file_slices(RECORD_INDEX_PARTITION), key=lambda s: s.file_id)
     count = len(slices)
     by_group: dict[int, RecordIndexChange] = {}
-    for key, loc in change.upserts.items():
-        by_group.setdefault(file_group_index(key, count), RecordIndexChange()).upserts[key] = loc
-    for key in change.deletes:
-        by_group.setdefault(file_group_index(key, count), RecordIndexChange()).deletes.add(key)
+    for key, index in zip(change.upserts, _group_indexes(change.upserts, count)):
+        by_group.setdefault(index, RecordIndexChange()).upserts[key] = change.upserts[key]
+    for key, index in zip(change.deletes, _group_indexes(change.deletes, count)):
+        by_group.setdefault(index, RecordIndexChange()).deletes.add(key)
     version = mdt.format.version
     schema = metadata_record_schema_json(version)
     for index, part in sorted(by_group.items()):
@@ -335,8 +343,8 @@ def initialize_record_index(table: HoodieTable, sizing: RecordIndexSizing) -> st
     writer.transition_to_inflight(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
     write_partition_metadata(storage, mdt_base, RECORD_INDEX_PARTITION, instant)
     groups: list[dict[str, tuple[str, str, int]]] = [{} for _ in range(count)]
-    for key, loc in locations.items():
-        groups[file_group_index(key, count)][key] = loc
+    for (key, loc), index in zip(locations.items(), _group_indexes(locations, count)):
+        groups[index][key] = loc
     schema = metadata_record_schema_json(mdt.format.version)
     meta = CommitMetadata(operation_type="BULK_INSERT_PREPPED", extra_metadata={"schema": schema})
     for index, group in enumerate(groups):

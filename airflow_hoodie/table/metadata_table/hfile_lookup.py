@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import struct
-from typing import Iterable, Iterator
+from typing import Container, Iterable, Iterator
 
 from airflow_hoodie.table.metadata_table.hfile_reader import (
     DATA_MAGICS,
@@ -59,13 +59,14 @@ def _root_index(hfile: HFile) -> list[tuple[int, bytes]] | None:
     return out
 
 
-def _data_block_cells(hfile: HFile, offset: int) -> Iterator[tuple[bytes, bytes]]:
+def _data_block_cells(hfile: HFile, offset: int, wanted: Container[bytes] | None = None
+                      ) -> Iterator[tuple[bytes, bytes]]:
     """The cells of the data block the root index points at ``offset`` (a lookup reads only
-    the blocks its keys can be in)."""
+    the blocks its keys can be in); only the rows in ``wanted`` when given."""
     magic, body, _ = hfile._block(offset)
     if magic not in DATA_MAGICS:
         raise hfile._fail(f"the data index points at a {magic!r} block at byte {offset}")
-    yield from hfile._cells(body, MAX_MEMSTORE_TS_KEY in hfile.file_info)
+    return hfile._cells(body, MAX_MEMSTORE_TS_KEY in hfile.file_info, wanted)
 
 
 def get_records(hfile: HFile, keys: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
@@ -85,9 +86,7 @@ def get_records(hfile: HFile, keys: Iterable[bytes]) -> Iterator[tuple[bytes, by
         if at >= 0:
             blocks.setdefault(at, set()).add(key)
     for at in sorted(blocks):
-        for key, value in _data_block_cells(hfile, index[at][0]):
-            if key in blocks[at]:
-                yield key, value
+        yield from _data_block_cells(hfile, index[at][0], blocks[at])
 
 
 def get_prefixed_records(hfile: HFile, prefixes: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:

@@ -27,18 +27,33 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import fastavro
+import pyarrow as pa
 
-from airflow_hoodie.errors import HoodieCorruptedDataError, HoodieError, HoodieNotSupportedError
+from airflow_hoodie.errors import (
+    HoodieCorruptedDataError,
+    HoodieError,
+    HoodieNotSupportedError,
+)
 from airflow_hoodie.table.file_group.file_group import FileSlice
-from airflow_hoodie.table.java_hash import java_string_hash
+from airflow_hoodie.table.java_hash import file_group_indexes, java_string_hash
 from airflow_hoodie.table.log.delete_block import decode_delete_block
 from airflow_hoodie.table.log.log_block import BlockType
 from airflow_hoodie.table.log.log_reader import scan_log_files
-from airflow_hoodie.table.metadata_table.damage import load_metadata_config, refuse_damage
-from airflow_hoodie.table.metadata_table.files_listing import _decode_values, block_instants, metadata_table_path
+from airflow_hoodie.table.metadata_table.damage import (
+    load_metadata_config,
+    refuse_damage,
+)
+from airflow_hoodie.table.metadata_table.files_listing import (
+    _decode_values,
+    block_instants,
+    metadata_table_path,
+)
 from airflow_hoodie.table.metadata_table.hfile_lookup import get_records
 from airflow_hoodie.table.metadata_table.hfile_reader import HFile
-from airflow_hoodie.table.metadata_table.metadata_record import encode_record, metadata_record_schema
+from airflow_hoodie.table.metadata_table.metadata_record import (
+    encode_record,
+    metadata_record_schema,
+)
 from airflow_hoodie.table.metadata_table.partitions import listed_in
 from airflow_hoodie.table.metadata_table.stats_partitions import index_definitions
 from airflow_hoodie.table.timeline.instant import parse_instant_time
@@ -143,16 +158,22 @@ def record_index_records(locations: Mapping[str, tuple[str, str, int]], file_nam
                          table_version: int = 6) -> list[tuple[bytes, bytes]]:
     """(HFile key, Avro value) of type-5 records for ``key -> (partition, file id, millis)``,
     sorted by key (HFiles are sorted). The bytes are those of the whole HoodieMetadataRecord;
-    only its last field is encoded per key (a 200k-key insert spent 4 s encoding the rest)."""
+    only its last field is encoded, once per distinct location (a 200k-key insert spent 4 s
+    encoding the rest, and a write's keys share a few file groups and one instant)."""
     (prefix, suffix), schema = _record_frame(file_name, table_version), _info_schema(table_version)
-    out = []
+    values: dict[tuple[str, str, int], bytes] = {}
     buf = io.BytesIO()
+    out = []
     for key in sorted(locations):
-        part, fid, millis = locations[key]
-        buf.seek(0)
-        buf.truncate()
-        fastavro.schemaless_writer(buf, schema, {**_file_info(part, fid), "instantTime": millis})
-        out.append((key.encode("utf-8"), prefix + buf.getvalue() + suffix))
+        location = locations[key]
+        value = values.get(location)
+        if value is None:
+            part, fid, millis = location
+            buf.seek(0)
+            buf.truncate()
+            fastavro.schemaless_writer(buf, schema, {**_file_info(part, fid), "instantTime": millis})
+            value = values[location] = prefix + buf.getvalue() + suffix
+        out.append((key.encode("utf-8"), value))
     return out
 
 
@@ -211,14 +232,24 @@ def _merge_group(files: _IndexFiles, fs: FileSlice, wanted: set[str] | None,
     storage = files.storage
     out: dict[str, dict[str, Any]] = {}
 
-    def take(pairs: Any, schema: str | None, where: str) -> None:
-        for key, record in _decode_values(pairs, schema, where):
-            if wanted is not None and key not in wanted:
-                continue
+    def take(pairs: Iterable[tuple[bytes, bytes]], schema: str | None, where: str) -> None:
+        # Values repeat: a key's value is its location and instant (the record's key field
+        # is empty, as Hudi writes it), so each distinct value is decoded once and its
+        # HoodieRecordIndexInfo is shared, read-only, by every key that has it.
+        cells = [(key, value) for key, value in ((row.decode("utf-8"), value) for row, value in pairs)
+                 if wanted is None or key in wanted]
+        first_key: dict[bytes, str] = {}
+        for key, value in cells:
+            first_key.setdefault(value, key)
+        infos: dict[bytes, dict[str, Any]] = {}
+        decoded = _decode_values(((key.encode("utf-8"), value) for value, key in first_key.items()), schema, where)
+        for (key, record), value in zip(decoded, first_key):
             info = record.get("recordIndexMetadata")
             if int(record.get("type") or 0) != TYPE_RECORD_INDEX or info is None:
                 raise HoodieCorruptedDataError(f"{where}: record {key!r} of the record index is not a type-5 record.")
-            out[key] = info
+            infos[value] = info
+        for key, value in cells:
+            out[key] = infos[value]
 
     wanted_rows = None if wanted is None else [k.encode("utf-8") for k in wanted]
 
@@ -264,11 +295,15 @@ def read_record_index(table: HoodieTable, keys: Iterable[str] | None = None,
         groups: dict[int, set[str] | None] = {i: None for i in range(files.count)}
     else:
         groups = {}
-        for key in keys:
-            if key is not None:
-                groups.setdefault(file_group_index(key, files.count), set()).add(key)  # type: ignore[union-attr]
+        key_list = [key for key in keys if key is not None]
+        for key, index in zip(key_list, file_group_indexes(pa.array(key_list, pa.string()), files.count).tolist()):
+            groups.setdefault(index, set()).add(key)  # type: ignore[union-attr]
     out: dict[str, Location] = {}
     for index, wanted in sorted(groups.items()):
+        locations: dict[int, Location] = {}  # per shared HoodieRecordIndexInfo (_merge_group)
         for key, info in _merge_group(files, files.slices[index], wanted, skip_instants).items():
-            out[key] = location_of(info)
+            location = locations.get(id(info))
+            if location is None:
+                location = locations[id(info)] = location_of(info)
+            out[key] = location
     return out
