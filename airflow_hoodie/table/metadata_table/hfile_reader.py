@@ -227,22 +227,22 @@ class HFile:
         lookup walks ~1M cells)."""
         pos, end = 0, len(body)
         header = _CELL_HEADER.unpack_from
-        while pos < end:
-            if pos + _CELL_HEADER.size > end:
-                raise self._fail("a cell header runs past its data block")
-            key_len, value_len, row_len = header(body, pos)
-            value_at = pos + 8 + key_len
-            pos = value_at + value_len
-            if key_len < 2 or value_len < 0 or pos > end:
-                raise self._fail("a cell runs past its data block")
-            row = body[value_at - key_len + 2:value_at - key_len + 2 + row_len]
-            if wanted is None or row in wanted:
-                yield row, body[value_at:pos]
-            if with_mvcc:
-                if pos >= end:
-                    raise self._fail("a cell's memstore timestamp runs past its data block")
-                first = body[pos]
-                if first < 0x80 or first >= 0x90:  # a one-byte vlong (signed >= -112): Hudi writes 0
-                    pos += 1
-                else:
-                    _, pos = _hadoop_vlong(body, pos)
+        try:
+            while pos < end:
+                key_len, value_len, row_len = header(body, pos)
+                row_at = pos + 10
+                value_at = pos + 8 + key_len
+                pos = value_at + value_len
+                if key_len < 2 or value_len < 0 or pos > end:
+                    raise self._fail("a cell runs past its data block")
+                row = body[row_at:row_at + row_len]
+                if wanted is None or row in wanted:
+                    yield row, body[value_at:pos]
+                if with_mvcc:
+                    first = body[pos]
+                    if first < 0x80 or first >= 0x90:  # a one-byte vlong (signed >= -112): Hudi writes 0
+                        pos += 1
+                    else:
+                        _, pos = _hadoop_vlong(body, pos)
+        except (struct.error, IndexError) as exc:  # a header or memstore timestamp past the end
+            raise self._fail("a cell header runs past its data block") from exc
