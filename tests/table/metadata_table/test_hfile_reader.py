@@ -49,3 +49,19 @@ def test_damaged_hfiles_are_clear_errors(conformance_next):
     broken[first + 40:first + 60] = b"\x00" * 20  # inside the compressed payload of the first data block
     with pytest.raises(HoodieCorruptedDataError, match="does not inflate|impossible|cells|runs past"):
         list(HFile(bytes(broken), "garbled").records())
+
+
+def test_cells_filter_and_truncated_cells_are_clear_errors():
+    from airflow_hoodie.table.metadata_table.hfile_reader import MAX_MEMSTORE_TS_KEY
+    from airflow_hoodie.table.metadata_table.hfile_writer import write_hfile
+
+    records = [(f"k{i:03d}".encode(), bytes([i]) * (i % 7)) for i in range(50)]
+    hfile = HFile(write_hfile(records, "{}"), "mine")
+    _, body, _ = hfile._block(hfile.trailer.first_data_block_offset)
+    mvcc = MAX_MEMSTORE_TS_KEY in hfile.file_info
+    assert list(hfile._cells(body, mvcc)) == records
+    wanted = {b"k007", b"k030", b"nope"}
+    assert list(hfile._cells(body, mvcc, wanted)) == [r for r in records if r[0] in wanted]
+    for cut in (1, 5, 9, len(body) // 2 + 3):  # inside a memstore timestamp, a value, a header
+        with pytest.raises(HoodieCorruptedDataError, match="runs past"):
+            list(hfile._cells(body[:-cut], mvcc))
