@@ -176,14 +176,15 @@ class SecondaryIndexChange:
 
 
 def _slice_values(table: HoodieTable, fs: FileSlice | None, fields: list[str], latest: str | None,
-                  valid: set[str], start: str | None) -> pa.Table | None:
-    """Record key, commit time and each of ``fields`` (as stored) over the rows of ``fs`` as a
-    snapshot reader merges them (soft-deleted rows left out), as Hudi's file-group reader gives
-    them; None for an empty slice."""
+                  valid: set[str], start: str | None, commit_times: bool = False) -> pa.Table | None:
+    """Record key, each of ``fields`` (as stored) and, with ``commit_times``, the commit time
+    over the rows of ``fs`` as a snapshot reader merges them (soft-deleted rows left out), as
+    Hudi's file-group reader gives them; None for an empty slice."""
     if fs is None or fs.is_empty:
         return None
     opts = SliceReadOptions(merge_config=MergeConfig.from_properties(table.config),
-                            columns=[RECORD_KEY, COMMIT_TIME, IS_DELETED, *fields], as_of=latest,
+                            columns=[RECORD_KEY, *([COMMIT_TIME] if commit_times else []), IS_DELETED, *fields],
+                            as_of=latest,
                             valid_instants=frozenset(valid), timeline_start=start)
     rows = read_file_slice(table.storage, fs, opts)
     if not rows.num_rows:
@@ -192,8 +193,8 @@ def _slice_values(table: HoodieTable, fs: FileSlice | None, fields: list[str], l
         rows = rows.filter(pc.invert(pc.fill_null(rows.column(IS_DELETED), False)))
     rows = rows.filter(pc.is_valid(rows.column(RECORD_KEY)))
     keys = rows.column(RECORD_KEY).cast(pa.string())
-    return pa.table({RECORD_KEY: keys, COMMIT_TIME: rows.column(COMMIT_TIME).cast(pa.string()),
-                     **{f: rows.column(f) if f in rows.column_names
+    times = {COMMIT_TIME: rows.column(COMMIT_TIME).cast(pa.string())} if commit_times else {}
+    return pa.table({RECORD_KEY: keys, **times, **{f: rows.column(f) if f in rows.column_names
                                           else pa.nulls(rows.num_rows, pa.string()) for f in fields}})
 
 
@@ -301,7 +302,7 @@ def _write_change(table: HoodieTable, definitions: list[SecondaryIndexDefinition
         prev = None if new_group else before.get((partition, file_id))
         after = _after_slice(table, prev, partition, file_id, instant_time, paths)
         old = _slice_values(table, prev, fields, None, valid, start)
-        new = _slice_values(table, after, fields, instant_time, valid | {instant_time}, start)
+        new = _slice_values(table, after, fields, instant_time, valid | {instant_time}, start, commit_times=True)
         return _diff(definitions, *_written_rows(old, new, instant_time))
 
     def replaced_group(group: tuple[str, str]) -> list[tuple[SecondaryIndexDefinition, pa.Array, pa.Array]]:
