@@ -56,7 +56,7 @@ from airflow_hoodie.table.metadata_table.partitions import (
 )
 from airflow_hoodie.table.metadata_table.secondary_index import (
     SecondaryIndexDefinition,
-    entry_file_group,
+    entry_file_groups,
     file_group_id,
     index_values,
     secondary_index_key,
@@ -186,8 +186,8 @@ def build_secondary_index(table: HoodieTable, definition: SecondaryIndexDefiniti
     count = file_group_count(len(keys), sizing.min_file_groups, sizing.max_file_groups, sizing.max_file_group_bytes,
                              sizing.growth_factor)
     groups: list[list[str]] = [[] for _ in range(count)]
-    for key in keys:
-        groups[entry_file_group(key, count, definition.version)].append(key)
+    for key, index in zip(keys, entry_file_groups(pa.array(keys, pa.string()), count, definition.version).tolist()):
+        groups[index].append(key)
     mdt = table.metadata_table()
     _remove_unlisted_build(mdt, partition)
     instant = partition_init_instant(table, mdt.reload_timeline())
