@@ -10,6 +10,11 @@ jobs per upsert are counted.
 
     .venv/bin/python benchmarks/upsert.py [--rows 1000000] [--batch 100000] [--repeat 3] [--codec snappy]
     .venv/bin/python benchmarks/upsert.py --large [--repeat 1] [--codec snappy]
+    .venv/bin/python benchmarks/upsert.py --rows 2000000 --batch 1000000 --path dataframe --in-process
+
+``--path driver|dataframe`` forces the upsert's path (figures in ``out/upsert_<batch>_into_<rows>_<path>_path.*``);
+``--in-process`` adds the same upsert by the in-process engine (``write_arrow``, no Spark) on copies of
+the loaded tables, in CPU seconds against delta-rs's.
 
 ``--large``: 2M records (20% updates) upserted into 10M, the DataFrame path (a batch over
 ``hoodie.airflow.write.driver.batch.max.bytes``), figures in ``out/upsert_large.*``. Each
@@ -25,6 +30,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -83,6 +89,23 @@ def parquet_source(rows: pa.Table, path: str, files: int = 8) -> str:
     return path
 
 
+def in_process_upsert(loaded: str, batch: pa.Table, cfg: Any, repeat: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of upserting ``batch`` into fresh copies of ``loaded`` by the
+    in-process engine (``write_arrow``: the driver path's engine, without Spark around it)."""
+    from airflow_hoodie.actions.write import write_arrow  # noqa: PLC0415
+
+    runs = []
+    for r in range(repeat):
+        dst = f"{loaded}-in-process-{r}"
+        shutil.copytree(loaded, dst)
+        cpu, t0 = process_tree_cpu(), time.perf_counter()
+        write_arrow(dst, batch, "upsert", cfg, "bench")
+        runs.append((time.perf_counter() - t0, process_tree_cpu() - cpu))
+        shutil.rmtree(dst)
+    runs.sort()
+    return runs[len(runs) // 2][0], sorted(c for _, c in runs)[len(runs) // 2]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -92,6 +115,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="each figure is the median of this many runs")
     ap.add_argument("--codec", default="gzip", help="hoodie.parquet.compression.codec (Hudi's default gzip; delta-rs writes snappy)")
     ap.add_argument("--large", action="store_true", help="2M into 10M (sets --rows and --batch)")
+    ap.add_argument("--path", choices=("auto", "driver", "dataframe"), default="auto",
+                    help="the upsert's path: upsert_dataframe's choice by size, or forced (driver: the batch "
+                         "collected as Arrow; dataframe: shuffles and Python workers)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="also the same upsert by the in-process engine (write_arrow, no Spark), in CPU seconds")
     args = ap.parse_args()
     if args.large:
         args.rows, args.batch = 10_000_000, 2_000_000
@@ -101,6 +129,7 @@ def main() -> None:
     n_upd = args.batch // 5
     results: dict[str, float] = {}
 
+    from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
     from airflow_hoodie.config import HoodieConfig
     from airflow_hoodie.spark.session import get_or_create_session
     from airflow_hoodie.spark.dataframe_write import upsert_dataframe
@@ -124,6 +153,8 @@ def main() -> None:
                             "hoodie.datasource.write.precombine.field": "ts",
                             "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "SIMPLE",
                             "hoodie.parquet.compression.codec": args.codec})
+        if args.path != "auto":
+            cfg = cfg.with_values({DRIVER_BATCH_MAX_BYTES: str(1 << 40) if args.path == "driver" else "0"})
         # initial load laid out one file per partition, as delta-rs writes it (Hudi's default
         # NONE keeps the 8 input partitions: 80 small files that every later upsert rewrites)
         load_cfg = cfg.with_values({"hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION",
@@ -131,6 +162,8 @@ def main() -> None:
         paths = [os.path.join(args.dir, f"{tt.lower()}-{r}") for r in range(args.repeat)]
         results[f"hudi_{tt}_initial_load"], _ = median_run(
             lambda path: upsert_dataframe(spark, base_df, path, "bulk_insert", load_cfg, "bench"), paths)
+        if args.in_process:
+            shutil.copytree(paths[0], os.path.join(args.dir, f"{tt.lower()}-loaded"))
 
         def upsert(path: str) -> tuple[Any, int, float]:
             group = f"bench-upsert-{path}"
@@ -147,6 +180,12 @@ def main() -> None:
         assert r.updates == n_upd and r.inserts == args.batch - n_upd, r
         for path in paths:
             assert read_table(path, columns=["id"]).num_rows == args.rows + args.batch - n_upd
+
+    if args.in_process:
+        for tt in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+            results[f"in_process_{tt}"], results[f"in_process_{tt}_cpu_s"] = in_process_upsert(
+                os.path.join(args.dir, f"{tt.lower()}-loaded"), batch, cfg.with_values({"hoodie.table.type": tt}),
+                args.repeat)
 
     # Spark's own floor for the initial load: its partitioned parquet write of the same rows
     # laid out the same way (no keys, meta columns, bloom filters or timeline)
@@ -206,11 +245,17 @@ def main() -> None:
         (f"upsert {args.batch:,} (20% updates) into {args.rows:,}, COW", results["hudi_COPY_ON_WRITE"],
          results["spark_sql_merge"], "Spark SQL merge of the same"),
     ]
+    if args.in_process:
+        rows += [(f"in-process upsert {args.batch:,} into {args.rows:,}, {tt}, CPU", results[f"in_process_{tt}_cpu_s"],
+                  results["delta_merge_cpu_s"], "delta-rs merge, CPU") for tt in ("COPY_ON_WRITE", "MERGE_ON_READ")]
+    results["path"] = args.path  # type: ignore[assignment]
     print_table(rows)
     if args.large:
         rows = rows[2:]  # the initial load of 10M rows is not one of the issue's figures
     name = "upsert_large" if args.large else "upsert" if (args.rows, args.batch) == (1_000_000, 100_000) \
         else f"upsert_{args.batch}_into_{args.rows}"
+    if args.path != "auto":
+        name += f"_{args.path}_path"
     print(f"figures: {write_report(name, results, rows)}")
     spark.stop()
 

@@ -69,8 +69,9 @@ class WriteRequest:
     table_type: str = "COPY_ON_WRITE"
     #: whether the job named a table type (a write into an existing table must then match it)
     table_type_named: bool = False
-    driver_batch_max_bytes: int = 32 * 1024 * 1024
-    driver_files_max_bytes: int = 128 * 1024 * 1024
+    #: the driver-path keys as the job set them; None: the rule of spark/write_path.py decides
+    driver_batch_max_bytes: int | None = None
+    driver_files_max_bytes: int | None = None
     #: hoodie.table.name: the name a new table gets (an existing table keeps its own)
     table_name: str | None = None
     #: a new table's instant times in UTC (hoodie.table.timeline.timezone=UTC), else local time
@@ -85,13 +86,18 @@ class WriteRequest:
             raise HoodieConfigError(
                 f"hoodie.table.type={table_type!r} is not a table type; use COPY_ON_WRITE or MERGE_ON_READ.")
         return cls(operation, table_type, TABLE_TYPE in config or TABLE_TYPE_ALIAS in config,
-                   config.get_int(DRIVER_BATCH_MAX_BYTES), config.get_int(DRIVER_FILES_MAX_BYTES),
+                   _set_int(config, DRIVER_BATCH_MAX_BYTES), _set_int(config, DRIVER_FILES_MAX_BYTES),
                    config.get("hoodie.table.name") or None,
                    (config.get("hoodie.table.timeline.timezone") or "LOCAL").upper() == "UTC")
 
     def for_operation(self, operation: str) -> WriteRequest:
         """This request for ``operation`` (checked once, where it is first named)."""
         return self if self.operation == operation else replace(self, operation=_check_operation(operation))
+
+
+def _set_int(config: HoodieConfig, key: str) -> int | None:
+    """``key`` as the job set it, or None where it left it to the default."""
+    return config.get_int(key) if config.get(key) is not None else None
 
 
 def _update_partition_path(config: HoodieConfig, index_type: str) -> bool:

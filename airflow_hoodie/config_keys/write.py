@@ -43,16 +43,18 @@ register(
               "records would lose those columns' stored values"),
     ConfigKey(ALLOW_COLUMN_DROP, "false",
               "Drop table columns a batch lacks from the table's schema (not supported: refused with a clear error)"),
-    ConfigKey(DRIVER_BATCH_MAX_BYTES, str(32 * 1024 * 1024),
+    ConfigKey(DRIVER_BATCH_MAX_BYTES, None,
               "A batch whose Spark size estimate is at most this many bytes is collected to the driver as "
               "Arrow and deduped, indexed and routed there; index lookups and file-group writes go to Spark "
               "tasks unless hoodie.airflow.write.driver.files.max.bytes keeps them in the driver. It saves "
-              "the shuffles of the DataFrame path (one to three Spark jobs instead of about twelve for an "
-              "upsert of 100k records). 0 keeps every batch a DataFrame."),
-    ConfigKey(DRIVER_FILES_MAX_BYTES, str(128 * 1024 * 1024),
+              "the shuffles of the DataFrame path. Unset: 64 MB with a local master, 32 MB on a cluster, "
+              "from the crossover measured by benchmarks/crossover.py (airflow_hoodie/spark/write_path.py). "
+              "0 keeps every batch a DataFrame."),
+    ConfigKey(DRIVER_FILES_MAX_BYTES, None,
               "With the batch on the driver, an index lookup or file-group write whose existing files and "
-              "records come to at most this many bytes (about one base file) runs in the driver's process: "
-              "Python workers starting and importing cost more than such work. 0 sends all of it to Spark tasks."),
+              "records come to at most this many bytes runs in the driver's process. Unset: no limit with a "
+              "local master (Spark tasks would share the same cores and add a serialization round trip), "
+              "128 MB on a cluster. 0 sends all of it to Spark tasks."),
     ConfigKey(TABLE_TYPE, "COPY_ON_WRITE", "COPY_ON_WRITE or MERGE_ON_READ", ("hoodie.datasource.write.table.type",)),
     ConfigKey("hoodie.table.name", None, "table name", ("hoodie.datasource.write.table.name",)),
     ConfigKey(PRECOMBINE_FIELD, "ts", "ordering field used to dedupe", ("hoodie.table.precombine.field",)),

@@ -2,8 +2,8 @@
 of the Spark side, which picks the path the batch takes.
 
 * ``bulk_insert``: Hudi's row-writer path (:mod:`bulk_insert`): no index, its own layout.
-* a batch small enough by Spark's size estimate: held as Arrow on the driver
-  (:class:`~airflow_hoodie.spark.upsert.DriverBatchEngine`).
+* a batch small enough by Spark's size estimate (the limit: :mod:`write_path`'s rule): held
+  as Arrow on the driver (:class:`~airflow_hoodie.spark.upsert.DriverBatchEngine`).
 * otherwise the DataFrame engine (:class:`~airflow_hoodie.spark.upsert.SparkWriteEngine`).
 
 The last two are engines of the one write flow, :func:`airflow_hoodie.actions.write.run_write`.
@@ -28,6 +28,7 @@ from airflow_hoodie.config import HoodieConfig
 from airflow_hoodie.spark.bulk_insert import bulk_insert_dataframe
 from airflow_hoodie.spark.keyed_records import arrow_schema
 from airflow_hoodie.spark.upsert import DriverBatchEngine, SparkWriteEngine
+from airflow_hoodie.spark.write_path import driver_limits
 from airflow_hoodie.table.schema.meta_fields import META_COLUMNS
 
 
@@ -78,8 +79,9 @@ def upsert_dataframe(
             return bulk_insert_dataframe(spark, df, in_schema, client, settings, avro, rolled, first_write)
         # a bucket-index bulk_insert writes each bucket's group, as Hudi's bucket bulk-insert
         # writers do: the write flow below routes it by bucket
-    small = driver_batch(df, request.driver_batch_max_bytes, size_bytes)
+    batch_max, files_max = driver_limits(spark, request)
+    small = driver_batch(df, batch_max, size_bytes)
     if small is not None:
-        engine = DriverBatchEngine(spark, small, request.driver_files_max_bytes)
+        engine = DriverBatchEngine(spark, small, files_max)
         return run_write(client, engine, small.schema, operation)
     return run_write(client, SparkWriteEngine(spark, df, in_schema), in_schema, operation)
