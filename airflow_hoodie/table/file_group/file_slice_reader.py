@@ -287,8 +287,12 @@ def _log_counts(pieces: Sequence[Piece]) -> tuple[int, int]:
     records = sum(p.num_rows if isinstance(p, pa.Table) else len(p.keys) for p in pieces)
     if not keys:
         return records, 0
-    flat = pa.chunked_array([k.cast(pa.string()) for k in keys], pa.string())
-    return records, pc.count_distinct(flat).as_py()
+    # the keys' chunks, not the arrays: pa.chunked_array converts a ChunkedArray given as a
+    # chunk value by value (13 ms for 30k keys); a unique's length is half a count_distinct's cost
+    chunks = [c for k in keys for c in (k.cast(pa.string()).chunks if isinstance(k, pa.ChunkedArray)
+                                        else [k.cast(pa.string())])]
+    distinct = pc.unique(pa.chunked_array(chunks, pa.string()))
+    return records, len(distinct) - distinct.null_count
 
 
 def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None,
