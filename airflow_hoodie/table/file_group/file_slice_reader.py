@@ -57,6 +57,10 @@ class SliceReadOptions:
     inflight_instants: frozenset[str] = frozenset()
     base_only: bool = False
     schema: pa.Schema | None = None
+    #: string columns a writer takes as dictionaries (a compaction's one-value meta columns):
+    #: read from a base file that stores them dictionary-encoded as dictionaries and left so,
+    #: its log rows encoded to match, so none is decoded, filtered as strings and hashed again
+    dictionaries: Sequence[str] = ()
 
 
 def _read_columns(available: Sequence[str], wanted: Sequence[str] | None) -> list[str] | None:
@@ -72,12 +76,14 @@ def read_base_file(
     columns: Sequence[str] | None = None,
     filter: ds.Expression | None = None,
     filter_columns: Sequence[str] = (),
+    dictionaries: Sequence[str] = (),
 ) -> pa.Table:
     """Read a parquet base file, pushing the projection and the filter into the scan.
 
     Columns the file does not have (added to the table schema later) are skipped here and
     filled with nulls by the caller. A filter on such a column sees nulls (so ``=``/``<``...
-    reject the row), as a reader of the evolved table would.
+    reject the row), as a reader of the evolved table would. ``dictionaries``: as
+    :attr:`SliceReadOptions.dictionaries` (without a filter).
     """
     try:
         source = storage.open_input(path)
@@ -94,7 +100,7 @@ def read_base_file(
     cols = _read_columns(names, columns)
     try:
         if filter is None:
-            return _read_dense(source, pf, schema, cols)
+            return _read_dense(source, pf, schema, cols, dictionaries)
         absent = [c for c in filter_columns if c not in names]
         if absent:
             table = pf.read(columns=None if cols is None else cols + [c for c in filter_columns if c in names])
@@ -138,18 +144,22 @@ def _dictionary_columns(pf: pq.ParquetFile, schema: pa.Schema, cols: Sequence[st
     return out
 
 
-def _read_dense(source: Any, pf: pq.ParquetFile, schema: pa.Schema, cols: Sequence[str] | None) -> pa.Table:
+def _read_dense(source: Any, pf: pq.ParquetFile, schema: pa.Schema, cols: Sequence[str] | None,
+                keep: Sequence[str] = ()) -> pa.Table:
     """``pf.read(columns=cols)``, with dictionary-encoded string columns read as dictionaries
     and decoded after. The same table, in about half the time for those columns: pyarrow
     decodes a dictionary page into dense strings value by value (7 ms for a 123k-row
     ``_hoodie_file_name`` column of one value), while reading the indices and taking from the
     dictionary costs 2 ms. Meta columns such as ``_hoodie_commit_time``,
-    ``_hoodie_partition_path`` and ``_hoodie_file_name`` hold a handful of values per file."""
+    ``_hoodie_partition_path`` and ``_hoodie_file_name`` hold a handful of values per file.
+    Those in ``keep`` stay dictionaries."""
     wanted = _dictionary_columns(pf, schema, cols)
     if not wanted:
         return pf.read(columns=cols)
     table = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=wanted).read(columns=cols)
     for name in wanted:
+        if name in keep:
+            continue
         i = table.schema.get_field_index(name)
         field = schema.field(name)
         table = table.set_column(i, field, table.column(i).cast(field.type))
@@ -329,7 +339,7 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
     base_rows = 0
     footer = None
     if base is not None:
-        base_table = read_base_file(storage, base.path, wanted)
+        base_table = read_base_file(storage, base.path, wanted, dictionaries=opts.dictionaries)
         base_schema = base_table.schema
         base_rows = base_table.num_rows
         footer = base_schema.metadata
