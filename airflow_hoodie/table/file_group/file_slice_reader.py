@@ -28,6 +28,7 @@ from airflow_hoodie.table.log import log_reader
 from airflow_hoodie.table.merge_config import MergeConfig
 from airflow_hoodie.table.record_merger import (
     DeleteSet,
+    MergeResult,
     Piece,
     merge_records_counted,
     unify_tables,
@@ -305,6 +306,14 @@ def _log_counts(pieces: Sequence[Piece]) -> tuple[int, int]:
     return records, len(distinct) - distinct.null_count
 
 
+def _merged_log_counts(pieces: Sequence[Piece], merged: MergeResult, cfg: MergeConfig) -> tuple[int, int]:
+    """:func:`_log_counts`, the distinct keys as the merge ranked them (unless it derived the
+    keys from key fields, where the pieces' own key columns are what Hudi counts)."""
+    if merged.log_keys is None or cfg.virtual_key_props is not None:
+        return _log_counts(pieces)
+    return sum(p.num_rows if isinstance(p, pa.Table) else len(p.keys) for p in pieces), merged.log_keys
+
+
 def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOptions | None = None,
                             counted: bool = True) -> SliceRead:
     """:func:`read_file_slice`, with the counts of base-file keys. They come from the merge,
@@ -362,10 +371,11 @@ def read_file_slice_counted(storage: Storage, file_slice: Any, opts: SliceReadOp
             piece = _conform(piece, base_schema)
         pieces.append(piece)
     data_pieces = [p for p in pieces if isinstance(p, pa.Table)]
-    log_records, log_keys = _log_counts(log_pieces) if counted else (0, 0)
     if not data_pieces:
+        log_records, log_keys = _log_counts(log_pieces) if counted else (0, 0)
         return SliceRead(pa.table({}), base_rows, 0, None, footer, log_records, log_keys)
     merged = merge_records_counted(pieces, cfg, has_base=base is not None, counted=counted)
+    log_records, log_keys = _merged_log_counts(log_pieces, merged, cfg) if counted else (0, 0)
     return SliceRead(_finish(merged.table, opts, filtered=False), base_rows, merged.base_keys_kept,
                      merged.new_keys, footer, log_records, log_keys)
 
