@@ -66,6 +66,8 @@ from airflow_hoodie.table.bloom.bloom_footer import (
 )
 from airflow_hoodie.table.file_group import markers as mk
 from airflow_hoodie.table.file_group.base_file_writer import (
+    ONE_VALUE_META_COLUMNS,
+    repeated_string,
     with_meta_fields,
     write_base_file,
 )
@@ -375,6 +377,18 @@ def _extended_base_filter(read: SliceRead, bloom: BloomSettings) -> SerializedFi
     return extended_footer_filter(read.base_footer, bloom, read.new_keys)
 
 
+def _as_written(merged: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``merged`` in ``schema``'s columns and types, but a string column that came as a
+    dictionary stays one (one dictionary per column): the writer writes it from its indices,
+    into the same file the strings make, without hashing every row's value."""
+    encoded = {f.name: f.type for f in merged.schema if pa.types.is_dictionary(f.type)}
+    if not encoded:
+        return conform_table(merged, schema)
+    target = pa.schema([f.with_type(encoded[f.name]) if f.name in encoded and encoded[f.name].value_type == f.type
+                        else f for f in schema], metadata=schema.metadata)
+    return conform_table(merged, target).unify_dictionaries()
+
+
 def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, CompactionOperation]) -> dict[str, Any]:
     """One executor task: merge base + logs of one file slice into a new base file.
 
@@ -389,17 +403,21 @@ def compact_operation(ctx: ServiceTaskContext, indexed_op: tuple[int, Compaction
     schema = avro_to_arrow_schema(with_meta_fields(ctx.avro_schema))
     # every column but _hoodie_file_name, which names the new file: reading, merging and
     # copying the old name of every row only to overwrite it cost ~3 ms per 100k-row group
+    # the one-value meta columns stay dictionaries from the read to the write (a CDC table's
+    # change log compares the merged rows with the old file's strings)
+    dictionary = ctx.cdc_log_suffix is None
     opts = SliceReadOptions(merge_config=ctx.merge_config, as_of=ctx.instant_time,
                             valid_instants=ctx.valid_instants, timeline_start=ctx.timeline_start,
-                            columns=[f for f in schema.names if f != FILE_NAME])
+                            columns=[f for f in schema.names if f != FILE_NAME],
+                            dictionaries=ONE_VALUE_META_COLUMNS if dictionary else ())
     read = read_file_slice_counted(storage, slice_, opts)
     stage, attempt = task_attempt()
     name = base_file_name(op.file_id, make_write_token(index, stage + ctx.stage_offset, attempt), ctx.instant_time)
     part = slice_.partition_path
     merged = read.table
     if merged.num_columns:
-        merged = merged.append_column(FILE_NAME, pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
-        merged = conform_table(merged, schema)
+        merged = _as_written(merged.append_column(FILE_NAME, repeated_string(name, merged.num_rows, dictionary)),
+                             schema)
     else:
         merged = schema.empty_table()
     # updates: rows whose key the base file had, as the merge counted them

@@ -268,6 +268,9 @@ class MergeResult:
     base_keys_kept: int
     #: keys of the rows whose key the base file did not have (None without a base file)
     new_keys: pa.Array | None = None
+    #: distinct record keys among the log pieces' records and deletes (the merge ranks one
+    #: candidate per key: a compaction's count needs no hash of them of its own); None: not known
+    log_keys: int | None = None
 
 
 def merge_records(pieces: Sequence[Piece], config: MergeConfig, has_base: bool = False) -> pa.Table:
@@ -317,11 +320,11 @@ def merge_records_counted(pieces: Sequence[Piece], config: MergeConfig, has_base
     cand, natural = _candidates(pieces, config, order_types)
     if cand is None:
         return MergeResult(data.slice(0, 0), 0)
-    winners = _rank(cand, natural, use_ordering or two_step)
-    winners = winners.filter(pc.invert(winners.column(_DEL)))
+    ranked = _rank(cand, natural, use_ordering or two_step)
+    winners = ranked.filter(pc.invert(ranked.column(_DEL)))
     src = pc.sort_indices(winners, sort_keys=[(_SEQ, "ascending")])
     src = winners.column(_SRC).take(src)
-    return MergeResult(data.take(src), 0)
+    return MergeResult(data.take(src), 0, log_keys=ranked.num_rows)
 
 
 def _parts(order_types: list[pa.DataType] | None) -> dict[str, list[pa.Array]]:
@@ -476,7 +479,7 @@ def _merge_over_base(data: pa.Table, pieces: Sequence[Piece], config: MergeConfi
         from_logs = logs.take(pc.subtract(log_won.column(_SRC), base_rows))
     merged = pa.concat_tables([data.slice(0, base_rows).filter(keep), from_logs])
     if not counted:
-        return MergeResult(merged, 0)
+        return MergeResult(merged, 0, log_keys=contested.num_rows)
     return _counted(merged, base_keys, touched, touched_rows, base_deleted, contested, base_won, log_won)
 
 
@@ -505,7 +508,9 @@ def _counted(merged: pa.Table, base_keys: pa.Array | pa.ChunkedArray, touched: p
         new_keys = log_keys.filter(pc.invert(pc.is_in(log_keys, value_set=touched_keys)))
     else:
         new_keys = log_keys
-    return MergeResult(merged, untouched_live + touched_count - deleted_base, new_keys.combine_chunks())
+    # every key the logs hold has one ranked candidate (a touched base key is one of them)
+    return MergeResult(merged, untouched_live + touched_count - deleted_base, new_keys.combine_chunks(),
+                       contested.num_rows)
 
 
 def merge_config_from_table(table_config: Mapping[str, str]) -> MergeConfig:
