@@ -114,7 +114,10 @@ class FloorFormat:
         md = pq.ParquetFile(our_file).metadata
         rg = md.row_group(0)
         self.settings = BaseFileSettings.from_config(config(True))
+        from airflow_hoodie.table.file_group.base_file_writer import compression_level
+
         self.codec = rg.column(0).compression.lower()
+        self.level = compression_level(self.codec)
         self.dictionary = [rg.column(i).path_in_schema for i in range(rg.num_columns)
                            if any("DICTIONARY" in e for e in rg.column(i).encodings)]
         self.avro_schema = md.metadata[b"parquet.avro.schema"]
@@ -156,6 +159,7 @@ def write_file(fmt: FloorFormat, phases: Phases, out_dir: str, spec: FileSpec, t
 
     def encode() -> None:
         with pq.ParquetWriter(os.path.join(part, spec.name), table.schema, compression=fmt.codec,
+                              compression_level=fmt.level,
                               data_page_size=fmt.settings.page_size, store_schema=False, write_statistics=True,
                               use_dictionary=fmt.dictionary) as w:
             w.write_table(table, row_group_size=fmt.row_group_rows)
