@@ -6,7 +6,7 @@ The floor is what any Python writer of these Hudi files must pay: pyarrow readin
 a write touches and writing the same output files — the same number of files with the same
 rows each, the five meta columns computed with pyarrow compute, the bloom filter of the keys
 (built and serialized by this package's own filter class, so the floor pays the same bloom
-cost) and the key range in the footer, the same codec, page size, row group size and
+cost) and the key range in the footer, the same codec and level, page size, row group size and
 dictionary choices as the files our writer wrote. No timeline, markers, index lookup,
 metadata table or planning: the floor takes its plan (files and their row counts) from an
 untimed run of ours.
@@ -24,9 +24,11 @@ untimed run of ours.
 Ours runs with the metadata table on (the default) and, unless ``--skip-no-mdt``, off too.
 Runs alternate in one process (ours, ours without the metadata table, floor), so all see the
 same load; each figure is the median of ``--repeat`` runs of wall and CPU (``process_time``)
-seconds; the floor and ours use the same number of threads (one per CPU). ``--profile``
-prints, per step, cProfile's top entries of one run of ours on a single thread (so the file
-group writes show) and the floor's per-phase thread seconds. Writes
+seconds; the floor and ours use the same number of threads (one per CPU). The check before
+the runs asserts the floor's files have our files' rows, columns, row groups and size. The
+floor's per-phase thread seconds are reported; ``--profile`` prints, per step, CPU-time
+cProfile top entries of one run of ours and one of the floor, each on a single thread (the
+file group writes and our bloom filter on the profiled thread). Writes
 ``benchmarks/out/format_floor.json`` and ``.png``.
 """
 
@@ -265,7 +267,7 @@ def _floor_partition(fmt: FloorFormat, phases: Phases, instant: str, out_dir: st
         new = pa.concat_tables([updates, new_rows])
         keys = new.column(RK).combine_chunks()
         stamped = phases.timed("meta columns", stamp, new.drop_columns([RK]), keys, instant, spec)
-        table = phases.timed("meta columns", lambda: pa.concat_tables([kept, stamped]).unify_dictionaries())
+        table = phases.timed("meta columns", pa.concat_tables([kept, stamped]).unify_dictionaries)
         new_keys = new_rows.column(RK).combine_chunks()
         bloom = phases.timed("bloom", extended_footer_filter, old.schema.metadata, fmt.settings.bloom, new_keys)
         assert bloom is not None and table.num_rows == spec.rows, (spec.name, table.num_rows, spec.rows)
@@ -407,14 +409,14 @@ class Bench:
 def summarize(step: str, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     med = {v: {k: statistics.median(x[k] for x in rs) for k in ("wall", "cpu")} for v, rs in runs.items()}
     out: dict[str, Any] = {f"{v}_{k}_s": round(m[k], 3) for v, m in med.items() for k in ("wall", "cpu")}
-    for v in runs:
+    for v, ours in runs.items():
         if v == "floor":
             continue
         out[f"ratio_{v}"] = round(med[v]["wall"] / med["floor"]["wall"], 3)
         out[f"ratio_{v}_cpu"] = round(med[v]["cpu"] / med["floor"]["cpu"], 3)
         out[f"paired_ratio_{v}"] = round(statistics.median(
-            a["wall"] / b["wall"] for a, b in zip(runs[v], runs["floor"])), 3)
-        out[f"runs_{v}"] = [round(x["wall"], 3) for x in runs[v]]
+            a["wall"] / b["wall"] for a, b in zip(ours, runs["floor"])), 3)
+        out[f"runs_{v}"] = [round(x["wall"], 3) for x in ours]
     out["runs_floor"] = [round(x["wall"], 3) for x in runs["floor"]]
     phases = defaultdict(list)
     for x in runs["floor"]:
