@@ -184,8 +184,14 @@ def replaced_file_groups(client: WriteClient, operation: str, files: list[Existi
     return replaced, []
 
 
-def _run_bucket(ctx: WriteContext, item: tuple[FileGroupTask, pa.Table]) -> list[dict[str, Any]]:
-    return write_file_group(ctx, item[0], item[1])
+def _run_bucket(ctx: WriteContext, item: tuple[FileGroupTask, pa.Table | tuple[pa.Table, np.ndarray]]
+                ) -> list[dict[str, Any]]:
+    """One task's write: its rows, or (the batch, its rows' numbers there) to take them here."""
+    task, rows = item
+    if isinstance(rows, tuple):
+        batch, at = rows
+        rows = batch.take(pa.array(at)).append_column(BUCKET_COL, pa.array(np.full(len(at), task.bucket, np.int32)))
+    return write_file_group(ctx, task, rows)
 
 
 def summarize(result: WriteResult, stats: Sequence[Mapping[str, Any]]) -> WriteResult:
@@ -517,11 +523,15 @@ class ArrowWriteEngine:
     def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
               ctx: WriteContext) -> list[dict[str, Any]]:
         order, bucket = route_rows(self.batch, tasks, insert_plan, ctx.operation == "bulk_insert")
-        routed = self.batch.take(pa.array(order)).append_column(BUCKET_COL, pa.array(bucket, pa.int32()))
-        # a bucket's rows are one run of the routed rows: each task gets a slice, not a copy
         ids = np.array([t.bucket for t in tasks], np.int32)
         starts, ends = np.searchsorted(bucket, ids, side="left"), np.searchsorted(bucket, ids, side="right")
-        items = [(t, routed.slice(int(s), int(e - s))) for t, s, e in zip(tasks, starts, ends)]
+        if isinstance(self.executor, LocalExecutor):
+            # in this process each task takes its own rows on the executor's threads: the take
+            # of a whole 1M-row bulk_insert ran alone before them (0.15 s of its 0.36 s there)
+            items = [(t, (self.batch, order[s:e])) for t, s, e in zip(tasks, starts, ends)]
+        else:  # a bucket's rows are one run of the routed rows: each task gets a slice, not a copy
+            routed = self.batch.take(pa.array(order)).append_column(BUCKET_COL, pa.array(bucket, pa.int32()))
+            items = [(t, routed.slice(int(s), int(e - s))) for t, s, e in zip(tasks, starts, ends)]
         return [s for group in self.executor.map(partial(_run_bucket, ctx), items) for s in group]
 
     def report(self, message: str) -> None:
