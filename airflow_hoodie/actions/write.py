@@ -184,8 +184,14 @@ def replaced_file_groups(client: WriteClient, operation: str, files: list[Existi
     return replaced, []
 
 
-def _run_bucket(ctx: WriteContext, item: tuple[FileGroupTask, pa.Table]) -> list[dict[str, Any]]:
-    return write_file_group(ctx, item[0], item[1])
+def _run_bucket(ctx: WriteContext, item: tuple[FileGroupTask, pa.Table | tuple[pa.Table, np.ndarray]]
+                ) -> list[dict[str, Any]]:
+    """One task's write: its rows, or (the batch, its rows' numbers there) to take them here."""
+    task, rows = item
+    if isinstance(rows, tuple):
+        batch, at = rows
+        rows = batch.take(pa.array(at)).append_column(BUCKET_COL, pa.array(np.full(len(at), task.bucket, np.int32)))
+    return write_file_group(ctx, task, rows)
 
 
 def summarize(result: WriteResult, stats: Sequence[Mapping[str, Any]]) -> WriteResult:
@@ -396,6 +402,23 @@ def _bucket_tasks(client: WriteClient, engine: WriteEngine, settings: WriteSetti
     return tasks, {}, files, replaced
 
 
+def partition_key_order(batch: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """Positions in ``rows`` that sort them by (partition path, record key), ties in row
+    order: the keys sorted alone, then grouped by partition in a stable sort of each
+    partition's rank. Arrow's sort on both string columns compares the partition string of
+    every pair first, which took 0.14 s for the 1M rows of a bulk_insert, this 0.07 s."""
+    part = batch.column(PARTITION_PATH)
+    keys = batch.column(RECORD_KEY)
+    if len(rows) != batch.num_rows:  # all rows (a bulk_insert's) need no copy
+        part, keys = part.take(pa.array(rows)), keys.take(pa.array(rows))
+    if part.null_count:  # (refused before a write gets here) the plain two-column sort
+        return pc.sort_indices(pa.table({"p": part, "k": keys}), [("p", "ascending"), ("k", "ascending")]).to_numpy()
+    by_key = pc.sort_indices(keys).to_numpy()
+    codes = pc.dictionary_encode(part.combine_chunks())
+    rank = pc.rank(codes.dictionary, "ascending").to_numpy()
+    return by_key[np.argsort(rank[codes.indices.to_numpy()[by_key]], kind="stable")]
+
+
 def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
                sort_inserts: bool) -> tuple[np.ndarray, np.ndarray]:
     """(row numbers of ``batch`` grouped by bucket, each one's bucket, ascending): a bucket's
@@ -426,8 +449,7 @@ def route_rows(batch: pa.Table, tasks: Sequence[FileGroupTask], insert_plan: Map
         bucket[upd] = pa.array([t.bucket for t in tasks], pa.int32()).take(at).to_numpy(zero_copy_only=False)
     if len(ins) and insert_plan:
         if sort_inserts:
-            ins = ins[pc.sort_indices(batch.select([PARTITION_PATH, RECORD_KEY]).take(pa.array(ins)),
-                                      [(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")]).to_numpy()]
+            ins = ins[partition_key_order(batch, ins)]
         codes = pc.dictionary_encode(batch.column(PARTITION_PATH).take(pa.array(ins)).combine_chunks())
         part_code = {p: i for i, p in enumerate(codes.dictionary.to_pylist())}
         code = codes.indices.to_numpy(zero_copy_only=False)
@@ -501,11 +523,15 @@ class ArrowWriteEngine:
     def write(self, tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
               ctx: WriteContext) -> list[dict[str, Any]]:
         order, bucket = route_rows(self.batch, tasks, insert_plan, ctx.operation == "bulk_insert")
-        routed = self.batch.take(pa.array(order)).append_column(BUCKET_COL, pa.array(bucket, pa.int32()))
-        # a bucket's rows are one run of the routed rows: each task gets a slice, not a copy
         ids = np.array([t.bucket for t in tasks], np.int32)
         starts, ends = np.searchsorted(bucket, ids, side="left"), np.searchsorted(bucket, ids, side="right")
-        items = [(t, routed.slice(int(s), int(e - s))) for t, s, e in zip(tasks, starts, ends)]
+        if isinstance(self.executor, LocalExecutor):
+            # in this process each task takes its own rows on the executor's threads: the take
+            # of a whole 1M-row bulk_insert ran alone before them (0.15 s of its 0.36 s there)
+            items = [(t, (self.batch, order[s:e])) for t, s, e in zip(tasks, starts, ends)]
+        else:  # a bucket's rows are one run of the routed rows: each task gets a slice, not a copy
+            routed = self.batch.take(pa.array(order)).append_column(BUCKET_COL, pa.array(bucket, pa.int32()))
+            items = [(t, routed.slice(int(s), int(e - s))) for t, s, e in zip(tasks, starts, ends)]
         return [s for group in self.executor.map(partial(_run_bucket, ctx), items) for s in group]
 
     def report(self, message: str) -> None:

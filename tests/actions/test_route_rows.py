@@ -51,3 +51,22 @@ def test_a_bulk_insert_fills_its_buckets_in_key_order():
     order, bucket = route_rows(batch, _tasks(), plan, sort_inserts=True)
     got = _keys_by_bucket(batch, order, bucket)
     assert got[3] == ["k0", "k5"] and got[1] == ["k3", "k9"] and got[4] == ["k2", "k7"]
+
+
+def test_partition_key_order_is_the_two_column_sort():
+    """Keys sorted alone, then grouped by partition rank: the order Arrow's sort on
+    (partition, key) gives, ties (duplicate keys, null keys) in row order, all rows or some."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from airflow_hoodie.actions.write import partition_key_order
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    keys = pa.array([None if i % 97 == 0 else f"k{v}" for i, v in enumerate(rng.integers(0, 300, n))])
+    parts = pa.array([f"p{v}" for v in rng.choice([3, 1, 10, 2, 0], n)])
+    batch = pa.table({RECORD_KEY: keys, PARTITION_PATH: parts})
+    for rows in (np.arange(n), np.flatnonzero(rng.random(n) < 0.4)):
+        sub = batch.take(pa.array(rows))
+        want = pc.sort_indices(sub, [(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")]).to_numpy()
+        assert np.array_equal(partition_key_order(batch, rows), want)

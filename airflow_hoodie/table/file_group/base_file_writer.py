@@ -208,6 +208,18 @@ def _dictionary_pays(values: pa.ChunkedArray) -> bool:
 ROW_GROUP_ROWS = 1 << 20
 
 
+#: the deflate level of a gzip base file: zlib's default, as parquet-java compresses through
+#: Hadoop's GzipCodec (``zlib.compress.level`` unset: DEFAULT_COMPRESSION). Arrow's own gzip
+#: default is level 9, which took 7x the CPU for a file 0.5% smaller (100k rows of the
+#: upsert benchmark: 1.08 s against 0.15 s), most of a write's time.
+GZIP_LEVEL = 6
+
+
+def compression_level(codec: str | None) -> int | None:
+    """The level a base file of ``codec`` is compressed at (None: Arrow's default for it)."""
+    return GZIP_LEVEL if (codec or "").lower() == "gzip" else None
+
+
 _bloom_pool: ThreadPoolExecutor | None = None
 _bloom_pool_lock = threading.Lock()
 
@@ -323,6 +335,7 @@ def write_base_file(
     with storage.open_output(full) as out:
         with pq.ParquetWriter(
             out, table.schema, compression=None if codec in ("", "uncompressed", "none") else codec,
+            compression_level=compression_level(codec),
             data_page_size=page_size, store_schema=False, write_statistics=True,
             use_dictionary=dictionary_columns(table, settings),
         ) as writer:

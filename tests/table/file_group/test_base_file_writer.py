@@ -91,3 +91,30 @@ def test_cow_merge_writes_the_file_its_rows_as_strings_make(tmp_path):
     write_base_file(storage, root, "again", path.name, written, avro, BaseFileSettings.from_config(HoodieConfig(cfg)))
     assert hashlib.sha256((tmp_path / "again" / path.name).read_bytes()).hexdigest() == \
         hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_gzip_pages_at_zlibs_default_level_as_parquet_java(tmp_path):
+    """parquet-java deflates through Hadoop's GzipCodec at zlib's default level (6); Arrow's
+    gzip default is 9, seven times the CPU. zlib's gzip header tells them apart (XFL: 2 for
+    level 9, 4 for level 1, 0 between)."""
+    import zlib
+
+    n = 20000
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "v": pa.array([f"v{i * 7919 % 10007}" for i in range(n)])})
+    stamped = stamp_meta_columns(data, pa.array([str(i) for i in range(n)]), "p=1", "20240101000000000",
+                                 "f-0_1-0-0_20240101000000000.parquet", dictionary=True)
+    storage, base = Storage.for_uri(str(tmp_path))
+    write_base_file(storage, base, "p=1", "f.parquet", stamped, AVRO, BaseFileSettings.from_config(HoodieConfig({})))
+    raw = (tmp_path / "p=1" / "f.parquet").read_bytes()
+    assert pq.ParquetFile(tmp_path / "p=1" / "f.parquet").metadata.row_group(0).column(0).compression == "GZIP"
+    at, pages = 0, []
+    while (at := raw.find(b"\x1f\x8b\x08", at + 1)) > 0:
+        pages.append(raw[at + 8])
+    assert pages and set(pages) == {0}, pages
+    # and a page deflated at level 6 is what zlib makes of its bytes at that level
+    at = raw.find(b"\x1f\x8b\x08")
+    d = zlib.decompressobj(31)
+    page = d.decompress(raw[at:])
+    member = raw[at:len(raw) - len(d.unused_data)]
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    assert member[10:-8] == c.compress(page) + c.flush()
