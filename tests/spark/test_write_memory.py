@@ -11,7 +11,11 @@ import pytest
 
 from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
 from airflow_hoodie.config import HoodieConfig
-from airflow_hoodie.spark.task_partitions import dense_keys, spark_hash_int, tag_slice_target
+from airflow_hoodie.spark.task_partitions import (
+    dense_keys,
+    spark_hash_int,
+    tag_slice_target,
+)
 from airflow_hoodie.table.read import read_table
 
 SPLIT = 40
