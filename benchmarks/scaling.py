@@ -25,6 +25,8 @@ smallest batch go to ``out/scaling_rss.*``. ``--file-group-mb 8 --split-size 150
 upserts a smaller ``hoodie.parquet.max.file.size`` and insert split (``out/scaling_rss_8mb.*``):
 with Hudi's 120 MB a file group holds about 2M of these rows and an insert split 500k. Each
 peak is also charged to the Spark stages running at the time (``peak_rss_mb_by_stage``).
+``--driver-memory 1g`` bounds the measured JVMs' heap (local mode: driver and executor are
+one JVM), to see whether a batch needs the heap it takes (``out/scaling_rss_8mb_heap1g.*``).
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class _PeakWorkerRss:
         self.jvm_peak = 0
         self.workers_total_peak = 0
         self.stage_peaks: dict[str, dict[str, float]] = {}
+        #: when each stage was first and last seen running (to the sampling interval)
+        self.stage_times: dict[str, list[float]] = {}
         self._tracker = spark.sparkContext.statusTracker() if spark is not None else None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -102,7 +106,9 @@ class _PeakWorkerRss:
             self.jvm_peak = max(self.jvm_peak, jvm)
             self.workers_total_peak = max(self.workers_total_peak, total)
             try:
+                now = time.perf_counter()
                 for stage in self._stages():
+                    self.stage_times.setdefault(stage, [now, now])[1] = now
                     was = self.stage_peaks.get(stage, {"worker_mb": 0, "jvm_mb": 0})
                     self.stage_peaks[stage] = {"worker_mb": max(was["worker_mb"], round(worker / 2**20, 1)),
                                                "jvm_mb": max(was["jvm_mb"], round(jvm / 2**20, 1))}
@@ -136,6 +142,8 @@ def main() -> None:
                     help="with --rss-batches: hoodie.parquet.max.file.size of the upserts (0: Hudi's 120 MB)")
     ap.add_argument("--split-size", type=int, default=0,
                     help="with --rss-batches: hoodie.copyonwrite.insert.split.size of the upserts (0: 500,000)")
+    ap.add_argument("--driver-memory", default="",
+                    help="with --rss-batches: spark.driver.memory (the local JVM's heap) of the measured processes")
     ap.add_argument("--rss-child", choices=["load", "upsert"], help=argparse.SUPPRESS)
     ap.add_argument("--table", help=argparse.SUPPRESS)
     ap.add_argument("--batch-dir", help=argparse.SUPPRESS)
@@ -204,7 +212,7 @@ def _measured_upsert(spark, path: str, size: int, batch: int, cfg) -> tuple[Any,
     """An upsert of ``batch`` records (20% updates of the table's last keys) into the
     ``size``-row table at ``path``; the batch is cached first, so the time and the peak RSS
     are the write's alone."""
-    from airflow_hoodie.spark.dataframe_write import upsert_dataframe  # noqa: PLC0415
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
 
     n_upd = batch // 5
     ids = np.concatenate([np.arange(size - n_upd, size), np.arange(size, size + batch - n_upd)])
@@ -222,8 +230,8 @@ def _measured_upsert(spark, path: str, size: int, batch: int, cfg) -> tuple[Any,
 def _rss_config(args: argparse.Namespace) -> tuple[Any, Any]:
     """The load's config (Hudi's defaults, DataFrame path) and the upserts' (the same bound
     on a file group for every batch)."""
-    from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES  # noqa: PLC0415
-    from airflow_hoodie.config import HoodieConfig  # noqa: PLC0415
+    from airflow_hoodie.actions.write_config import DRIVER_BATCH_MAX_BYTES
+    from airflow_hoodie.config import HoodieConfig
 
     cfg = HoodieConfig({"hoodie.table.type": "COPY_ON_WRITE", "hoodie.datasource.write.recordkey.field": "id",
                         "hoodie.datasource.write.precombine.field": "ts",
@@ -237,7 +245,7 @@ def _rss_config(args: argparse.Namespace) -> tuple[Any, Any]:
 def _write_batch_files(out: str, size: int, batch: int) -> None:
     """The upsert's batch (20% updates of the table's last keys, 80% new keys) as parquet
     files of 200k rows, read by the measured process as a job reads its source."""
-    import pyarrow.parquet as pq  # noqa: PLC0415
+    import pyarrow.parquet as pq
 
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -249,22 +257,27 @@ def _write_batch_files(out: str, size: int, batch: int) -> None:
 
 def _jvm_heap(spark: Any) -> dict[str, float]:
     """The JVM's heap as it ends the upsert: committed (what the RSS holds) and its limit."""
-    rt = spark._jvm.java.lang.Runtime.getRuntime()
+    jvm = spark._jvm
+    rt = jvm.java.lang.Runtime.getRuntime()
+    gcs = list(jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans())
     return {"jvm_heap_committed_mb": round(rt.totalMemory() / 2**20, 1),
-            "jvm_heap_max_mb": round(rt.maxMemory() / 2**20, 1)}
+            "jvm_heap_max_mb": round(rt.maxMemory() / 2**20, 1),
+            "jvm_gc_s": round(sum(g.getCollectionTime() for g in gcs) / 1000, 2),
+            "jvm_gcs": sum(g.getCollectionCount() for g in gcs)}
 
 
 def rss_child(args: argparse.Namespace) -> None:
     """One measured process: ``--rss-child load`` loads the table; ``--rss-child upsert``
     upserts the batch files into it, sampling peak RSS during the upsert only. Prints one
     JSON line."""
-    import json  # noqa: PLC0415
+    import json
 
-    from airflow_hoodie.spark.dataframe_write import upsert_dataframe  # noqa: PLC0415
-    from airflow_hoodie.spark.session import get_or_create_session  # noqa: PLC0415
+    from airflow_hoodie.spark.dataframe_write import upsert_dataframe
+    from airflow_hoodie.spark.session import get_or_create_session
 
     cfg, upsert_cfg = _rss_config(args)
-    spark = get_or_create_session("hoodie-scaling-rss", master=args.master)
+    spark = get_or_create_session("hoodie-scaling-rss", master=args.master,
+                                  conf={"spark.driver.memory": args.driver_memory} if args.driver_memory else None)
     size, path = args.sizes[0], args.table
     if args.rss_child == "load":
         shutil.rmtree(path, ignore_errors=True)
@@ -286,19 +299,20 @@ def rss_child(args: argparse.Namespace) -> None:
                       "peak_jvm_rss_mb": round(rss.jvm_peak / 2**20, 1),
                       "jvm_rss_mb_before_upsert": round(rss.jvm_start / 2**20, 1),
                       "peak_driver_rss_mb": round(rss.driver_peak / 2**20, 1), **_jvm_heap(spark),
-                      "peak_rss_mb_by_stage": rss.stage_peaks}), flush=True)
+                      "peak_rss_mb_by_stage": rss.stage_peaks,
+                      "stage_s": {k: round(b - a, 2) for k, (a, b) in rss.stage_times.items()}}), flush=True)
     spark.stop()
 
 
 def _child(args: argparse.Namespace, role: str, *extra: str) -> dict[str, Any]:
     """Run a measured step in a fresh process (its own JVM and Python workers), as each
     Airflow task is a fresh spark-submit."""
-    import json  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
+    import json
+    import subprocess
 
     cmd = [sys.executable, os.path.abspath(__file__), "--rss-child", role, "--master", args.master,
            "--sizes", str(args.sizes[0]), "--file-group-mb", str(args.file_group_mb),
-           "--split-size", str(args.split_size), *extra]
+           "--split-size", str(args.split_size), "--driver-memory", args.driver_memory, *extra]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     lines = [line for line in out.splitlines() if line.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
@@ -311,7 +325,8 @@ def rss_by_batch(args: argparse.Namespace) -> None:
     loaded = os.path.join(args.dir, "rss-loaded")
     _child(args, "load", "--table", loaded)
     figures: dict[str, Any] = {"table_rows": size, "file_group_mb": args.file_group_mb or 120,
-                               "split_size": args.split_size or 500_000, "master": args.master}
+                               "split_size": args.split_size or 500_000, "master": args.master,
+                               "driver_memory": args.driver_memory or "2g"}
     for batch in args.rss_batches:
         path, batch_dir = os.path.join(args.dir, f"rss-{batch}"), os.path.join(args.dir, f"rss-batch-{batch}")
         shutil.rmtree(path, ignore_errors=True)
@@ -345,6 +360,7 @@ def _rss_report(args: argparse.Namespace, figures: dict[str, Any]) -> None:
             rows += [(f"peak {label} RSS (MB/1000), {int(b):,} batch", f[k] / 1000, figures[small][k] / 1000,
                       f"{int(small):,} batch") for k, label in _RSS_KEYS]
     name = f"scaling_rss_{args.file_group_mb}mb" if args.file_group_mb else "scaling_rss"
+    name += f"_heap{args.driver_memory}" if args.driver_memory else ""
     print(f"figures: {write_report(name, figures, rows)}")
 
 
