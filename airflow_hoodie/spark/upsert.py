@@ -20,11 +20,12 @@ from functools import partial
 from itertools import accumulate
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from airflow_hoodie.actions.bucket_index_write import (
     BUCKET_ID_COL,
@@ -73,6 +74,11 @@ from airflow_hoodie.spark.job_errors import translate_job_error
 from airflow_hoodie.spark.keyed_records import keyed_dataframe
 from airflow_hoodie.spark.progress import progress
 from airflow_hoodie.spark.source import SOURCE_FORMATS, read_source  # noqa: F401 - this module's API before spark/source.py
+from airflow_hoodie.spark.task_partitions import (
+    insert_positions,
+    one_group_per_task,
+    tag_slice_target,
+)
 from airflow_hoodie.spark.worker_heap import freeze_worker_heap
 from airflow_hoodie.table.file_group.file_system_view import ExistingFile
 from airflow_hoodie.table.hoodie_table import HoodieTable
@@ -91,15 +97,19 @@ def _write_groups(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list
     return pa.table({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
 
 
-def _group_writer(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list[str]):
+def _group_writer(ctx: WriteContext, tasks: dict[int, FileGroupTask], keep: list[str], held: Any):
     def write_group(table: pa.Table) -> pa.Table:
         freeze_worker_heap()
+        if table.num_rows:
+            held.add({("write", table.column(BUCKET_COL)[0].as_py()): table.num_rows})
         return _write_groups(ctx, tasks, keep, table)
     return write_group
 
 
 SEQ_COL = "__seq"    # input order: a dedupe tie goes to the later row, as in the window it replaced
 GROUP_COL = "__tag"  # which slice of its partition's keys (of all keys, for a global index) a record is tagged in
+INS_POS_COL = "__ins_pos"  # an insert's place among its tag group's inserts into its partition
+TASK_COL = "__task"  # the write task (file group) a record goes to
 
 
 @dataclass
@@ -193,6 +203,18 @@ def _tag_group(plan: _TagPlan, table: pa.Table) -> pa.Table:
     return tagged.filter(pc.invert(useless)).select(plan.out_names)
 
 
+class _Largest(AccumulatorParam):
+    """The largest value per key over tasks (a retried task does not add up)."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:
+        for k, n in b.items():
+            a[k] = max(a.get(k, 0), n)
+        return a
+
+
 class _SummedCounts(AccumulatorParam):
     """Counts by key summed over tasks (records per partition and operation, per located file
     group): they come back with the tasks' results instead of from a pass of their own over
@@ -207,19 +229,25 @@ class _SummedCounts(AccumulatorParam):
         return a
 
 
-def _counted(counts: Any, tagged: pa.Table) -> pa.Table:
-    """``tagged``, its locations added to ``counts`` (the in-process engine's counting)."""
+def _counted(counts: Any, tagged: pa.Table, group: int) -> pa.Table:
+    """``tagged``, its locations added to ``counts`` (the in-process engine's counting), with
+    its inserts per partition counted for tag group ``group`` too (``("G", partition, group)``)."""
     upd, ins = ArrowWriteEngine(tagged, LocalExecutor()).bucket_counts()
-    counts.add({**{("U", p, f): n for (p, f), n in upd.items()}, **{("I", p, None): n for p, n in ins.items()}})
+    counts.add({**{("U", p, f): n for (p, f), n in upd.items()}, **{("I", p, None): n for p, n in ins.items()},
+                **{("G", p, group): n for p, n in ins.items()}})
     return tagged
 
 
-def _tagger(plan: Any, counts: Any):
+def _tagger(plan: Any, counts: Any, held: Any):
     """The applyInArrow function over the broadcast plan (PySpark reads the Arrow eval type
     from a plain function's type hints, not from a partial)."""
     def tag(table: pa.Table) -> pa.Table:
         freeze_worker_heap()
-        return _counted(counts, _tag_group(plan.value, table))
+        group = table.column(GROUP_COL)[0].as_py() if table.num_rows else 0
+        held.add({("tag", group): table.num_rows})
+        tagged = _counted(counts, _tag_group(plan.value, table), group)
+        return (tagged.append_column(GROUP_COL, pa.array(np.full(tagged.num_rows, group), pa.int32()))
+                .append_column(INS_POS_COL, insert_positions(tagged)))
     return tag
 
 
@@ -235,10 +263,13 @@ def _literal_map(values: Mapping[str, Any]) -> Any:
     return F.create_map(*[c for k, v in values.items() for c in (F.lit(k), v)])
 
 
-def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]]) -> Any:
+def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tuple[int, int]]],
+                   offsets: Mapping[tuple[str, int], int] | None = None) -> Any:
     """Each record's bucket as an expression over small literal maps built on the driver (no
-    broadcast join, no job): updates by their file group, inserts by hash position into
-    their partition's insert buckets."""
+    broadcast join, no job): updates by their file group, inserts by position into their
+    partition's insert buckets. With ``offsets`` (where each tag group's inserts start among
+    its partition's) the position is exact and each new group gets the records the plan gave
+    it; without, a hash of the key spreads them (about as many)."""
     sep = "\u0000"
     # a bucket index locates records at its new groups too (INSERT tasks named by bucket)
     updates = {t.partition_path + sep + t.file_id: F.lit(t.bucket) for t in tasks}
@@ -253,22 +284,29 @@ def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tu
         bounds[part] = F.array(*[F.lit(h).cast("long") for h in his])
         buckets[part] = F.array(*[F.lit(b).cast("int") for b, _ in plan])
     part = F.col(PARTITION_PATH)
-    pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
-                                       F.monotonically_increasing_id().cast("string"))),
-                 F.element_at(_literal_map(totals), part))
+    if offsets:
+        starts = _literal_map({p + sep + str(g): F.lit(o).cast("long") for (p, g), o in offsets.items()})
+        pos = F.element_at(starts, F.concat_ws(sep, part, F.col(GROUP_COL).cast("string"))) + F.col(INS_POS_COL)
+    else:
+        pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
+                                           F.monotonically_increasing_id().cast("string"))),
+                     F.element_at(_literal_map(totals), part))
     ins = F.element_at(F.element_at(_literal_map(buckets), part),
                        F.size(F.filter(F.element_at(_literal_map(bounds), part), lambda h: h <= pos)) + 1)
     return F.when(F.col(LOC_FILE).isNotNull(), upd).otherwise(ins).cast("int")
 
 
-def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], data_columns: list[str]
-                   ) -> list[dict[str, Any]]:
-    """One task per bucket writes its file group; the write stats come back."""
+def _write_buckets(routed: Any, ctx: WriteContext, tasks: list[FileGroupTask], data_columns: list[str],
+                   held: Any) -> list[dict[str, Any]]:
+    """One task per bucket writes its file group, each bucket a shuffle partition of its own
+    (the JVM sorts and the Python worker holds one group's records); the write stats come back."""
     # the located file tells a log append which of its records are inserts (small files)
     keep = [RECORD_KEY, PARTITION_PATH, OP_COL, BUCKET_COL, LOC_FILE] + list(data_columns)
+    index = F.element_at(F.create_map(*[c for i, t in enumerate(tasks) for c in (F.lit(t.bucket), F.lit(i))]),
+                         F.col(BUCKET_COL))
     try:
-        rows = (routed.groupBy(BUCKET_COL)
-                .applyInArrow(_group_writer(ctx, {t.bucket: t for t in tasks}, keep), "stat string").collect())
+        rows = (one_group_per_task(routed, index, len(tasks), TASK_COL).groupBy(TASK_COL)
+                .applyInArrow(_group_writer(ctx, {t.bucket: t for t in tasks}, keep, held), "stat string").collect())
     except Exception as exc:
         raise translate_job_error(exc) from exc
     return [json.loads(r[0]) for r in rows]
@@ -301,14 +339,16 @@ def _partition_runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
 
 
 def _partition_writer(ctx: WriteContext, tasks: Mapping[str, list[FileGroupTask]],
-                      insert_plan: Mapping[str, list[tuple[int, int]]]):
-    """mapInArrow body over tagged records grouped by partition path: each partition's
-    records are routed to its buckets and written by the in-process engine, with no
-    shuffle by bucket."""
+                      insert_plan: Mapping[str, list[tuple[int, int]]], held: Any):
+    """mapInArrow body over tagged records grouped by partition path (each at most
+    hoodie.copyonwrite.insert.split.size records): each partition's records are routed to
+    its buckets and written by the in-process engine, with no shuffle by bucket."""
     def write_partitions(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_heap()
         for records in _partition_runs(batches):
+            records = records.drop_columns([c for c in (GROUP_COL, INS_POS_COL) if c in records.column_names])
             path = records.column(PARTITION_PATH)[0].as_py()
+            held.add({("write", path): records.num_rows})
             plan = {path: insert_plan[path]} if path in insert_plan else {}
             stats = ArrowWriteEngine(records, LocalExecutor()).write(tasks.get(path, []), plan, ctx)
             yield pa.record_batch({"stat": pa.array([json.dumps(s) for s in stats], pa.string())})
@@ -320,8 +360,9 @@ class SparkWriteEngine:
     kept, their partitions counted (one pass, no shuffle); one shuffle that brings each slice
     of a partition's keys to a task that dedupes and tags them in Arrow against the files
     they may live in, counting them as it goes (two jobs); one shuffle by bucket to the tasks
-    that write each file group (two jobs). Only counts come back to the driver. Local
-    checkpoints keep the records on the executors between the steps without a cache's extra
+    that write each file group (two jobs), each tag group and file group a task of its own
+    (:mod:`task_partitions`). Only counts come back to the driver. Local checkpoints keep
+    the records on the executors between the steps without a cache's extra
     job per use, but also without lineage: an executor lost before the write ends fails the
     write, which is rolled back and can be retried whole."""
 
@@ -337,6 +378,9 @@ class SparkWriteEngine:
         self.split = 1
         #: the tag step's groups are whole partitions: the write needs no shuffle by bucket
         self.whole_partitions = False
+        #: the records each Python task of the tag and write steps held, by ("tag", group),
+        #: ("write", bucket) or ("write", partition path) when the write takes whole partitions
+        self.held: Any = spark.sparkContext.accumulator({}, _Largest())
 
     def prepare(self, settings: WriteSettings) -> list[str]:
         sizes = self.spark.sparkContext.accumulator({}, _SummedCounts())
@@ -398,29 +442,56 @@ class SparkWriteEngine:
         A group is a slice of a partition's keys (of all keys, for a global index) of at
         most about hoodie.copyonwrite.insert.split.size records, Hudi's file-group size in
         records, so a task's memory follows that, not the batch."""
-        out_schema = StructType([f for f in self.keyed.schema.fields if f.name != BUCKET_ID_COL]
-                                + [StructField(LOC_PART, StringType()), StructField(LOC_FILE, StringType())])
-        plan.out_names = out_schema.fieldNames()
+        out_fields = [f for f in self.keyed.schema.fields if f.name != BUCKET_ID_COL] \
+            + [StructField(LOC_PART, StringType()), StructField(LOC_FILE, StringType())]
+        plan.out_names = [f.name for f in out_fields]
+        out_schema = StructType(out_fields + [StructField(GROUP_COL, IntegerType()),
+                                              StructField(INS_POS_COL, LongType())])
         sc = self.spark.sparkContext
         self.plan = sc.broadcast(plan)
         counts = sc.accumulator({}, _SummedCounts())
-        per_part: dict[str, int] = {}
-        for (p, _), n in self.sizes.items():
-            per_part[p] = per_part.get(p, 0) + n
-        if plan.global_index:
-            slices, by = F.lit(max(1, -(-sum(per_part.values()) // self.split))), []
-        else:
-            self.whole_partitions = max(per_part.values(), default=0) <= self.split
-            slices = F.lit(1) if self.whole_partitions else F.element_at(
-                _literal_map({p: F.lit(-(-n // self.split)) for p, n in per_part.items()}), F.col(PARTITION_PATH))
-            by = [F.col(PARTITION_PATH)]
+        index, n_groups = self._tag_groups(plan.global_index)
         src = self.keyed.withColumn(SEQ_COL, F.monotonically_increasing_id()) if plan.dedupe else self.keyed
-        self.tagged = _checkpointed(src.withColumn(GROUP_COL, F.pmod(F.xxhash64(F.col(RECORD_KEY)), slices))
-                                    .groupBy(*by, F.col(GROUP_COL))
-                                    .applyInArrow(_tagger(self.plan, counts), out_schema))
+        self.tagged = _checkpointed(one_group_per_task(src, index, n_groups, GROUP_COL).groupBy(GROUP_COL)
+                                    .applyInArrow(_tagger(self.plan, counts, self.held), out_schema))
         self.located = dict(counts.value)
         _drop_checkpoint(self.keyed)  # the tagged records replace it
         self.keyed = None
+
+    def _tag_groups(self, global_index: bool) -> tuple[Any, int]:
+        """Each record's tag group (an int column in ``[0, n)``) and the number ``n`` of groups:
+        slices of a partition's keys (of all keys, for a global index) by hash, each aimed
+        low enough (:func:`tag_slice_target`) to stay within the split; a partition within it
+        is one group."""
+        per_part: dict[str, int] = {}
+        for (p, _), n in self.sizes.items():
+            per_part[p] = per_part.get(p, 0) + n
+        target = tag_slice_target(self.split)
+        key_hash = F.xxhash64(F.col(RECORD_KEY))
+        if global_index:
+            total = sum(per_part.values())
+            n = 1 if total <= self.split else -(-total // target)
+            return F.pmod(key_hash, F.lit(n)), n
+        self.whole_partitions = max(per_part.values(), default=0) <= self.split
+        slices = {p: 1 if n <= self.split else -(-n // target) for p, n in per_part.items()}
+        starts = dict(zip(slices, accumulate([0] + list(slices.values()))))
+        part = F.col(PARTITION_PATH)
+        if self.whole_partitions:
+            return F.element_at(_literal_map({p: F.lit(o) for p, o in starts.items()}), part), max(1, len(slices))
+        return (F.element_at(_literal_map({p: F.lit(o) for p, o in starts.items()}), part)
+                + F.pmod(key_hash, F.element_at(_literal_map({p: F.lit(n) for p, n in slices.items()}), part)),
+                max(1, sum(slices.values())))
+
+    def _insert_offsets(self) -> dict[tuple[str, int], int] | None:
+        """Where each tag group's inserts start among its partition's (groups in key order)."""
+        counted = sorted((p, g, n) for (kind, p, g), n in self.located.items() if kind == "G")
+        if not counted:
+            return None
+        offsets, at = {}, {}
+        for p, g, n in counted:
+            offsets[(p, g)] = at.get(p, 0)
+            at[p] = at.get(p, 0) + n
+        return offsets
 
     def bucket_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
         upd = {(part, fid): n for (kind, part, fid), n in self.located.items() if kind == "U"}
@@ -436,12 +507,14 @@ class SparkWriteEngine:
             for t in tasks:
                 by_part.setdefault(t.partition_path, []).append(t)
             try:
-                rows = self.tagged.mapInArrow(_partition_writer(ctx, by_part, insert_plan), "stat string").collect()
+                rows = self.tagged.mapInArrow(_partition_writer(ctx, by_part, insert_plan, self.held),
+                                              "stat string").collect()
             except Exception as exc:
                 raise translate_job_error(exc) from exc
             return [json.loads(r[0]) for r in rows]
-        routed = self.tagged.withColumn(BUCKET_COL, _bucket_column(tasks, insert_plan))
-        return _write_buckets(routed, ctx, tasks, self.df.columns)
+        offsets = self._insert_offsets() if INS_POS_COL in self.tagged.columns else None
+        routed = self.tagged.withColumn(BUCKET_COL, _bucket_column(tasks, insert_plan, offsets))
+        return _write_buckets(routed, ctx, tasks, self.df.columns, self.held)
 
     def report(self, message: str) -> None:
         progress(message)
@@ -456,7 +529,10 @@ class SparkWriteEngine:
 
 def _checkpointed(frame: Any) -> Any:
     """``frame`` computed once, now, and kept on the executors (one job, as a cache would
-    take two: its own and the first use's)."""
+    take two: its own and the first use's), in memory and spilled to disk past Spark's
+    storage memory. DISK_ONLY was tried: a 1M-row upsert (benchmarks/scaling.py, 8 MB groups)
+    took 106 s instead of 81 s, the write's shuffle reading the rows back, for no JVM RSS
+    gain beyond the run-to-run noise (1528 vs 1167 MB)."""
     try:
         return frame.localCheckpoint(eager=True)
     except Exception as exc:
