@@ -270,10 +270,15 @@ def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tu
     partition's insert buckets. With ``offsets`` (where each tag group's inserts start among
     its partition's) the position is exact and each new group gets the records the plan gave
     it; without, a hash of the key spreads them (about as many)."""
-    sep = "\u0000"
-    # a bucket index locates records at its new groups too (INSERT tasks named by bucket)
-    updates = {t.partition_path + sep + t.file_id: F.lit(t.bucket) for t in tasks}
-    upd = F.element_at(_literal_map(updates), F.concat_ws(sep, LOC_PART, LOC_FILE)) if updates \
+    # a bucket index locates records at its new groups too (INSERT tasks named by bucket).
+    # Spark looks a key up in a literal map by scanning it, per record: maps are nested by
+    # partition (a scan of the partitions, then of one partition's groups), not keyed by a
+    # string built per record over every group of the write.
+    by_part: dict[str, dict[str, int]] = {}
+    for t in tasks:
+        by_part.setdefault(t.partition_path, {})[t.file_id] = t.bucket
+    updates = {p: _literal_map({f: F.lit(b) for f, b in groups.items()}) for p, groups in by_part.items()}
+    upd = F.element_at(F.element_at(_literal_map(updates), F.col(LOC_PART)), F.col(LOC_FILE)) if updates \
         else F.lit(None).cast("int")
     if not insert_plan:
         return upd.cast("int")
@@ -285,8 +290,14 @@ def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tu
         buckets[part] = F.array(*[F.lit(b).cast("int") for b, _ in plan])
     part = F.col(PARTITION_PATH)
     if offsets:
-        starts = _literal_map({p + sep + str(g): F.lit(o).cast("long") for (p, g), o in offsets.items()})
-        pos = F.element_at(starts, F.concat_ws(sep, part, F.col(GROUP_COL).cast("string"))) + F.col(INS_POS_COL)
+        # per partition, an array of its tag groups' first insert positions, indexed by group
+        width: dict[str, int] = {}
+        for (p, g) in offsets:
+            width[p] = max(width.get(p, 0), g + 1)
+        arrays = {p: F.array(*[F.lit(offsets.get((p, g), 0)).cast("long") for g in range(n)])
+                  for p, n in width.items()}
+        pos = F.element_at(F.element_at(_literal_map(arrays), part), F.col(GROUP_COL).cast("int") + 1) \
+            + F.col(INS_POS_COL)
     else:
         pos = F.pmod(F.xxhash64(F.coalesce(F.col(RECORD_KEY),  # auto keys: spread by row
                                            F.monotonically_increasing_id().cast("string"))),
