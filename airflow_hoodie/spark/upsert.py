@@ -270,10 +270,7 @@ def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tu
     partition's insert buckets. With ``offsets`` (where each tag group's inserts start among
     its partition's) the position is exact and each new group gets the records the plan gave
     it; without, a hash of the key spreads them (about as many)."""
-    # a bucket index locates records at its new groups too (INSERT tasks named by bucket).
-    # Spark looks a key up in a literal map by scanning it, per record: maps are nested by
-    # partition (a scan of the partitions, then of one partition's groups), not keyed by a
-    # string built per record over every group of the write.
+    # (a bucket index's new groups too) Spark scans a literal map per lookup: nested by partition
     by_part: dict[str, dict[str, int]] = {}
     for t in tasks:
         by_part.setdefault(t.partition_path, {})[t.file_id] = t.bucket
@@ -291,11 +288,8 @@ def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tu
     part = F.col(PARTITION_PATH)
     if offsets:
         # per partition, an array of its tag groups' first insert positions, indexed by group
-        width: dict[str, int] = {}
-        for (p, g) in offsets:
-            width[p] = max(width.get(p, 0), g + 1)
-        arrays = {p: F.array(*[F.lit(offsets.get((p, g), 0)).cast("long") for g in range(n)])
-                  for p, n in width.items()}
+        width = {p: 1 + max(g for q, g in offsets if q == p) for p, _ in offsets}
+        arrays = {p: F.array(*[F.lit(offsets.get((p, g), 0)).cast("long") for g in range(n)]) for p, n in width.items()}
         pos = F.element_at(F.element_at(_literal_map(arrays), part), F.col(GROUP_COL).cast("int") + 1) \
             + F.col(INS_POS_COL)
     else:
