@@ -288,7 +288,9 @@ def _bucket_column(tasks: list[FileGroupTask], insert_plan: Mapping[str, list[tu
     part = F.col(PARTITION_PATH)
     if offsets:
         # per partition, an array of its tag groups' first insert positions, indexed by group
-        width = {p: 1 + max(g for q, g in offsets if q == p) for p, _ in offsets}
+        width: dict[str, int] = {}
+        for p, g in offsets:
+            width[p] = max(width.get(p, 0), g + 1)
         arrays = {p: F.array(*[F.lit(offsets.get((p, g), 0)).cast("long") for g in range(n)]) for p, n in width.items()}
         pos = F.element_at(F.element_at(_literal_map(arrays), part), F.col(GROUP_COL).cast("int") + 1) \
             + F.col(INS_POS_COL)
